@@ -1,0 +1,386 @@
+//! `explain`: the whole trace of one evaluation — the mode, the profile, every rule of every file
+//! considered for every subject and why it matched or not, then the default, the overrides and
+//! the ceiling.
+//!
+//! The trace is computed by a plain scan of every rule (not the index), so it doubles as a second
+//! implementation: tests hold its verdicts to the evaluation's.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::call::Call;
+use crate::decision::{Access, Decision, Layer, Mode};
+use crate::eval::validate;
+use crate::evaluation::{Evaluation, RunOptions};
+use crate::matcher::describe_list;
+use crate::policy::Policy;
+use crate::profile::ProfileInfo;
+use crate::rule::{Facts, Miss, Rule, RuleInfo};
+use crate::subject::{Subject, subjects_of};
+
+/// An evaluation with its trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explanation {
+    /// The call's tool.
+    pub tool: String,
+    /// The result, exactly as [`Policy::evaluate_with`] gives it.
+    pub evaluation: Evaluation,
+    /// The mode and where it came from (`the call's context`, `the run`, `the policy`).
+    pub mode: ModeTrace,
+    /// What the profile says about the call (absent when the call was invalid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileTrace>,
+    /// Each subject, file by file, rule by rule.
+    pub subjects: Vec<SubjectTrace>,
+    /// What the run and the mode changed after the rules, in order.
+    pub adjustments: Vec<String>,
+}
+
+/// The mode a call was evaluated under.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeTrace {
+    /// The mode.
+    pub mode: Mode,
+    /// Where it was set.
+    pub from: &'static str,
+}
+
+/// What the profile says about the call.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileTrace {
+    /// The profile that applied, if any.
+    pub profile: Option<Arc<ProfileInfo>>,
+    /// The call's access.
+    pub access: Option<Access>,
+    /// Whether the call counts as a read.
+    pub read: bool,
+    /// Why, in words.
+    pub detail: String,
+}
+
+/// How one subject was decided.
+#[derive(Clone, Debug, Serialize)]
+pub struct SubjectTrace {
+    /// The subject.
+    pub subject: Subject,
+    /// Each file's rules.
+    pub files: Vec<FileTrace>,
+    /// The subject's decision.
+    pub decision: Decision,
+    /// The layer that decided it.
+    pub layer: Layer,
+    /// Why.
+    pub reason: String,
+}
+
+/// One file's rules for one subject.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileTrace {
+    /// The file.
+    pub file: Arc<str>,
+    /// Every rule, in order.
+    pub rules: Vec<RuleTrace>,
+}
+
+/// One rule's verdict for one subject.
+#[derive(Clone, Debug, Serialize)]
+pub struct RuleTrace {
+    /// The rule.
+    pub rule: Arc<RuleInfo>,
+    /// The rule's decision.
+    pub decision: Decision,
+    /// What happened.
+    pub verdict: Verdict,
+    /// Why, in words.
+    pub detail: String,
+}
+
+/// What happened to one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every condition holds: this rule decided the subject for its file.
+    Matched,
+    /// A condition is false.
+    NotMatched,
+    /// A condition could not be judged: the subject is denied naming this rule.
+    Failed,
+    /// An earlier rule of the file already decided.
+    NotReached,
+}
+
+impl Policy {
+    /// Evaluates a call and traces every step.
+    pub fn explain(&self, call: &Call, run: &RunOptions) -> Explanation {
+        let mut adjustments = Vec::new();
+        let evaluation = self.evaluate_traced(call, run, Some(&mut adjustments));
+        let (mode, from) = self.mode_for(call, run);
+        let mut explanation = Explanation {
+            tool: call.tool.clone(),
+            evaluation,
+            mode: ModeTrace { mode, from },
+            profile: None,
+            subjects: Vec::new(),
+            adjustments,
+        };
+        if validate(call).is_err() {
+            return explanation;
+        }
+        let facts = self.facts(call);
+        explanation.profile = Some(self.profile_trace(&facts));
+        for subject in subjects_of(call) {
+            explanation
+                .subjects
+                .push(self.subject_trace(&facts, subject, mode));
+        }
+        explanation
+    }
+
+    fn profile_trace(&self, facts: &Facts<'_>) -> ProfileTrace {
+        let call = facts.call;
+        let profile = self.profiles.find(&call.tool).map(|p| p.info.clone());
+        let detail = match (&profile, facts.access) {
+            (Some(p), Some(access)) if !facts.access_trusted => format!(
+                "{p} says `{access}`, but the call comes from the untrusted server `{}`: that can make a decision stricter, never looser",
+                call.context.server.as_deref().unwrap_or("")
+            ),
+            (Some(p), Some(access)) => format!("{p} says `{access}`"),
+            (None, Some(_)) if call.has_tag(&crate::Tag::ReadOnly) => {
+                "no profile; the `read_only` tag makes it a read".into()
+            }
+            (None, Some(_)) => "no profile; the trusted server marks it `readOnlyHint`".into(),
+            (_, None) => {
+                let hint = if call.annotations.get("readOnlyHint") == Some(&Value::Bool(true)) {
+                    " (its `readOnlyHint` comes from an untrusted server and is ignored)"
+                } else {
+                    ""
+                };
+                format!("no profile; access unknown, so not a read{hint}")
+            }
+        };
+        ProfileTrace {
+            profile,
+            access: facts.access,
+            read: facts.read,
+            detail,
+        }
+    }
+
+    fn subject_trace(&self, facts: &Facts<'_>, subject: Subject, mode: Mode) -> SubjectTrace {
+        let mut files = Vec::with_capacity(self.sets.len());
+        for set in &self.sets {
+            let mut decided = false;
+            let mut rules = Vec::with_capacity(set.rules.len());
+            for rule in &set.rules {
+                let (verdict, detail) = if decided {
+                    (
+                        Verdict::NotReached,
+                        "an earlier rule of this file decided".to_owned(),
+                    )
+                } else {
+                    match rule.check(facts, &subject) {
+                        Ok(None) => {
+                            decided = true;
+                            (Verdict::Matched, "every condition holds".to_owned())
+                        }
+                        Ok(Some(miss)) => (Verdict::NotMatched, describe_miss(rule, facts, miss)),
+                        Err(e) => {
+                            decided = true;
+                            (
+                                Verdict::Failed,
+                                format!("cannot be evaluated: {e}; this denies"),
+                            )
+                        }
+                    }
+                };
+                rules.push(RuleTrace {
+                    rule: rule.info.clone(),
+                    decision: rule.decision,
+                    verdict,
+                    detail,
+                });
+            }
+            files.push(FileTrace {
+                file: set.name.clone(),
+                rules,
+            });
+        }
+        let decided = self.decide_subject(facts, subject.clone(), mode);
+        SubjectTrace {
+            subject,
+            files,
+            decision: decided.outcome.decision,
+            layer: decided.outcome.layer,
+            reason: decided.outcome.reason.to_string(),
+        }
+    }
+}
+
+/// Why a rule did not match, in words.
+pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> String {
+    let call = facts.call;
+    let when = &rule.when;
+    match miss {
+        Miss::Tool => format!(
+            "tool `{}` does not match {}",
+            call.tool,
+            when.tool.as_ref().map(|t| t.describe()).unwrap_or_default()
+        ),
+        Miss::Origin => {
+            let wanted = when
+                .origin
+                .as_ref()
+                .map(|o| describe_list(o.iter().map(|x| x.as_str())))
+                .unwrap_or_default();
+            match call.context.origin {
+                Some(origin) => format!("origin `{origin}` is not {wanted}"),
+                None => format!("the call has no origin; the rule needs {wanted}"),
+            }
+        }
+        Miss::Agent => match &call.context.agent {
+            Some(agent) => format!(
+                "agent `{agent}` does not match {}",
+                when.agent.as_ref().map(|a| a.describe()).unwrap_or_default()
+            ),
+            None => "the call names no agent".into(),
+        },
+        Miss::Server => match &call.context.server {
+            Some(server) => format!(
+                "server `{server}` does not match {}",
+                when.server.as_ref().map(|s| s.describe()).unwrap_or_default()
+            ),
+            None => "the call names no server".into(),
+        },
+        Miss::Tags => {
+            let wanted = when
+                .tags
+                .as_ref()
+                .map(|t| describe_list(t.iter().map(|x| x.as_str())))
+                .unwrap_or_default();
+            if call.tags.is_empty() {
+                format!("the call has no tags; the rule needs {wanted}")
+            } else {
+                format!(
+                    "the call's tags ({}) include none of {wanted}",
+                    describe_list(call.tags.iter().map(|t| t.as_str())).replace(" or ", ", ")
+                )
+            }
+        }
+        Miss::Access { untrusted: true } => {
+            "the call's access comes from a built-in profile for an untrusted server, which cannot allow"
+                .into()
+        }
+        Miss::Access { untrusted: false } => {
+            let wanted = when
+                .access
+                .as_ref()
+                .map(|a| describe_list(a.iter().map(|x| x.as_str())))
+                .unwrap_or_default();
+            match facts.access {
+                Some(access) => format!("access `{access}` is not {wanted}"),
+                None => format!("the call's access is unknown; the rule needs {wanted}"),
+            }
+        }
+        Miss::Annotations { untrusted: true } => {
+            "annotations from an untrusted server cannot allow".into()
+        }
+        Miss::Annotations { untrusted: false } => {
+            let expected = when.annotations.as_deref().unwrap_or_default();
+            for (key, value) in expected {
+                match call.annotations.get(key) {
+                    None => return format!("annotation `{key}` is missing (the rule needs {value})"),
+                    Some(actual) if !crate::matcher::json_eq(actual, value) => {
+                        return format!("annotation `{key}` is {actual}, not {value}");
+                    }
+                    Some(_) => {}
+                }
+            }
+            "an annotation differs".into()
+        }
+        Miss::Arg { condition, test } => {
+            let Some(arg) = when.args.get(condition) else {
+                return "an argument condition is false".into();
+            };
+            let test = arg
+                .tests
+                .get(test)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            match call.args.pointer(&arg.pointer) {
+                Some(value) => format!("argument `{}` = {value} fails `{test}`", arg.pointer),
+                None => format!("argument `{}` is missing (`{test}`)", arg.pointer),
+            }
+        }
+        Miss::Predicate => "the rule's predicate returned false".into(),
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.evaluation;
+        writeln!(f, "call: {}", self.tool)?;
+        writeln!(f, "mode: {} (from {})", self.mode.mode, self.mode.from)?;
+        if let Some(error) = &e.error {
+            writeln!(f, "invalid call: {}", error.message)?;
+            writeln!(f, "no rule, handler or human was consulted")?;
+        }
+        if let Some(profile) = &self.profile {
+            writeln!(f, "profile: {}", profile.detail)?;
+        }
+        for subject in &self.subjects {
+            writeln!(f, "subject: {}", subject.subject)?;
+            for file in &subject.files {
+                writeln!(f, "  {}", file.file)?;
+                if file.rules.is_empty() {
+                    writeln!(f, "    (no rules)")?;
+                }
+                for rule in &file.rules {
+                    let mark = match rule.verdict {
+                        Verdict::Matched => "match",
+                        Verdict::NotMatched => "no   ",
+                        Verdict::Failed => "FAIL ",
+                        Verdict::NotReached => "-    ",
+                    };
+                    let line = rule
+                        .rule
+                        .line
+                        .map(|l| format!(" (line {l})"))
+                        .unwrap_or_default();
+                    writeln!(
+                        f,
+                        "    {mark} {} `{}`{line}: {}",
+                        rule.decision, rule.rule.name, rule.detail
+                    )?;
+                }
+            }
+            writeln!(
+                f,
+                "  => {} ({}): {}",
+                subject.decision, subject.layer, subject.reason
+            )?;
+        }
+        for adjustment in &self.adjustments {
+            writeln!(f, "then: {adjustment}")?;
+        }
+        write!(f, "result: {} ({})", e.decision, e.layer)?;
+        if let Some(rule) = &e.rule {
+            write!(f, " by rule {rule}")?;
+        }
+        writeln!(f)?;
+        writeln!(f, "reason: {}", e.reason)?;
+        if let Some(ask) = &e.ask {
+            let choices: Vec<&str> = ask.choices.iter().map(|c| c.as_str()).collect();
+            writeln!(
+                f,
+                "a human is offered: {} (timeout {}s; \"always\" covers the {})",
+                choices.join(", "),
+                ask.timeout.as_secs(),
+                ask.grant
+            )?;
+        }
+        Ok(())
+    }
+}

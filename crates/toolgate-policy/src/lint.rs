@@ -1,0 +1,276 @@
+//! `lint` and example checking.
+//!
+//! Lint findings (each a [`Diagnostic`] with a `code`):
+//!
+//! | code | severity | finding |
+//! |---|---|---|
+//! | `shadowed` | error when the later rule is stricter, else warning | an earlier rule of the same file matches every call a later one could, so the later one never applies |
+//! | `duplicate-name` | error in one file, warning across files | two rules share a name |
+//! | `allow-all` | error | an allow with no condition but `tool = "*"` |
+//! | `unknown-tag` | warning | a tag that is neither built in nor declared in `custom_tags` |
+//! | `no-example` | warning | no example of the policy is decided by this rule |
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::call::Tag;
+use crate::diagnostic::{Diagnostic, Severity};
+use crate::eval::rule_matches;
+use crate::explain::describe_miss;
+use crate::matcher::{ArgCondition, NameSet, json_eq};
+use crate::policy::Policy;
+use crate::rule::{Conditions, Rule};
+use crate::suggest;
+
+impl Policy {
+    /// Every example that does not hold, as errors at the example.
+    pub fn example_failures(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for rule in self.rules() {
+            for example in &rule.examples {
+                let name = &rule.info.name;
+                let problem = match (
+                    rule_matches(self, rule, &example.call),
+                    example.should_match,
+                ) {
+                    (Ok(None), true) | (Ok(Some(_)), false) => continue,
+                    (Ok(Some(miss)), true) => (
+                        format!(
+                            "example does not match rule `{name}`: {}",
+                            describe_miss(rule, &self.facts(&example.call), miss)
+                        ),
+                        "a `match` example must satisfy every condition of its rule; fix the example or the rule",
+                    ),
+                    (Ok(None), false) => (
+                        format!("example matches rule `{name}`, but is listed under `not_match`"),
+                        "narrow the rule, or move the example to `match`",
+                    ),
+                    (Err(e), _) => (
+                        format!("example cannot be evaluated by rule `{name}`: {e}"),
+                        "an example is a call: `{ tool = \"name\", args = { … } }` with arguments of the types the rule tests",
+                    ),
+                };
+                out.push(Diagnostic {
+                    severity: Severity::Error,
+                    code: Some("example"),
+                    message: problem.0,
+                    file: rule.info.file.clone().unwrap_or_else(|| "<code>".into()),
+                    location: example.location.clone(),
+                    hint: Some(problem.1.into()),
+                });
+            }
+        }
+        out
+    }
+
+    /// Checks the policy for mistakes that load fine (see the module docs for the findings).
+    pub fn lint(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        for set in &self.sets {
+            for (j, later) in set.rules.iter().enumerate() {
+                if let Some(earlier) = set.rules.iter().take(j).find(|e| covers(e, later)) {
+                    let stricter = later.decision > earlier.decision;
+                    let line = earlier
+                        .info
+                        .line
+                        .map(|l| format!(" (line {l})"))
+                        .unwrap_or_default();
+                    out.push(finding(
+                        later,
+                        if stricter { Severity::Error } else { Severity::Warning },
+                        "shadowed",
+                        format!(
+                            "rule `{}` never applies: rule `{}`{line} matches every call it could and decides `{}` first",
+                            later.info.name, earlier.info.name, earlier.decision
+                        ),
+                        Some(if stricter {
+                            format!(
+                                "move `{}` above `{}`, or narrow `{}`",
+                                later.info.name, earlier.info.name, earlier.info.name
+                            )
+                        } else {
+                            format!("remove `{}`, or move it above `{}`", later.info.name, earlier.info.name)
+                        }),
+                    ));
+                }
+            }
+        }
+        self.lint_names(&mut out);
+        for rule in self.rules() {
+            if rule.decision == crate::Decision::Allow && rule.when.is_unconditional() {
+                out.push(finding(
+                    rule,
+                    Severity::Error,
+                    "allow-all",
+                    format!("rule `{}` allows every call", rule.info.name),
+                    Some("narrow it with `tool`, `tags` or `args`; if you mean it, say `mode = \"approve-all\"`".into()),
+                ));
+            }
+            for tag in rule.when.tags.iter().flatten() {
+                if let Tag::Custom(name) = tag
+                    && !self.settings.custom_tags.contains(name)
+                {
+                    let mut known: Vec<&str> = Tag::BUILTIN_NAMES.to_vec();
+                    known.extend(self.settings.custom_tags.iter().map(String::as_str));
+                    let hint = match suggest::closest(name, &known) {
+                        Some(s) => {
+                            format!("did you mean `{s}`? custom tags are declared in `custom_tags`")
+                        }
+                        None => format!("declare it: `custom_tags = [\"{name}\"]`"),
+                    };
+                    out.push(finding(
+                        rule,
+                        Severity::Warning,
+                        "unknown-tag",
+                        format!("rule `{}` uses the unknown tag `{name}`", rule.info.name),
+                        Some(hint),
+                    ));
+                }
+            }
+        }
+        self.lint_coverage(&mut out);
+        out.sort_by(|a, b| {
+            (a.file.as_ref(), a.line(), a.column()).cmp(&(b.file.as_ref(), b.line(), b.column()))
+        });
+        out
+    }
+
+    fn lint_names(&self, out: &mut Vec<Diagnostic>) {
+        let mut seen: HashMap<&str, &Rule> = HashMap::new();
+        for rule in self.rules() {
+            let Some(first) = seen.get(rule.info.name.as_str()) else {
+                seen.insert(&rule.info.name, rule);
+                continue;
+            };
+            let same_file = first.info.file == rule.info.file;
+            let place = match (&first.info.file, first.info.line) {
+                (Some(file), Some(line)) => format!("{file}:{line}"),
+                _ => "code".into(),
+            };
+            out.push(finding(
+                rule,
+                if same_file {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                "duplicate-name",
+                format!("the name `{}` is already used at {place}", rule.info.name),
+                Some("give each rule its own name, so results name one rule".into()),
+            ));
+        }
+    }
+
+    fn lint_coverage(&self, out: &mut Vec<Diagnostic>) {
+        let mut decided: Vec<Arc<crate::RuleInfo>> = Vec::new();
+        for rule in self.rules() {
+            for example in &rule.examples {
+                let evaluation = self.evaluate(&example.call);
+                decided.extend(evaluation.subjects.iter().filter_map(|s| s.rule.clone()));
+            }
+        }
+        for rule in self.rules() {
+            if rule.info.builtin || decided.iter().any(|d| **d == *rule.info) {
+                continue;
+            }
+            let (message, hint) = if rule.examples.is_empty() {
+                (
+                    format!("rule `{}` has no examples", rule.info.name),
+                    "add `examples = { match = [ … ], not_match = [ … ] }` so the policy tests itself",
+                )
+            } else {
+                (
+                    format!(
+                        "no example of the policy is decided by rule `{}`",
+                        rule.info.name
+                    ),
+                    "an earlier rule or file decides each of its examples; check the order",
+                )
+            };
+            out.push(finding(
+                rule,
+                Severity::Warning,
+                "no-example",
+                message,
+                Some(hint.into()),
+            ));
+        }
+    }
+}
+
+fn finding(
+    rule: &Rule,
+    severity: Severity,
+    code: &'static str,
+    message: String,
+    hint: Option<String>,
+) -> Diagnostic {
+    Diagnostic {
+        severity,
+        code: Some(code),
+        message,
+        file: rule.info.file.clone().unwrap_or_else(|| "<code>".into()),
+        location: rule.location.clone(),
+        hint,
+    }
+}
+
+/// Whether `a` matches every call `b` can match, deciding it whatever `b` would (sound: a
+/// `true` is certain; some real shadowing is not detected).
+pub(crate) fn covers(a: &Rule, b: &Rule) -> bool {
+    let (x, y) = (&a.when, &b.when);
+    if x.predicate.is_some() {
+        return false;
+    }
+    // An allow's access and annotation conditions ignore untrusted facts, so it cannot cover a
+    // rule that reads them when that rule is not an allow.
+    let trust_differs =
+        a.decision == crate::Decision::Allow && b.decision != crate::Decision::Allow;
+    if trust_differs && (x.access.is_some() || x.annotations.is_some()) {
+        return false;
+    }
+    names_cover(x.tool.as_ref(), y.tool.as_ref())
+        && names_cover(x.agent.as_ref(), y.agent.as_ref())
+        && names_cover(x.server.as_ref(), y.server.as_ref())
+        && subset(x.tags.as_deref(), y.tags.as_deref())
+        && subset(x.access.as_deref(), y.access.as_deref())
+        && subset(x.origin.as_deref(), y.origin.as_deref())
+        && annotations_cover(x, y)
+        && x.args.iter().all(|c| args_cover(c, &y.args))
+}
+
+fn names_cover(a: Option<&NameSet>, b: Option<&NameSet>) -> bool {
+    match (a, b) {
+        (None, _) => true,
+        (Some(a), _) if a.is_any() => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => a.covers(b),
+    }
+}
+
+/// `a` (any-of) holds whenever `b` (any-of) holds.
+fn subset<T: PartialEq>(a: Option<&[T]>, b: Option<&[T]>) -> bool {
+    match (a, b) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => b.iter().all(|t| a.contains(t)),
+    }
+}
+
+fn annotations_cover(a: &Conditions, b: &Conditions) -> bool {
+    match (&a.annotations, &b.annotations) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(a), Some(b)) => a
+            .iter()
+            .all(|(k, v)| b.iter().any(|(k2, v2)| k == k2 && json_eq(v, v2))),
+    }
+}
+
+fn args_cover(a: &ArgCondition, b: &[ArgCondition]) -> bool {
+    a.tests.iter().all(|test| {
+        b.iter()
+            .filter(|c| c.pointer == a.pointer)
+            .any(|c| c.tests.iter().any(|t| t.same_as(test)))
+    })
+}

@@ -1,0 +1,565 @@
+//! A loaded policy: one or more files merged, compiled and indexed.
+//!
+//! # Several files
+//!
+//! Files load in this order: the user file, the project file, then files given on the command
+//! line (in the order given). They are merged by these rules:
+//!
+//! - **Rules** are layered: each file's rules decide on their own, first match wins within the
+//!   file, and the strictest decision among the files whose rules matched wins (deny > ask >
+//!   allow; on a tie, the earlier file is named). So no file can turn another file's deny or ask
+//!   into an allow. A subject no file's rules match gets the default.
+//! - **`mode`** and **`fallback`**: the strictest value any file sets.
+//! - **`[approval]`**: the shortest `timeout`; the `choices` every file offers.
+//! - **`[workspace]`** `roots` and `protected`, and **`custom_tags`**: the union.
+//! - **`[[tool]]`** profiles: first match in load order, then the built-in profiles.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+
+use crate::decision::{Choice, Decision, Mode};
+use crate::diagnostic::{Diagnostic, LoadError, SourceFile};
+use crate::index::RuleIndex;
+use crate::load::{self, ParsedFile};
+use crate::matcher::NamePattern;
+use crate::profile::{Profile, builtin_profiles};
+use crate::rule::{Builtin, Rule};
+
+/// The default time a human has to answer an ask.
+pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Which place a policy file comes from; decides its place in the load order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PolicyRole {
+    /// The user's own file (`~/.config/toolgate/policy.toml`).
+    User,
+    /// The project's file (`.toolgate/policy.toml` in the project).
+    Project,
+    /// A file named on the command line or by the embedding program.
+    Given,
+}
+
+/// The text of one policy file to load.
+#[derive(Clone, Debug)]
+pub struct PolicySource {
+    /// The name errors are reported under (usually the path as the user wrote it).
+    pub name: String,
+    /// The TOML text.
+    pub text: String,
+    /// Where the file comes from.
+    pub role: PolicyRole,
+    /// The folder relative workspace roots resolve against (the file's folder; the project
+    /// folder for a project file).
+    pub base_dir: Option<PathBuf>,
+}
+
+impl PolicySource {
+    /// A file given by the embedding program, with no folder.
+    pub fn given(name: impl Into<String>, text: impl Into<String>) -> PolicySource {
+        PolicySource {
+            name: name.into(),
+            text: text.into(),
+            role: PolicyRole::Given,
+            base_dir: None,
+        }
+    }
+
+    /// Reads a file from disk.
+    pub fn read(path: &Path, role: PolicyRole) -> Result<PolicySource, LoadError> {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| {
+            Diagnostic::file_error(name.as_str().into(), format!("cannot read `{name}`: {e}"))
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Diagnostic::file_error(
+                name.as_str().into(),
+                format!(
+                    "`{name}` is not UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        let base_dir = match role {
+            PolicyRole::Project => path.parent().and_then(Path::parent),
+            PolicyRole::User | PolicyRole::Given => path.parent(),
+        }
+        .map(Path::to_path_buf);
+        Ok(PolicySource {
+            name,
+            text,
+            role,
+            base_dir,
+        })
+    }
+}
+
+/// How to load.
+#[derive(Clone, Copy, Debug)]
+pub struct LoadOptions {
+    /// Check every rule's examples and fail the load when one does not hold (default: true).
+    /// `toolgate test` turns this off to report failing examples as test results instead.
+    pub check_examples: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> LoadOptions {
+        LoadOptions {
+            check_examples: true,
+        }
+    }
+}
+
+/// A workspace root as written, with the folder it is relative to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RootSpec {
+    /// The root as written.
+    pub path: String,
+    /// The folder of the file that declared it.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// The merged settings of a policy.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The mode for calls whose context sets none.
+    pub mode: Mode,
+    /// The decision for subjects no rule matches, overriding the mode's default.
+    pub fallback: Option<Decision>,
+    /// How long a human has to answer.
+    pub approval_timeout: Duration,
+    /// The answers offered by default.
+    pub approval_choices: Arc<[Choice]>,
+    /// Workspace roots, in load order.
+    pub roots: Vec<RootSpec>,
+    /// Protected path globs added to the built-in list.
+    pub protected: Vec<String>,
+    /// Custom tags the policy declares.
+    pub custom_tags: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            mode: Mode::ApproveReads,
+            fallback: None,
+            approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            approval_choices: Choice::ALL.into(),
+            roots: Vec::new(),
+            protected: Vec::new(),
+            custom_tags: Vec::new(),
+        }
+    }
+}
+
+/// One file's rules, indexed.
+#[derive(Debug)]
+pub(crate) struct RuleSet {
+    pub(crate) name: Arc<str>,
+    pub(crate) role: PolicyRole,
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) index: RuleIndex,
+}
+
+impl RuleSet {
+    pub(crate) fn new(name: Arc<str>, role: PolicyRole, rules: Vec<Rule>) -> RuleSet {
+        let index = RuleIndex::build(&rules);
+        RuleSet {
+            name,
+            role,
+            rules,
+            index,
+        }
+    }
+}
+
+/// Profiles in first-match order, with an index over exact names.
+#[derive(Debug)]
+pub(crate) struct Profiles {
+    pub(crate) list: Vec<Profile>,
+    exact: FxHashMap<Box<str>, u32>,
+    /// Profiles with a glob pattern, in order: they must be tried.
+    globbed: Vec<u32>,
+}
+
+impl Profiles {
+    fn new(list: Vec<Profile>) -> Profiles {
+        let mut exact: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut globbed = Vec::new();
+        for (i, profile) in list.iter().enumerate() {
+            let Ok(i) = u32::try_from(i) else {
+                break;
+            };
+            let mut has_glob = false;
+            for pattern in &profile.matcher.patterns {
+                match pattern {
+                    NamePattern::Exact(name) => {
+                        exact.entry(name.clone()).or_insert(i);
+                    }
+                    NamePattern::Any | NamePattern::Glob { .. } => has_glob = true,
+                }
+            }
+            if has_glob {
+                globbed.push(i);
+            }
+        }
+        Profiles {
+            list,
+            exact,
+            globbed,
+        }
+    }
+
+    /// The first profile covering `tool`.
+    pub(crate) fn find(&self, tool: &str) -> Option<&Profile> {
+        let exact = self.exact.get(tool).copied();
+        let globbed = self
+            .globbed
+            .iter()
+            .copied()
+            .take_while(|i| exact.is_none_or(|e| *i < e))
+            .find(|i| self.list.get(*i as usize).is_some_and(|p| p.is_match(tool)));
+        self.list.get(globbed.or(exact)? as usize)
+    }
+}
+
+/// Reasons computed once per policy, so evaluation does not allocate them.
+#[derive(Debug)]
+pub(crate) struct Reasons {
+    pub(crate) fallback: [Arc<str>; 3],
+    pub(crate) approve_all: Arc<str>,
+    pub(crate) approve_reads_read: Arc<str>,
+    pub(crate) approve_reads_other: Arc<str>,
+    pub(crate) deny_all: Arc<str>,
+    pub(crate) ceiling: Arc<str>,
+    pub(crate) full_access: Arc<str>,
+}
+
+impl Reasons {
+    fn new() -> Reasons {
+        let fallback = |d: Decision| -> Arc<str> {
+            format!("no rule matched; the policy's fallback is `{d}`").into()
+        };
+        Reasons {
+            fallback: [
+                fallback(Decision::Allow),
+                fallback(Decision::Ask),
+                fallback(Decision::Deny),
+            ],
+            approve_all: "no rule matched; approve-all allows it".into(),
+            approve_reads_read: "no rule matched; approve-reads allows reads".into(),
+            approve_reads_other:
+                "no rule matched; approve-reads asks for anything that is not a read".into(),
+            deny_all: "no rule matched; deny-all asks for everything".into(),
+            ceiling: "deny-all: nothing is allowed without a human".into(),
+            full_access: "full access: this run skips asking".into(),
+        }
+    }
+
+    pub(crate) fn fallback(&self, decision: Decision) -> &Arc<str> {
+        let [allow, ask, deny] = &self.fallback;
+        match decision {
+            Decision::Allow => allow,
+            Decision::Ask => ask,
+            Decision::Deny => deny,
+        }
+    }
+}
+
+/// A compiled policy: evaluate calls with [`Policy::evaluate`], trace them with
+/// [`Policy::explain`], check the policy with [`Policy::lint`].
+///
+/// ```
+/// use toolgate_policy::{Call, Decision, Policy};
+/// let policy = Policy::from_toml("policy.toml", r#"
+///     version = 1
+///     mode = "approve-reads"
+///
+///     [[rule]]
+///     name = "no-payments"
+///     decision = "deny"
+///     tool = "pay*"
+///     reason = "payments need a person"
+/// "#)?;
+/// let evaluation = policy.evaluate(&Call::new("pay_invoice"));
+/// assert_eq!(evaluation.decision, Decision::Deny);
+/// assert_eq!(evaluation.rule_name(), Some("no-payments"));
+/// # Ok::<(), toolgate_policy::LoadError>(())
+/// ```
+#[derive(Debug)]
+pub struct Policy {
+    pub(crate) sets: Vec<RuleSet>,
+    pub(crate) settings: Settings,
+    pub(crate) profiles: Profiles,
+    pub(crate) reasons: Reasons,
+}
+
+impl Default for Policy {
+    /// The empty policy: approve-reads, no rules, the built-in profiles.
+    fn default() -> Policy {
+        Policy::assemble(Vec::new(), Settings::default(), Vec::new())
+    }
+}
+
+impl Policy {
+    fn assemble(sets: Vec<RuleSet>, settings: Settings, mut profiles: Vec<Profile>) -> Policy {
+        profiles.extend(builtin_profiles());
+        Policy {
+            sets,
+            settings,
+            profiles: Profiles::new(profiles),
+            reasons: Reasons::new(),
+        }
+    }
+
+    /// Loads one policy from TOML text; its examples must hold.
+    pub fn from_toml(name: &str, text: &str) -> Result<Policy, LoadError> {
+        Policy::load(
+            vec![PolicySource::given(name, text)],
+            LoadOptions::default(),
+        )
+    }
+
+    /// Loads and merges several policy files (see the module docs for the merge rules). The
+    /// sources are put in load order by their role; files of one role keep their given order.
+    pub fn load(mut sources: Vec<PolicySource>, options: LoadOptions) -> Result<Policy, LoadError> {
+        sources.sort_by_key(|s| s.role);
+        let mut parsed = Vec::with_capacity(sources.len());
+        let mut diagnostics = Vec::new();
+        for source in sources {
+            let file = SourceFile::new(source.name.as_str(), source.text.as_str());
+            match load::parse(file) {
+                Ok(p) => parsed.push((p, source.role, source.base_dir)),
+                Err(mut d) => diagnostics.append(&mut d),
+            }
+        }
+        if !diagnostics.is_empty() {
+            return Err(LoadError { diagnostics });
+        }
+        let policy = Policy::merge(parsed)?;
+        if options.check_examples {
+            let failures = policy.example_failures();
+            if !failures.is_empty() {
+                return Err(LoadError {
+                    diagnostics: failures,
+                });
+            }
+        }
+        Ok(policy)
+    }
+
+    /// Reads and loads policy files from disk.
+    pub fn load_paths(
+        paths: &[(PolicyRole, PathBuf)],
+        options: LoadOptions,
+    ) -> Result<Policy, LoadError> {
+        let mut sources = Vec::with_capacity(paths.len());
+        let mut diagnostics = Vec::new();
+        for (role, path) in paths {
+            match PolicySource::read(path, *role) {
+                Ok(source) => sources.push(source),
+                Err(mut e) => diagnostics.append(&mut e.diagnostics),
+            }
+        }
+        if !diagnostics.is_empty() {
+            return Err(LoadError { diagnostics });
+        }
+        Policy::load(sources, options)
+    }
+
+    fn merge(files: Vec<(ParsedFile, PolicyRole, Option<PathBuf>)>) -> Result<Policy, LoadError> {
+        let mut settings = Settings::default();
+        let mut mode: Option<Mode> = None;
+        let mut choices: Option<Vec<Choice>> = None;
+        let mut timeout: Option<Duration> = None;
+        let mut sets = Vec::with_capacity(files.len());
+        let mut profiles = Vec::new();
+        let mut last_name: Arc<str> = "".into();
+        for (file, role, base_dir) in files {
+            if let Some(m) = file.mode {
+                mode = Some(mode.map_or(m, |old| {
+                    if m.strictness() > old.strictness() {
+                        m
+                    } else {
+                        old
+                    }
+                }));
+            }
+            if let Some(f) = file.fallback {
+                settings.fallback = Some(settings.fallback.map_or(f, |old| old.max(f)));
+            }
+            if let Some(t) = file.approval_timeout {
+                timeout = Some(timeout.map_or(t, |old| old.min(t)));
+            }
+            if let Some(c) = file.approval_choices {
+                choices = Some(match choices {
+                    None => c,
+                    Some(old) => old.into_iter().filter(|x| c.contains(x)).collect(),
+                });
+            }
+            for root in file.roots {
+                let spec = RootSpec {
+                    path: root,
+                    base_dir: base_dir.clone(),
+                };
+                if !settings.roots.contains(&spec) {
+                    settings.roots.push(spec);
+                }
+            }
+            for glob in file.protected {
+                if !settings.protected.contains(&glob) {
+                    settings.protected.push(glob);
+                }
+            }
+            for tag in file.custom_tags {
+                if !settings.custom_tags.contains(&tag) {
+                    settings.custom_tags.push(tag);
+                }
+            }
+            profiles.extend(file.profiles);
+            last_name = file.source.name.clone();
+            sets.push(RuleSet::new(file.source.name, role, file.rules));
+        }
+        settings.mode = mode.unwrap_or(Mode::ApproveReads);
+        settings.approval_timeout = timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT);
+        if let Some(choices) = choices {
+            if !choices.iter().any(|c| c.allows()) || choices.iter().all(|c| c.allows()) {
+                return Err(Diagnostic::file_error(
+                    last_name,
+                    "the policy files' `[approval] choices` have no allow and refuse answer in common"
+                        .into(),
+                )
+                .with_hint(Some("make every file offer `allow-once` and `reject-once`".into()))
+                .into());
+            }
+            settings.approval_choices = Choice::ALL
+                .iter()
+                .copied()
+                .filter(|c| choices.contains(c))
+                .collect();
+        }
+        Ok(Policy::assemble(sets, settings, profiles))
+    }
+
+    /// Starts a policy built in code.
+    ///
+    /// ```
+    /// use toolgate_policy::{Builtin, Call, Decision, Mode, Policy, Rule, Tag};
+    /// let policy = Policy::builder()
+    ///     .mode(Mode::ApproveAll)
+    ///     .builtin(Builtin::DenyPrivileged)
+    ///     .rule(Rule::builder("ask-payments", Decision::Ask).tool("pay").build()?)
+    ///     .build();
+    /// let call = Call::new("reboot").with_tag(Tag::Privileged);
+    /// assert_eq!(policy.evaluate(&call).reason.as_ref(), "Tool requires elevated permissions");
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn builder() -> PolicyBuilder {
+        PolicyBuilder {
+            settings: Settings::default(),
+            rules: Vec::new(),
+        }
+    }
+
+    /// The merged settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Every rule, file by file in load order.
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.sets.iter().flat_map(|s| s.rules.iter())
+    }
+
+    /// The files (or code sources) the policy was built from, in load order.
+    pub fn files(&self) -> impl Iterator<Item = (&str, PolicyRole)> {
+        self.sets.iter().map(|s| (&*s.name, s.role))
+    }
+}
+
+/// Builds a [`Policy`] in code.
+#[must_use]
+pub struct PolicyBuilder {
+    settings: Settings,
+    rules: Vec<Rule>,
+}
+
+impl PolicyBuilder {
+    /// The mode.
+    pub fn mode(mut self, mode: Mode) -> PolicyBuilder {
+        self.settings.mode = mode;
+        self
+    }
+
+    /// The decision for subjects no rule matches.
+    pub fn fallback(mut self, fallback: Decision) -> PolicyBuilder {
+        self.settings.fallback = Some(fallback);
+        self
+    }
+
+    /// How long a human has to answer.
+    pub fn approval_timeout(mut self, timeout: Duration) -> PolicyBuilder {
+        self.settings.approval_timeout = timeout;
+        self
+    }
+
+    /// Appends a rule (first match wins).
+    pub fn rule(mut self, rule: Rule) -> PolicyBuilder {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Appends one of the built-in rules.
+    pub fn builtin(self, builtin: Builtin) -> PolicyBuilder {
+        self.rule(Rule::builtin(builtin))
+    }
+
+    /// The policy.
+    pub fn build(self) -> Policy {
+        let set = RuleSet::new("<code>".into(), PolicyRole::Given, self.rules);
+        Policy::assemble(vec![set], self.settings, Vec::new())
+    }
+}
+
+/// The user's policy file: `$TOOLGATE_CONFIG_DIR/policy.toml`, else
+/// `$XDG_CONFIG_HOME/toolgate/policy.toml`, else `~/.config/toolgate/policy.toml`.
+pub fn user_policy_path() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = var("TOOLGATE_CONFIG_DIR")
+        .or_else(|| var("XDG_CONFIG_HOME").map(|d| d.join("toolgate")))
+        .or_else(|| var("HOME").map(|d| d.join(".config").join("toolgate")))?;
+    Some(dir.join("policy.toml"))
+}
+
+/// The project's policy file: `.toolgate/policy.toml` in `start` or the nearest ancestor that
+/// has one, not looking above the first folder holding `.git`.
+pub fn project_policy_path(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        let candidate = dir.join(".toolgate").join("policy.toml");
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        if dir.join(".git").exists() {
+            return None;
+        }
+    }
+    None
+}
+
+/// The user and project files that exist, in load order.
+pub fn discover_policy_files(cwd: &Path) -> Vec<(PolicyRole, PathBuf)> {
+    let mut out = Vec::new();
+    if let Some(user) = user_policy_path().filter(|p| p.is_file()) {
+        out.push((PolicyRole::User, user));
+    }
+    if let Some(project) = project_policy_path(cwd) {
+        out.push((PolicyRole::Project, project));
+    }
+    out
+}
