@@ -2,7 +2,7 @@
 //!
 //! The JSON form is the public contract of `toolgate check`:
 //!
-//! ```
+//! ```rust,standalone_crate
 //! use toolgate_policy::{Call, Origin};
 //! let call = Call::from_json(r#"{"tool": "write_file",
 //!     "args": {"path": "src/a.rs", "content": "..."},

@@ -108,7 +108,7 @@ pub(crate) fn write_alternatives(f: &mut impl fmt::Write, items: &[&str]) -> fmt
 string_enum! {
     /// What happens to a tool call. Ordered so the strictest wins by `max()`: deny > ask > allow.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// use toolgate_policy::Decision;
     /// assert_eq!(Decision::Allow.max(Decision::Deny), Decision::Deny);
     /// assert_eq!("ask".parse::<Decision>()?, Decision::Ask);
@@ -163,7 +163,7 @@ string_enum! {
 impl Mode {
     /// Parses a mode string: one of the three exact names, or `""`, which means approve-reads.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// use toolgate_policy::Mode;
     /// assert_eq!(Mode::parse("")?, Mode::ApproveReads);
     /// assert!(Mode::parse("Approve-All").is_err());

@@ -118,6 +118,20 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
+    /// Sets the run's mode.
+    #[must_use]
+    pub fn with_mode(mut self, mode: Mode) -> RunOptions {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Skips asking for the whole run.
+    #[must_use]
+    pub fn with_full_access(mut self, full_access: bool) -> RunOptions {
+        self.full_access = full_access;
+        self
+    }
+
     /// Requires a human for `tool`: its allows become asks.
     pub fn require_permission_for(&mut self, tool: impl Into<String>) -> &mut RunOptions {
         self.overrides

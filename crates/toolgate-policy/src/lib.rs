@@ -6,7 +6,7 @@
 //! ([`Policy::evaluate`]), trace them ([`Policy::explain`]), check the policy
 //! ([`Policy::lint`]). The policy language is documented in `docs/policy.md`.
 //!
-//! ```
+//! ```rust,standalone_crate
 //! use toolgate_policy::{Call, Decision, Layer, Policy};
 //!
 //! let policy = Policy::from_toml("policy.toml", r#"
@@ -67,3 +67,8 @@ pub use profile::ProfileInfo;
 pub use resolve::{AskHandler, AskRequest, HANDLER_DENIED_REASON, NO_HANDLER_REASON, Resolution};
 pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
 pub use subject::Subject;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

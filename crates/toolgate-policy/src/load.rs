@@ -242,7 +242,11 @@ impl Walker<'_> {
             .find(|(alias, _)| *alias == name)
             .map(|(_, to)| *to)
             .or_else(|| suggest::closest(name, known));
+        let top_level = place != "the policy" && TOP_KEYS.contains(&name);
         let hint = match suggestion {
+            _ if top_level => format!(
+                "`{name}` is a top-level key, but TOML puts every key after a `[header]` into that table: move it above the first header"
+            ),
             Some(s) => format!("did you mean `{s}`?"),
             None => {
                 let mut list = String::from("expected ");

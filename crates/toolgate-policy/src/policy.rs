@@ -271,7 +271,7 @@ impl Reasons {
 /// A compiled policy: evaluate calls with [`Policy::evaluate`], trace them with
 /// [`Policy::explain`], check the policy with [`Policy::lint`].
 ///
-/// ```
+/// ```rust,standalone_crate
 /// use toolgate_policy::{Call, Decision, Policy};
 /// let policy = Policy::from_toml("policy.toml", r#"
 ///     version = 1
@@ -445,7 +445,7 @@ impl Policy {
 
     /// Starts a policy built in code.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// use toolgate_policy::{Builtin, Call, Decision, Mode, Policy, Rule, Tag};
     /// let policy = Policy::builder()
     ///     .mode(Mode::ApproveAll)

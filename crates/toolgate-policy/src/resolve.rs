@@ -61,7 +61,7 @@ impl Policy {
     /// Evaluates a call and, on ask, asks `handler`. No handler, a handler error or an answer
     /// that was not offered all deny.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// use toolgate_policy::{Call, Choice, Decision, Policy};
     /// let policy = Policy::default(); // approve-reads: a write asks
     /// let call = Call::new("write_file");

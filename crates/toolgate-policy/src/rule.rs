@@ -207,7 +207,7 @@ pub struct Rule {
 impl Rule {
     /// Starts a rule built in code.
     ///
-    /// ```
+    /// ```rust,standalone_crate
     /// use toolgate_policy::{Decision, Rule};
     /// let rule = Rule::builder("no-payments", Decision::Deny)
     ///     .tool("pay*")

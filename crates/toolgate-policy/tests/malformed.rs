@@ -1,6 +1,13 @@
 //! Malformed policies: each is refused with a message naming the problem, at the right line and
 //! column, with a hint where one helps.
 
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
 use toolgate_policy::{LoadError, LoadOptions, Policy, PolicySource};
 
 struct Case {
@@ -341,13 +348,13 @@ fn malformed_policies_are_refused_with_place_and_hint() {
             ));
             continue;
         }
-        if let Some(hint) = case.hint {
-            if !first.hint.as_deref().unwrap_or("").contains(hint) {
-                failures.push(format!(
-                    "{}: hint {:?} lacks {hint:?}",
-                    case.name, first.hint
-                ));
-            }
+        if let Some(hint) = case.hint
+            && !first.hint.as_deref().unwrap_or("").contains(hint)
+        {
+            failures.push(format!(
+                "{}: hint {:?} lacks {hint:?}",
+                case.name, first.hint
+            ));
         }
         let rendered = error.to_string();
         let place = format!("--> policy.toml:{}:{}", case.line, case.column);

@@ -34,7 +34,7 @@ then each --policy FILE in order. --isolated loads only the --policy files.";
 /// toolgate decides, for every tool call an AI agent wants to make, whether it runs, is refused,
 /// or waits for a human.
 #[derive(Debug, Parser)]
-#[command(name = "toolgate", version, about, after_help = AFTER_HELP)]
+#[command(name = "toolgate", version, about, after_help = AFTER_HELP, term_width = 100)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
