@@ -1,0 +1,281 @@
+//! No panic on any input: the policy loader, the call parser and everything downstream of them
+//! (evaluate, explain, lint, examples) on random and mutated inputs. Bounded by case count so CI
+//! time stays fixed; `fuzz/` holds the same targets for open-ended coverage-guided runs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use proptest::prelude::*;
+use toolgate_policy::{Call, LoadOptions, Policy, PolicySource, RunOptions};
+
+const SEEDS: &[&str] = &[
+    include_str!("../../../examples/policy.toml"),
+    r#"
+version = 1
+mode = "deny-all"
+fallback = "ask"
+custom_tags = ["billing"]
+[workspace]
+roots = ["."]
+protected = [".git/hooks/**"]
+[approval]
+timeout = "5m"
+choices = ["allow-once", "reject-once"]
+[[tool]]
+match = "fs__*"
+access = "read"
+[[rule]]
+name = "pay"
+decision = "allow"
+tool = ["pay", "pay_*"]
+tags = ["billing"]
+annotations = { readOnlyHint = true }
+access = ["read", "write"]
+origin = ["user"]
+agent = "coder"
+server = "srv*"
+args = { "/amount" = { lt = 100, ge = 0.5 }, "/c" = { one_of = ["EUR", 1] }, "/n" = { regex = "a+", glob = "*" }, "/x" = { exists = true, equals = [1, { a = 2 }] }, "/y" = { exists = false } }
+choices = ["allow-once", "reject-once"]
+timeout = "30s"
+grant = "tool"
+examples = { match = [{ tool = "pay", args = { amount = 5, c = "EUR", n = "aa", x = [1.0, { a = 2 }] }, tags = ["billing"], annotations = { readOnlyHint = true }, context = { agent = "coder", origin = "user", server = "srv1", trusted_server = true } }] }
+[[rule]]
+builtin = "ask_destructive"
+"#,
+];
+
+const TOKENS: &[&str] = &[
+    "[[rule]]",
+    "[rule]",
+    "[[tool]]",
+    "[workspace]",
+    "[approval]",
+    "=",
+    "\"",
+    "'",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    "\n",
+    "#",
+    "\\",
+    "\\u0000",
+    "decision",
+    "\"allow\"",
+    "\"ask\"",
+    "\"deny\"",
+    "tool",
+    "args",
+    "\"/a\"",
+    "lt",
+    "1e400",
+    "-0",
+    "nan",
+    "inf",
+    "1979-05-27T07:32:00Z",
+    "\"\"\"",
+    "'''",
+    "**",
+    "{a,b}",
+    "[!a]",
+    "regex",
+    "\"(\"",
+    "\"\\\\\"",
+    "examples",
+    "match",
+    "not_match",
+    "mode",
+    "\"deny-all\"",
+    "\u{feff}",
+    "\u{202e}",
+    "é",
+    "\r\n",
+    "\t",
+];
+
+fn mutated() -> impl Strategy<Value = String> {
+    (
+        proptest::sample::select(SEEDS),
+        proptest::collection::vec(
+            (
+                any::<prop::sample::Index>(),
+                0usize..4,
+                proptest::sample::select(TOKENS),
+            ),
+            1..8,
+        ),
+    )
+        .prop_map(|(seed, edits)| {
+            let mut text: Vec<char> = seed.chars().collect();
+            for (at, kind, token) in edits {
+                if text.is_empty() {
+                    text.extend(token.chars());
+                    continue;
+                }
+                let i = at.index(text.len());
+                match kind {
+                    0 => {
+                        text.remove(i);
+                    }
+                    1 => {
+                        let end = (i + 8).min(text.len());
+                        text.drain(i..end);
+                    }
+                    2 => {
+                        for (k, c) in token.chars().enumerate() {
+                            text.insert(i + k, c);
+                        }
+                    }
+                    _ => {
+                        let j = (i * 7 + 13) % text.len();
+                        text.swap(i, j);
+                    }
+                }
+            }
+            text.into_iter().collect()
+        })
+}
+
+fn exercise(text: &str) {
+    for check_examples in [true, false] {
+        let loaded = Policy::load(
+            vec![PolicySource::given("fuzz.toml", text)],
+            LoadOptions { check_examples },
+        );
+        match loaded {
+            Ok(policy) => {
+                let _ = policy.lint();
+                let _ = policy.example_failures();
+                for call in [
+                    r#"{"tool":"pay","args":{"amount":5,"c":"EUR","n":"aa","x":[1]}}"#,
+                    r#"{"tool":"bash","args":{"command":"cargo test"},"tags":["network","billing"],"context":{"origin":"network","mode":"deny-all"}}"#,
+                    r#"{"tool":"read_file","args":{"path":"config/.env"},"annotations":{"readOnlyHint":true},"context":{"server":"x"}}"#,
+                ] {
+                    let call = Call::from_json(call).unwrap();
+                    let run = RunOptions::default().with_full_access(true);
+                    let _ = policy.evaluate(&call);
+                    let _ = policy.explain(&call, &run).to_string();
+                }
+            }
+            Err(error) => {
+                let rendered = error.to_string();
+                assert!(!rendered.is_empty());
+                for d in &error.diagnostics {
+                    assert!(
+                        d.location
+                            .as_ref()
+                            .is_none_or(|l| l.line >= 1 && l.column >= 1)
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    let leaf = prop_oneof![
+        Just(serde_json::Value::Null),
+        any::<bool>().prop_map(Into::into),
+        any::<i64>().prop_map(Into::into),
+        any::<f64>().prop_map(
+            |f| serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
+        ),
+        "\\PC{0,12}".prop_map(serde_json::Value::from),
+        proptest::sample::select(
+            &[
+                "tool",
+                "args",
+                "tags",
+                "context",
+                "mode",
+                "deny-all",
+                "read_only",
+                "pay",
+                "/amount"
+            ][..]
+        )
+        .prop_map(serde_json::Value::from),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::Array),
+            proptest::collection::btree_map(
+                proptest::sample::select(
+                    &[
+                        "tool",
+                        "args",
+                        "tags",
+                        "annotations",
+                        "context",
+                        "session",
+                        "origin",
+                        "mode",
+                        "server",
+                        "trusted_server",
+                        "amount",
+                        "c",
+                        "n",
+                        "x",
+                        "zz"
+                    ][..]
+                ),
+                inner,
+                0..6
+            )
+            .prop_map(|m| serde_json::Value::Object(
+                m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            )),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_policies_never_panic(text in mutated()) {
+        exercise(&text);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,300}") {
+        exercise(&text);
+    }
+
+    #[test]
+    fn arbitrary_call_json_never_panics(value in json_value(), raw in "\\PC{0,80}") {
+        let policy = Policy::from_toml("seed.toml", SEEDS[1]).unwrap();
+        for text in [value.to_string(), raw] {
+            if let Ok(call) = Call::from_json(&text) {
+                let _ = policy.evaluate(&call);
+                let _ = policy.explain(&call, &RunOptions::default()).to_string();
+                let _ = policy.decide(&call, &RunOptions::default(), None);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_seeds_load() {
+    for seed in SEEDS {
+        Policy::from_toml("seed.toml", seed).unwrap();
+    }
+}
+
+#[test]
+fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
+    let toml = format!("a = {}{}", "[".repeat(100_000), "]".repeat(100_000));
+    assert!(Policy::from_toml("deep.toml", &toml).is_err());
+    let json = format!(
+        "{{\"tool\":\"t\",\"args\":{{\"a\":{}{}}}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    assert!(Call::from_json(&json).is_err());
+}
