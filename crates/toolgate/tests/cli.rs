@@ -1,0 +1,733 @@
+//! The `toolgate` binary end to end: the `check` contract (one result per line, error lines, exit
+//! codes), explain, lint, test, the corpora, policy file discovery, the README's commands and the
+//! help text.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A command with no user or project policy in reach: HOME and the config dirs point at an empty
+/// folder and the working folder is a fresh one.
+struct Env {
+    dir: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work/.git")).unwrap();
+        Env { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(self.path("work"))
+            .env("HOME", self.path("home"))
+            .env("XDG_CONFIG_HOME", self.path("home/.config"))
+            .env_remove("TOOLGATE_CONFIG_DIR");
+        cmd
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+fn json_lines(o: &Output) -> Vec<Value> {
+    stdout(o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const POLICY: &str = r#"
+version = 1
+mode = "approve-reads"
+
+[[rule]]
+name = "no-pay"
+decision = "deny"
+tool = "pay"
+reason = "no payments"
+
+[[rule]]
+name = "ask-writes"
+decision = "ask"
+tool = "write_file"
+"#;
+
+#[test]
+fn check_one_call_by_flags() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let o = env.run(
+        &[
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--tool",
+            "pay",
+            "--args",
+            r#"{"amount": 5}"#,
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = json_lines(&o);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["decision"], "deny");
+    assert_eq!(out[0]["reason"], "no payments");
+    assert_eq!(out[0]["rule"], "no-pay");
+    assert_eq!(out[0]["layer"], "rule");
+    assert_eq!(
+        out[0]["source"],
+        json!({"file": policy.to_str().unwrap(), "line": 5})
+    );
+    let o = env.run(
+        &[
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--call",
+            r#"{"tool": "read_file", "args": {"path": "a"}}"#,
+        ],
+        "",
+    );
+    assert_eq!(json_lines(&o)[0]["decision"], "allow");
+    let o = env.run(
+        &[
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--tool",
+            "t",
+            "--tag",
+            "read_only",
+            "--context",
+            r#"{"mode": "deny-all"}"#,
+        ],
+        "",
+    );
+    assert_eq!(json_lines(&o)[0]["decision"], "ask");
+    assert_eq!(json_lines(&o)[0]["mode"], "deny-all");
+}
+
+#[test]
+fn check_a_batch_one_result_per_line_and_the_batch_goes_on() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let input = [
+        r#"{"tool": "pay", "id": 1}"#,
+        "{not json",
+        "",
+        "   ",
+        r#"{"args": {}}"#,
+        r#"{"tool": "write_file", "args": ["a"], "id": "x"}"#,
+        r#"{"tool": "write_file", "arguments": {}}"#,
+        r#"[1, 2]"#,
+        r#"{"tool": "t", "context": {"mode": "yolo"}}"#,
+        r#"{"tool": "write_file", "args": {"path": "a"}}"#,
+    ]
+    .join("\n");
+    let o = env.run(&["check", "--policy", policy.to_str().unwrap()], &input);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let out = json_lines(&o);
+    assert_eq!(out.len(), 8, "blank lines are skipped:\n{}", stdout(&o));
+    assert_eq!(
+        (out[0]["id"].clone(), out[0]["decision"].clone()),
+        (json!(1), json!("deny"))
+    );
+    assert_eq!(out[1]["error"]["kind"], "invalid_json");
+    assert!(out[1].get("decision").is_none());
+    assert_eq!(out[2]["error"]["kind"], "invalid_call");
+    assert_eq!(out[2]["error"]["message"], "missing field `tool`");
+    assert_eq!(out[3]["decision"], "deny");
+    assert_eq!(out[3]["layer"], "validate");
+    assert_eq!(out[3]["id"], "x");
+    assert_eq!(
+        out[3]["error"],
+        json!({"kind": "invalid_arguments", "message": "arguments must be a JSON object, got an array"})
+    );
+    assert_eq!(out[4]["error"]["kind"], "invalid_call");
+    assert!(
+        out[4]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `arguments`")
+    );
+    assert_eq!(
+        out[5]["error"]["message"],
+        "a call is a JSON object, got an array"
+    );
+    assert!(
+        out[6]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown mode `yolo`")
+    );
+    assert_eq!(out[7]["decision"], "ask");
+    assert_eq!(
+        out[7]["choices"],
+        json!(["allow-once", "allow-always", "reject-once", "reject-always"])
+    );
+    assert_eq!(out[7]["timeout_ms"], 300000);
+    for line in &out {
+        if line.get("decision").is_some() {
+            for key in ["decision", "reason", "rule", "layer", "mode", "subjects"] {
+                assert!(line.get(key).is_some(), "{key} missing in {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn check_survives_bytes_that_are_not_text_and_overlong_lines() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let mut child = env
+        .cmd(&["check", "--policy", policy.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        stdin.write_all(b"{\"tool\": \"caf\xe9\"}\n").unwrap();
+        stdin.write_all(&vec![b' '; 17 << 20]).unwrap();
+        stdin
+            .write_all(b"\n{\"tool\": \"pay\"}\r\n{\"tool\": \"pay\"}")
+            .unwrap();
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = json_lines(&o);
+    assert_eq!(out.len(), 4);
+    assert_eq!(out[0]["error"]["message"], "line is not UTF-8 (byte 13)");
+    assert!(
+        out[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("more than the limit")
+    );
+    assert_eq!(out[2]["decision"], "deny");
+    assert_eq!(out[3]["decision"], "deny", "the last line needs no newline");
+}
+
+#[test]
+fn check_stops_quietly_when_the_reader_goes_away() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let mut child = env
+        .cmd(&["check", "--policy", policy.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let line = b"{\"tool\": \"pay\"}\n".repeat(1000);
+        for _ in 0..200 {
+            if stdin.write_all(&line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    writer.join().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(err, "");
+}
+
+#[test]
+fn check_exits_2_when_a_policy_fails_to_load() {
+    let env = Env::new();
+    let bad = env.write(
+        "bad.toml",
+        "version = 1\n[[rule]]\nname = \"x\"\ndecison = \"allow\"\n",
+    );
+    let o = env.run(
+        &["check", "--policy", bad.to_str().unwrap()],
+        "{\"tool\": \"x\"}\n",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(
+        err.contains("error: unknown key `decison` in a rule"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("--> {}:4:1", bad.display())), "{err}");
+    assert!(
+        err.contains("4 | decison = \"allow\"\n  | ^^^^^^^"),
+        "{err}"
+    );
+    assert!(err.contains("hint: did you mean `decision`?"), "{err}");
+    let o = env.run(&["check", "--policy", "missing.toml", "--tool", "x"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("cannot read `missing.toml`"),
+        "{}",
+        stderr(&o)
+    );
+    let failing_example = env.write(
+        "ex.toml",
+        "[[rule]]\nname = \"r\"\ndecision = \"allow\"\ntool = \"a\"\nexamples = { match = [{ tool = \"b\" }] }\n",
+    );
+    let o = env.run(
+        &[
+            "check",
+            "--policy",
+            failing_example.to_str().unwrap(),
+            "--tool",
+            "a",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("example does not match rule `r`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn check_usage_and_input_errors_exit_2() {
+    let env = Env::new();
+    let o = env.run(&["check", "--tool", "x", "--call", "{}"], "");
+    assert_eq!(o.status.code(), Some(2));
+    let o = env.run(&["check", "--isolated", "missing-input.jsonl"], "");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read `missing-input.jsonl`"));
+    let o = env.run(
+        &["check", "--isolated", "--tool", "x", "--args", "{oops"],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--args is not valid JSON"));
+    let o = env.run(
+        &["check", "--isolated", "--mode", "yolo", "--tool", "x"],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn check_run_options() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let p = policy.to_str().unwrap();
+    let decide = |extra: &[&str], call: &str| -> Value {
+        let mut args = vec!["check", "--policy", p];
+        args.extend_from_slice(extra);
+        json_lines(&env.run(&args, call))[0].clone()
+    };
+    let write = r#"{"tool": "write_file"}"#;
+    assert_eq!(decide(&["--full-access"], write)["decision"], "allow");
+    assert_eq!(decide(&["--full-access"], write)["layer"], "override");
+    assert_eq!(
+        decide(&["--full-access"], r#"{"tool": "pay"}"#)["decision"],
+        "deny"
+    );
+    assert_eq!(
+        decide(
+            &["--require-permission", "read_file"],
+            r#"{"tool": "read_file"}"#
+        )["decision"],
+        "ask"
+    );
+    assert_eq!(
+        decide(&["--disable-permission", "write_file"], write)["decision"],
+        "allow"
+    );
+    assert_eq!(
+        decide(&["--mode", "approve-all"], r#"{"tool": "other"}"#)["decision"],
+        "allow"
+    );
+    assert_eq!(
+        decide(
+            &["--mode", "approve-all"],
+            r#"{"tool": "other", "context": {"mode": "deny-all"}}"#
+        )["decision"],
+        "ask"
+    );
+}
+
+#[test]
+fn check_text_format() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let o = env.run(
+        &[
+            "check",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--format",
+            "text",
+        ],
+        "{\"tool\": \"pay\", \"id\": \"p1\"}\nnope\n",
+    );
+    let text = stdout(&o);
+    let expected = format!(
+        "deny   [p1] pay {{}}\n       rule `no-pay` ({}:5): no payments\nerror  line 2: invalid_json: expected ident at line 1 column 2\n",
+        policy.display()
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn user_and_project_files_are_found_and_layered() {
+    let env = Env::new();
+    env.write(
+        "home/.config/toolgate/policy.toml",
+        "[[rule]]\nname = \"user-allows-ls\"\ndecision = \"allow\"\ntool = \"ls\"\n",
+    );
+    env.write(
+        "work/.toolgate/policy.toml",
+        "[[rule]]\nname = \"project-denies-ls\"\ndecision = \"deny\"\ntool = \"ls\"\n",
+    );
+    std::fs::create_dir_all(env.path("work/sub/dir")).unwrap();
+    let o = env
+        .cmd(&["check", "--tool", "ls"])
+        .current_dir(env.path("work/sub/dir"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        json_lines(&o)[0]["rule"],
+        "project-denies-ls",
+        "{}",
+        stderr(&o)
+    );
+    let o = env.run(&["check", "--isolated", "--tool", "ls"], "");
+    assert_eq!(json_lines(&o)[0]["layer"], "default");
+    let o = env.run(&["explain", "--tool", "ls"], "");
+    let text = stdout(&o);
+    let user = text.find("home/.config/toolgate/policy.toml").unwrap();
+    let project = text.find(".toolgate/policy.toml\n").unwrap();
+    assert!(user < project, "the user file loads first:\n{text}");
+    let o = env
+        .cmd(&["check", "--tool", "ls"])
+        .env("TOOLGATE_CONFIG_DIR", env.path("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(json_lines(&o)[0]["rule"], "project-denies-ls");
+    // The search stops at the repository root.
+    env.write(
+        "outer/.toolgate/policy.toml",
+        "[[rule]]\nname = \"outer\"\ndecision = \"deny\"\n",
+    );
+    std::fs::create_dir_all(env.path("outer/repo/.git")).unwrap();
+    let o = env
+        .cmd(&["check", "--tool", "x"])
+        .current_dir(env.path("outer/repo"))
+        .env("TOOLGATE_CONFIG_DIR", env.path("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(json_lines(&o)[0]["layer"], "default");
+}
+
+#[test]
+fn explain_text_and_json() {
+    let env = Env::new();
+    let policy = env.write("p.toml", POLICY);
+    let o = env.run(
+        &[
+            "explain",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--tool",
+            "write_file",
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    for needle in [
+        "call: write_file",
+        "mode: approve-reads (from the policy)",
+        "profile: built-in profile `write_file` (MCP filesystem server) says `write`",
+        "no    deny `no-pay` (line 5): tool `write_file` does not match `pay`",
+        "match ask `ask-writes` (line 11): every condition holds",
+        "result: ask (rule) by rule `ask-writes`",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    let o = env.run(
+        &["explain", "--policy", policy.to_str().unwrap(), "--json"],
+        "{\"tool\": \"pay\"}\n{bad\n",
+    );
+    let out = json_lines(&o);
+    assert_eq!(out[0]["evaluation"]["decision"], "deny");
+    assert_eq!(
+        out[0]["subjects"][0]["files"][0]["rules"][0]["verdict"],
+        "matched"
+    );
+    assert_eq!(out[1]["error"]["kind"], "invalid_json");
+}
+
+#[test]
+fn lint_exit_codes() {
+    let env = Env::new();
+    let clean = env.write("clean.toml", "[[rule]]\nname = \"a\"\ndecision = \"deny\"\ntool = \"x\"\nexamples = { match = [{ tool = \"x\" }] }\n");
+    let o = env.run(&["lint", "--policy", clean.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "1 rules checked: 0 errors, 0 warnings\n");
+    let warn = env.write(
+        "warn.toml",
+        "[[rule]]\nname = \"a\"\ndecision = \"deny\"\ntool = \"x\"\n",
+    );
+    let o = env.run(&["lint", "--policy", warn.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("warning[no-example]: rule `a` has no examples"));
+    let o = env.run(
+        &["lint", "--strict", "--policy", warn.to_str().unwrap()],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let err = env.write("err.toml", "[[rule]]\nname = \"all\"\ndecision = \"allow\"\n[[rule]]\nname = \"no\"\ndecision = \"deny\"\ntool = \"rm\"\n");
+    let o = env.run(&["lint", "--policy", err.to_str().unwrap()], "");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("error[shadowed]: rule `no` never applies"));
+    assert!(stdout(&o).contains("error[allow-all]: rule `all` allows every call"));
+    let o = env.run(
+        &[
+            "lint",
+            "--format",
+            "json",
+            "--policy",
+            err.to_str().unwrap(),
+        ],
+        "",
+    );
+    let codes: Vec<Value> = json_lines(&o).iter().map(|f| f["code"].clone()).collect();
+    assert!(codes.contains(&json!("shadowed")) && codes.contains(&json!("allow-all")));
+}
+
+#[test]
+fn test_command_reports_failing_examples_and_cases() {
+    let env = Env::new();
+    let policy = env.write(
+        "p.toml",
+        "[[rule]]\nname = \"r\"\ndecision = \"deny\"\ntool = \"a\"\nexamples = { match = [{ tool = \"a\" }, { tool = \"b\" }] }\n",
+    );
+    let cases = env.write(
+        "cases.jsonl",
+        "# comment\n{\"call\": {\"tool\": \"a\"}, \"expect\": \"deny\"}\n\n{\"name\": \"wrong\", \"call\": {\"tool\": \"a\"}, \"expect\": {\"decision\": \"deny\", \"rule\": \"other\"}}\n{\"call\": {\"tool\": \"c\"}, \"expect\": \"allow\"}\nnot json\n",
+    );
+    let o = env.run(
+        &[
+            "test",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--cases",
+            cases.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(text.contains("examples: 1 passed, 1 failed"), "{text}");
+    assert!(
+        text.contains("example does not match rule `r`: tool `b` does not match `a`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("cases {}: 1 passed, 3 failed", cases.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(":4: (wrong) tool `a`: expected rule `other`, got `r`"),
+        "{text}"
+    );
+    assert!(
+        text.contains(":5: tool `c`: expected allow, got ask"),
+        "{text}"
+    );
+    assert!(text.contains(":6: not a case"), "{text}");
+    assert!(
+        text.trim_end()
+            .ends_with("test result: FAILED. 2 passed; 4 failed"),
+        "{text}"
+    );
+}
+
+#[test]
+fn every_corpus_holds_through_toolgate_test() {
+    let env = Env::new();
+    let corpus = root().join("tests/corpus");
+    let mut runs = vec![(
+        root().join("examples/policy.toml"),
+        corpus.join("example-policy.jsonl"),
+    )];
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let dir = entry.unwrap().path();
+        if dir.join("policy.toml").is_file() {
+            runs.push((dir.join("policy.toml"), dir.join("cases.jsonl")));
+        }
+    }
+    assert!(runs.len() >= 4);
+    for (policy, cases) in runs {
+        let o = env.run(
+            &[
+                "test",
+                "--isolated",
+                "--policy",
+                policy.to_str().unwrap(),
+                "--cases",
+                cases.to_str().unwrap(),
+            ],
+            "",
+        );
+        let text = stdout(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}:\n{text}{}",
+            cases.display(),
+            stderr(&o)
+        );
+        assert!(text.contains("0 failed\n"), "{text}");
+    }
+}
+
+#[test]
+fn the_readme_quick_start_runs_as_written() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme.find("## Quick start").unwrap();
+    let block_start = readme[start..].find("```sh\n").unwrap() + start + 6;
+    let block_end = readme[block_start..].find("```").unwrap() + block_start;
+    let commands: Vec<&str> = readme[block_start..block_end].lines().collect();
+    assert_eq!(commands.len(), 2, "the quick start is two commands");
+    assert_eq!(commands[1], "cargo test --workspace");
+    let main_job = commands[0]
+        .strip_prefix("cargo run -- ")
+        .expect("the main job runs the binary");
+    let o = Command::new(BIN)
+        .args(main_job.split(' '))
+        .current_dir(root())
+        .env("HOME", "/nonexistent")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let calls = std::fs::read_to_string(root().join("examples/calls.jsonl")).unwrap();
+    let results = text.lines().filter(|l| !l.starts_with(' ')).count();
+    assert_eq!(
+        results,
+        calls.lines().count(),
+        "one result per call:\n{text}"
+    );
+    // The excerpt shown in the README is what the command prints.
+    let shown_start = readme.find("```text\n").unwrap() + 8;
+    let shown_end = readme[shown_start..].find("```").unwrap() + shown_start;
+    for line in readme[shown_start..shown_end].lines() {
+        assert!(
+            text.contains(line),
+            "README shows {line:?}, the command prints:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn help_text_is_committed_and_current() {
+    let mut help = String::new();
+    for sub in [
+        None,
+        Some("check"),
+        Some("explain"),
+        Some("lint"),
+        Some("test"),
+    ] {
+        let mut args: Vec<&str> = sub.into_iter().collect();
+        args.push("--help");
+        let o = Command::new(BIN)
+            .args(&args)
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        help += &format!("$ toolgate {}\n{}\n", args.join(" "), stdout(&o));
+    }
+    let path = root().join("docs/cli-help.txt");
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &help).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == help,
+        "docs/cli-help.txt is out of date; run `UPDATE_SNAPSHOTS=1 cargo test -p toolgate --test cli help` and commit it"
+    );
+}
