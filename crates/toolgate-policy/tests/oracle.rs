@@ -409,6 +409,15 @@ const BUILTIN_PROFILES: &[(&str, &str)] = &[
     ("git_status", "read"),
 ];
 
+fn tags_of(call: &Value) -> Vec<&str> {
+    call["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect()
+}
+
 struct Facts {
     access: Option<&'static str>,
     access_trusted: bool,
@@ -425,12 +434,7 @@ fn facts(files: &[MFile], call: &Value) -> Facts {
         .flat_map(|f| f.profiles.iter())
         .find(|(p, _)| wildcard(p, tool));
     let builtin = BUILTIN_PROFILES.iter().find(|(name, _)| *name == tool);
-    let tags: Vec<&str> = call["tags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let tags = tags_of(call);
     let (access, access_trusted) = if let Some((_, a)) = own {
         (Some(*a), true)
     } else if let Some((_, a)) = builtin {
@@ -458,12 +462,7 @@ enum Outcome {
 fn rule_outcome(rule: &MRule, call: &Value, facts: &Facts) -> Outcome {
     let tool = call["tool"].as_str().unwrap();
     let ctx = &call["context"];
-    let tags: Vec<&str> = call["tags"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_str().unwrap())
-        .collect();
+    let tags = tags_of(call);
     if let Some(b) = rule.builtin {
         return if tags.contains(&BUILTINS[b].1) {
             Outcome::Match

@@ -11,7 +11,7 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -59,14 +59,17 @@ impl Env {
         cmd
     }
 
-    fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .cmd(args)
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self.spawn(args);
         child
             .stdin
             .take()
@@ -237,13 +240,7 @@ fn check_a_batch_one_result_per_line_and_the_batch_goes_on() {
 fn check_survives_bytes_that_are_not_text_and_overlong_lines() {
     let env = Env::new();
     let policy = env.write("p.toml", POLICY);
-    let mut child = env
-        .cmd(&["check", "--policy", policy.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn(&["check", "--policy", policy.to_str().unwrap()]);
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         stdin.write_all(b"{\"tool\": \"caf\xe9\"}\n").unwrap();
@@ -272,13 +269,7 @@ fn check_survives_bytes_that_are_not_text_and_overlong_lines() {
 fn check_stops_quietly_when_the_reader_goes_away() {
     let env = Env::new();
     let policy = env.write("p.toml", POLICY);
-    let mut child = env
-        .cmd(&["check", "--policy", policy.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = env.spawn(&["check", "--policy", policy.to_str().unwrap()]);
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         let line = b"{\"tool\": \"pay\"}\n".repeat(1000);
