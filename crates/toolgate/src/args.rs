@@ -89,10 +89,21 @@ pub(crate) struct CallArgs {
     #[arg(long, value_name = "NAME", conflicts_with = "call")]
     pub(crate) tool: Option<String>,
     /// The call's arguments, a JSON object.
-    #[arg(long, value_name = "JSON", requires = "tool")]
+    #[arg(
+        long,
+        visible_alias = "arguments",
+        value_name = "JSON",
+        requires = "tool"
+    )]
     pub(crate) args: Option<String>,
-    /// A tag of the tool. Repeatable.
-    #[arg(long = "tag", value_name = "TAG", requires = "tool")]
+    /// A tag of the tool. Repeatable, or comma-separated.
+    #[arg(
+        long = "tag",
+        visible_alias = "tags",
+        value_name = "TAG",
+        value_delimiter = ',',
+        requires = "tool"
+    )]
     pub(crate) tags: Vec<String>,
     /// The tool's MCP annotations, a JSON object.
     #[arg(long, value_name = "JSON", requires = "tool")]
@@ -101,6 +112,24 @@ pub(crate) struct CallArgs {
     /// trusted_server, …).
     #[arg(long, value_name = "JSON", requires = "tool")]
     pub(crate) context: Option<String>,
+    /// Context shortcut: who started the turn (user, network, automation).
+    #[arg(long, value_name = "ORIGIN", requires = "tool")]
+    pub(crate) origin: Option<String>,
+    /// Context shortcut: the agent making the call.
+    #[arg(long, value_name = "NAME", requires = "tool")]
+    pub(crate) agent: Option<String>,
+    /// Context shortcut: the MCP server the tool belongs to.
+    #[arg(long, value_name = "NAME", requires = "tool")]
+    pub(crate) server: Option<String>,
+    /// Context shortcut: trust the server's annotations.
+    #[arg(long, requires = "tool")]
+    pub(crate) trusted_server: bool,
+    /// Context shortcut: the session's workspace root.
+    #[arg(long, value_name = "DIR", requires = "tool")]
+    pub(crate) workspace: Option<String>,
+    /// Context shortcut: where relative paths and commands resolve.
+    #[arg(long, value_name = "DIR", requires = "tool")]
+    pub(crate) cwd: Option<String>,
     /// A whole call as JSON (the same form as one input line).
     #[arg(long, value_name = "JSON")]
     pub(crate) call: Option<String>,
@@ -137,10 +166,34 @@ impl CallArgs {
                 "error: --annotations must be a JSON object".into(),
             ));
         }
-        if let Some(text) = &self.context {
-            call.context = serde_json::from_str::<Context>(text)
-                .map_err(|e| Failure::Message(format!("error: --context: {e}")))?;
+        let mut context = match &self.context {
+            Some(text) => serde_json::from_str::<Value>(text).map_err(|e| {
+                Failure::Message(format!("error: --context is not valid JSON: {e}"))
+            })?,
+            None => Value::Object(Map::new()),
+        };
+        let Value::Object(fields) = &mut context else {
+            return Err(Failure::Message(
+                "error: --context must be a JSON object".into(),
+            ));
+        };
+        let shortcuts = [
+            ("origin", &self.origin),
+            ("agent", &self.agent),
+            ("server", &self.server),
+            ("workspace", &self.workspace),
+            ("cwd", &self.cwd),
+        ];
+        for (key, value) in shortcuts {
+            if let Some(value) = value {
+                fields.insert(key.into(), Value::String(value.clone()));
+            }
         }
+        if self.trusted_server {
+            fields.insert("trusted_server".into(), Value::Bool(true));
+        }
+        call.context = serde_json::from_value::<Context>(context)
+            .map_err(|e| Failure::Message(format!("error: --context: {e}")))?;
         Ok(Some(call))
     }
 }

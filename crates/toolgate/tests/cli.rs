@@ -165,6 +165,37 @@ fn check_one_call_by_flags() {
     );
     assert_eq!(json_lines(&o)[0]["decision"], "ask");
     assert_eq!(json_lines(&o)[0]["mode"], "deny-all");
+    let o = env.run(
+        &[
+            "check",
+            "--isolated",
+            "--tool",
+            "x",
+            "--tags",
+            "read_only,slow",
+            "--origin",
+            "network",
+            "--server",
+            "s",
+            "--trusted-server",
+        ],
+        "",
+    );
+    let out = &json_lines(&o)[0];
+    assert_eq!(
+        (out["decision"].clone(), out["layer"].clone()),
+        (json!("allow"), json!("default"))
+    );
+    let o = env.run(
+        &["check", "--isolated", "--tool", "x", "--origin", "internet"],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown origin `internet`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
