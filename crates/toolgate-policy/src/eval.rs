@@ -10,9 +10,14 @@ use serde_json::Value;
 use crate::call::{Call, CallError, CallErrorKind, Tag};
 use crate::decision::{Access, Decision, GrantKind, Layer, Mode};
 use crate::evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, SubjectOutcome};
+use crate::extract::Place;
+use crate::guard::Guard;
 use crate::policy::{Policy, RuleSet};
+use crate::profile::Profile;
+use crate::resource::matchers::Resource;
+use crate::resource::{path, shell};
 use crate::rule::{Facts, Miss, Rule};
-use crate::subject::{Subject, subjects_of};
+use crate::subject::Subject;
 
 thread_local! {
     /// Reused candidate buffers, so a hot evaluation does not allocate for them.
@@ -23,6 +28,13 @@ thread_local! {
 pub(crate) enum SetVerdict<'p> {
     Matched(&'p Rule),
     Failed(&'p Rule, String),
+}
+
+/// What is known about a call before its rules run.
+pub(crate) struct Prepared<'c> {
+    pub(crate) facts: Facts<'c>,
+    pub(crate) subjects: Vec<Subject>,
+    pub(crate) call_guard: Option<Guard>,
 }
 
 /// How one subject was decided, with the deciding rule itself (for ask details).
@@ -53,11 +65,21 @@ impl Policy {
         if let Err(error) = validate(call) {
             return Evaluation::invalid(error, mode);
         }
-        let facts = self.facts(call);
-        let mut decided: Vec<Decided<'_>> = subjects_of(call)
+        let prepared = self.prepare(call);
+        let facts = &prepared.facts;
+        let mut decided: Vec<Decided<'_>> = prepared
+            .subjects
             .into_iter()
-            .map(|subject| self.decide_subject(&facts, subject, mode))
+            .filter_map(|subject| {
+                let guard = self.subject_guard(call, &subject, prepared.call_guard.as_ref());
+                self.decide_subject(facts, subject, mode, guard)
+            })
             .collect();
+        if decided.is_empty() {
+            // Only mentions, none of which a rule spoke to: the call is decided as a whole.
+            let guard = self.subject_guard(call, &Subject::Call, prepared.call_guard.as_ref());
+            decided.extend(self.decide_subject(facts, Subject::Call, mode, guard));
+        }
         let strictest = strictest_index(&decided);
         let deciding = decided.get(strictest);
         let mut evaluation = Evaluation {
@@ -81,6 +103,26 @@ impl Policy {
         evaluation
     }
 
+    /// Everything known about a call before rules run: its facts, subjects and call guard.
+    pub(crate) fn prepare<'c>(&self, call: &'c Call) -> Prepared<'c> {
+        let profile = self.profiles.find(&call.tool);
+        let needs_place = profile.is_some_and(|p| p.has_resources());
+        let place = if needs_place {
+            self.place(call)
+        } else {
+            Place::default()
+        };
+        let mut facts = self.facts(call, profile);
+        let subjects = self.subjects(call, profile, &place);
+        facts.roots = place.roots;
+        let call_guard = self.call_guard(call, &facts, profile);
+        Prepared {
+            facts,
+            subjects,
+            call_guard,
+        }
+    }
+
     /// The mode for a call, and where it came from.
     pub(crate) fn mode_for(&self, call: &Call, run: &RunOptions) -> (Mode, &'static str) {
         match (call.context.mode, run.mode) {
@@ -91,9 +133,8 @@ impl Policy {
     }
 
     /// The facts about a call every rule reads: its profile's access and whether it is a read.
-    pub(crate) fn facts<'c>(&self, call: &'c Call) -> Facts<'c> {
+    pub(crate) fn facts<'c>(&self, call: &'c Call, profile: Option<&Profile>) -> Facts<'c> {
         let trusted_source = call.context.server.is_none() || call.context.trusted_server;
-        let profile = self.profiles.find(&call.tool);
         let (access, access_trusted) = match profile.and_then(|p| p.access.map(|a| (p, a))) {
             Some((profile, access)) => (Some(access), !profile.info.is_builtin() || trusted_source),
             None if call.has_tag(&Tag::ReadOnly) => (Some(Access::Read), true),
@@ -110,16 +151,19 @@ impl Policy {
             access_trusted,
             read: access == Some(Access::Read) && access_trusted,
             annotations_trusted: call.context.trusted_server,
+            roots: Vec::new(),
         }
     }
 
-    /// Decides one subject: every file's first match, the strictest of those, else the default.
+    /// Decides one subject: its guard, every file's first matching rule (the strictest of those),
+    /// else the default. A mentioned resource no rule speaks to is `None`.
     pub(crate) fn decide_subject<'p>(
         &'p self,
         facts: &Facts<'_>,
         subject: Subject,
         mode: Mode,
-    ) -> Decided<'p> {
+        guard: Option<Guard>,
+    ) -> Option<Decided<'p>> {
         let mut best: Option<(Decision, SetVerdict<'p>)> = None;
         for set in &self.sets {
             let Some(verdict) = set.first_match(facts, &subject) else {
@@ -133,52 +177,67 @@ impl Policy {
                 best = Some((decision, verdict));
             }
         }
-        match best {
-            Some((decision, SetVerdict::Matched(rule))) => Decided {
-                outcome: SubjectOutcome {
-                    subject,
-                    decision,
-                    layer: Layer::Rule,
-                    rule: Some(rule.info.clone()),
-                    reason: rule.reason.clone(),
-                },
-                rule: Some(rule),
-            },
-            Some((_, SetVerdict::Failed(rule, error))) => Decided {
-                outcome: SubjectOutcome {
-                    subject,
-                    decision: Decision::Deny,
-                    layer: Layer::Rule,
-                    rule: Some(rule.info.clone()),
-                    reason: format!("rule `{}` could not be evaluated: {error}", rule.info.name)
-                        .into(),
-                },
-                rule: Some(rule),
-            },
-            None => {
-                let (decision, reason) = self.default_for(facts, mode);
-                Decided {
-                    outcome: SubjectOutcome {
-                        subject,
-                        decision,
-                        layer: Layer::Default,
-                        rule: None,
-                        reason,
-                    },
-                    rule: None,
+        let (decision, layer, rule, reason): (Decision, Layer, Option<&'p Rule>, Arc<str>) =
+            match best {
+                Some((decision, SetVerdict::Matched(rule))) => {
+                    (decision, Layer::Rule, Some(rule), rule.reason.clone())
                 }
-            }
-        }
+                Some((_, SetVerdict::Failed(rule, error))) => (
+                    Decision::Deny,
+                    Layer::Rule,
+                    Some(rule),
+                    format!("rule `{}` could not be evaluated: {error}", rule.info.name).into(),
+                ),
+                None if subject.is_mention() => {
+                    return None;
+                }
+                None => {
+                    let (decision, reason) = self.default_for(facts, &subject, mode);
+                    (decision, Layer::Default, None, reason)
+                }
+            };
+        let outcome = match guard {
+            Some(g) if g.decision >= decision && g.decision > Decision::Allow => SubjectOutcome {
+                decision: g.decision,
+                layer: Layer::Guard,
+                rule: Some(g.info()),
+                reason: g.reason.into(),
+                subject,
+            },
+            _ => SubjectOutcome {
+                decision,
+                layer,
+                rule: rule.map(|r| r.info.clone()),
+                reason,
+                subject,
+            },
+        };
+        let rule = if outcome.layer == Layer::Guard {
+            None
+        } else {
+            rule
+        };
+        Some(Decided { outcome, rule })
     }
 
     /// The decision for a subject no rule matched.
-    pub(crate) fn default_for(&self, facts: &Facts<'_>, mode: Mode) -> (Decision, Arc<str>) {
+    pub(crate) fn default_for(
+        &self,
+        facts: &Facts<'_>,
+        subject: &Subject,
+        mode: Mode,
+    ) -> (Decision, Arc<str>) {
         if let Some(fallback) = self.settings.fallback {
             return (fallback, self.reasons.fallback(fallback).clone());
         }
+        let read = match subject {
+            Subject::Call => facts.read,
+            Subject::Path(p) => p.access == Access::Read && facts.access_trusted,
+            Subject::Command(_) | Subject::Url(_) => false,
+        };
         match mode {
             Mode::ApproveAll => (Decision::Allow, self.reasons.approve_all.clone()),
-            Mode::ApproveReads if facts.read => {
+            Mode::ApproveReads if read => {
                 (Decision::Allow, self.reasons.approve_reads_read.clone())
             }
             Mode::ApproveReads => (Decision::Ask, self.reasons.approve_reads_other.clone()),
@@ -242,6 +301,9 @@ impl Policy {
     fn ask_details(&self, rule: Option<&Rule>, subject: Option<&Subject>) -> AskDetails {
         let default_grant = match subject {
             Some(Subject::Call) | None => GrantKind::Tool,
+            Some(Subject::Path(_)) => GrantKind::Path,
+            Some(Subject::Command(_)) => GrantKind::Command,
+            Some(Subject::Url(_)) => GrantKind::Domain,
         };
         AskDetails {
             choices: rule
@@ -286,14 +348,13 @@ impl RuleSet {
     }
 }
 
-/// The first subject with the strictest decision.
+/// The first subject with the strictest decision; among equals, a guard's outcome (which no
+/// override may loosen) before a rule's or the default's.
 pub(crate) fn strictest_index(decided: &[Decided<'_>]) -> usize {
+    let rank = |d: &Decided<'_>| (d.outcome.decision, d.outcome.layer == Layer::Guard);
     let mut best = 0;
     for (i, d) in decided.iter().enumerate() {
-        if decided
-            .get(best)
-            .is_some_and(|b| d.outcome.decision > b.outcome.decision)
-        {
+        if decided.get(best).is_some_and(|b| rank(d) > rank(b)) {
             best = i;
         }
     }
@@ -311,20 +372,95 @@ pub(crate) fn validate(call: &Call) -> Result<(), CallError> {
     call.args_object().map(|_| ())
 }
 
-/// Whether a rule alone matches a call (examples are checked this way).
+/// Whether a rule alone matches an example call: an allow rule must match every subject the
+/// call has, a deny or ask rule any one of them (as when the policy decides).
 pub(crate) fn rule_matches(
     policy: &Policy,
     rule: &Rule,
     call: &Call,
 ) -> Result<Option<Miss>, String> {
     validate(call).map_err(|e| e.message)?;
-    let facts = policy.facts(call);
+    let prepared = policy.prepare(call);
+    judge(
+        rule,
+        prepared.subjects.iter().filter(|s| !s.is_mention()),
+        |s| rule.check(&prepared.facts, s),
+    )
+}
+
+/// Whether a resource rule matches an example given as text: a command line, a path (resolved
+/// as text under a workspace at `/workspace`), or a URL.
+pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>, String> {
+    let loosens = rule.decision == Decision::Allow;
+    let root = std::path::PathBuf::from("/workspace");
+    let subjects: Vec<Subject> = match &rule.when.resource {
+        Some(Resource::Command(_)) => {
+            let analysis = shell::analyze(text);
+            analysis
+                .commands
+                .iter()
+                .map(|c| {
+                    Subject::Command(crate::subject::CommandSubject {
+                        command: c.clone(),
+                        line_findings: analysis.findings.clone(),
+                    })
+                })
+                .collect()
+        }
+        Some(Resource::Path(_)) => {
+            let absolute = path::absolute(text, &root, None).map_err(|e| e.to_string())?;
+            let inside = absolute.starts_with(&root);
+            vec![Subject::Path(crate::subject::PathSubject {
+                given: text.to_owned(),
+                access: Access::Read,
+                role: crate::subject::PathRole::Argument,
+                source: "example".into(),
+                resolved: Some(path::ResolvedPath {
+                    given: text.to_owned(),
+                    absolute: absolute.clone(),
+                    resolved: absolute,
+                    alternative: None,
+                    root: inside.then(|| root.clone()),
+                }),
+                problem: None,
+            })]
+        }
+        Some(Resource::Url(_)) => vec![Subject::Url(crate::subject::UrlSubject {
+            given: text.to_owned(),
+            mentioned: false,
+            checked: Some(crate::url::check(text).map_err(|e| e.to_string())?),
+            problem: None,
+        })],
+        None => return Err("a string example needs a resource condition".into()),
+    };
+    let roots = [root];
+    judge(rule, subjects.iter(), |s| {
+        Ok(rule.check_resource(s, &roots, loosens))
+    })
+}
+
+fn judge<'s>(
+    rule: &Rule,
+    subjects: impl Iterator<Item = &'s Subject>,
+    mut check: impl FnMut(&Subject) -> Result<Option<Miss>, String>,
+) -> Result<Option<Miss>, String> {
+    let every = rule.decision == Decision::Allow;
     let mut miss = None;
-    for subject in subjects_of(call) {
-        match rule.check(&facts, &subject)? {
-            None => return Ok(None),
-            Some(m) => miss = miss.or(Some(m)),
+    let mut matched = false;
+    for subject in subjects {
+        match check(subject)? {
+            None => matched = true,
+            Some(m) => {
+                miss.get_or_insert(m);
+                if every {
+                    return Ok(miss);
+                }
+            }
         }
     }
-    Ok(miss)
+    if matched {
+        Ok(None)
+    } else {
+        Ok(Some(miss.unwrap_or(Miss::SubjectKind)))
+    }
 }

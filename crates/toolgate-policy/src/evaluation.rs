@@ -208,6 +208,37 @@ impl Serialize for SubjectOutcome {
         map.serialize_entry("kind", self.subject.kind())?;
         match &self.subject {
             Subject::Call => {}
+            Subject::Path(p) => {
+                map.serialize_entry("path", &p.given)?;
+                map.serialize_entry("access", &p.access)?;
+                map.serialize_entry("role", &p.role)?;
+                if let Some(r) = &p.resolved {
+                    map.serialize_entry("resolved", &r.resolved)?;
+                    map.serialize_entry("root", &r.root)?;
+                }
+            }
+            Subject::Command(c) => {
+                let argv: Vec<&str> = c
+                    .command
+                    .argv
+                    .iter()
+                    .map(|w| w.value().unwrap_or(&w.text))
+                    .collect();
+                map.serialize_entry("command", &argv.join(" "))?;
+                if c.command.layers.len() > 1 || c.command.text != argv.join(" ") {
+                    map.serialize_entry("text", &c.command.text)?;
+                }
+                let findings: Vec<&str> = c.findings().map(|f| f.detail.as_str()).collect();
+                if !findings.is_empty() {
+                    map.serialize_entry("findings", &findings)?;
+                }
+            }
+            Subject::Url(u) => {
+                map.serialize_entry("url", &u.given)?;
+                if let Some(c) = &u.checked {
+                    map.serialize_entry("host", &c.host)?;
+                }
+            }
         }
         map.serialize_entry("decision", &self.decision)?;
         map.serialize_entry("layer", &self.layer)?;

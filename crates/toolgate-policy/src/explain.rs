@@ -15,11 +15,12 @@ use crate::call::Call;
 use crate::decision::{Access, Decision, Layer, Mode};
 use crate::eval::validate;
 use crate::evaluation::{Evaluation, RunOptions};
+use crate::guard::Guard;
 use crate::matcher::describe_list;
 use crate::policy::Policy;
 use crate::profile::ProfileInfo;
 use crate::rule::{Facts, Miss, Rule, RuleInfo};
-use crate::subject::{Subject, subjects_of};
+use crate::subject::Subject;
 
 /// An evaluation with its trace.
 #[derive(Clone, Debug, Serialize)]
@@ -66,6 +67,11 @@ pub struct ProfileTrace {
 pub struct SubjectTrace {
     /// The subject.
     pub subject: Subject,
+    /// What the guards said, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+    /// Whether the subject took part in the decision (a mention no rule speaks to does not).
+    pub counted: bool,
     /// Each file's rules.
     pub files: Vec<FileTrace>,
     /// The subject's decision.
@@ -129,12 +135,13 @@ impl Policy {
         if validate(call).is_err() {
             return explanation;
         }
-        let facts = self.facts(call);
-        explanation.profile = Some(self.profile_trace(&facts));
-        for subject in subjects_of(call) {
+        let prepared = self.prepare(call);
+        explanation.profile = Some(self.profile_trace(&prepared.facts));
+        for subject in prepared.subjects {
+            let guard = self.subject_guard(call, &subject, prepared.call_guard.as_ref());
             explanation
                 .subjects
-                .push(self.subject_trace(&facts, subject, mode));
+                .push(self.subject_trace(&prepared.facts, subject, mode, guard));
         }
         explanation
     }
@@ -142,12 +149,20 @@ impl Policy {
     fn profile_trace(&self, facts: &Facts<'_>) -> ProfileTrace {
         let call = facts.call;
         let profile = self.profiles.find(&call.tool).map(|p| p.info.clone());
+        let roots: Vec<String> = facts
+            .roots
+            .iter()
+            .map(|r| format!("`{}`", r.display()))
+            .collect();
         let detail = match (&profile, facts.access) {
             (Some(p), Some(access)) if !facts.access_trusted => format!(
                 "{p} says `{access}`, but the call comes from the untrusted server `{}`: that can make a decision stricter, never looser",
                 call.context.server.as_deref().unwrap_or("")
             ),
-            (Some(p), Some(access)) => format!("{p} says `{access}`"),
+            (Some(p), Some(access)) if roots.is_empty() => format!("{p} says `{access}`"),
+            (Some(p), Some(access)) => {
+                format!("{p} says `{access}`; workspace roots {}", roots.join(", "))
+            }
             (None, Some(_)) if call.has_tag(&crate::Tag::ReadOnly) => {
                 "no profile; the `read_only` tag makes it a read".into()
             }
@@ -169,7 +184,16 @@ impl Policy {
         }
     }
 
-    fn subject_trace(&self, facts: &Facts<'_>, subject: Subject, mode: Mode) -> SubjectTrace {
+    fn subject_trace(
+        &self,
+        facts: &Facts<'_>,
+        subject: Subject,
+        mode: Mode,
+        guard: Option<Guard>,
+    ) -> SubjectTrace {
+        let guard_text = guard
+            .as_ref()
+            .map(|g| format!("{} by guard `{}`: {}", g.decision, g.name, g.reason));
         let mut files = Vec::with_capacity(self.sets.len());
         for set in &self.sets {
             let mut decided = false;
@@ -208,13 +232,25 @@ impl Policy {
                 rules,
             });
         }
-        let decided = self.decide_subject(facts, subject.clone(), mode);
-        SubjectTrace {
-            subject,
-            files,
-            decision: decided.outcome.decision,
-            layer: decided.outcome.layer,
-            reason: decided.outcome.reason.to_string(),
+        match self.decide_subject(facts, subject.clone(), mode, guard) {
+            Some(decided) => SubjectTrace {
+                subject,
+                guard: guard_text,
+                files,
+                decision: decided.outcome.decision,
+                layer: decided.outcome.layer,
+                reason: decided.outcome.reason.to_string(),
+                counted: true,
+            },
+            None => SubjectTrace {
+                subject,
+                guard: guard_text,
+                files,
+                decision: Decision::Allow,
+                layer: Layer::Rule,
+                reason: "mentioned only; no deny or ask rule speaks to it".into(),
+                counted: false,
+            },
         }
     }
 }
@@ -224,6 +260,15 @@ pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> Strin
     let call = facts.call;
     let when = &rule.when;
     match miss {
+        Miss::SubjectKind => match &when.resource {
+            Some(r) => format!("the rule is about {} subjects", r.kind()),
+            None => "the subject is only mentioned, and only resource rules that deny or ask see those".into(),
+        },
+        Miss::Resource => format!(
+            "the {} does not match {}",
+            when.resource.as_ref().map_or("resource", |r| r.kind()),
+            when.resource.as_ref().map(|r| r.describe()).unwrap_or_default()
+        ),
         Miss::Tool => format!(
             "tool `{}` does not match {}",
             call.tool,
@@ -332,6 +377,14 @@ impl fmt::Display for Explanation {
         }
         for subject in &self.subjects {
             writeln!(f, "subject: {}", subject.subject)?;
+            if let Subject::Command(c) = &subject.subject {
+                for finding in c.findings() {
+                    writeln!(f, "  finding: {}", finding.detail)?;
+                }
+            }
+            if let Some(guard) = &subject.guard {
+                writeln!(f, "  guard: {guard}")?;
+            }
             for file in &subject.files {
                 writeln!(f, "  {}", file.file)?;
                 if file.rules.is_empty() {

@@ -41,6 +41,8 @@ mod duration;
 mod eval;
 mod evaluation;
 mod explain;
+mod extract;
+mod guard;
 mod index;
 mod lint;
 mod load;
@@ -48,6 +50,7 @@ mod matcher;
 mod policy;
 mod profile;
 mod resolve;
+mod resource;
 mod rule;
 mod subject;
 mod suggest;
@@ -65,8 +68,9 @@ pub use policy::{
 };
 pub use profile::ProfileInfo;
 pub use resolve::{AskHandler, AskRequest, HANDLER_DENIED_REASON, NO_HANDLER_REASON, Resolution};
+pub use resource::{path, shell, url};
 pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
-pub use subject::Subject;
+pub use subject::{CommandSubject, PathRole, PathSubject, Subject, UrlSubject};
 
 /// The README's Rust examples, compiled and run as doctests.
 #[doc = include_str!("../../../README.md")]

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use crate::call::Tag;
 use crate::diagnostic::{Diagnostic, Severity};
-use crate::eval::rule_matches;
+use crate::eval::{rule_matches, rule_matches_text};
 use crate::explain::describe_miss;
 use crate::matcher::{ArgCondition, NameSet, json_eq};
 use crate::policy::Policy;
-use crate::rule::{Conditions, Rule};
+use crate::rule::{Conditions, ExampleInput, Rule};
 use crate::suggest;
 
 impl Policy {
@@ -29,20 +29,43 @@ impl Policy {
         for rule in self.rules() {
             for example in &rule.examples {
                 let name = &rule.info.name;
-                let problem = match (
-                    rule_matches(self, rule, &example.call),
-                    example.should_match,
-                ) {
+                let (result, shown) = match &example.input {
+                    ExampleInput::Call(call) => (rule_matches(self, rule, call), None),
+                    ExampleInput::Text(text) => {
+                        (rule_matches_text(rule, text), Some(text.as_str()))
+                    }
+                };
+                let problem = match (result, example.should_match) {
                     (Ok(None), true) | (Ok(Some(_)), false) => continue,
-                    (Ok(Some(miss)), true) => (
-                        format!(
-                            "example does not match rule `{name}`: {}",
-                            describe_miss(rule, &self.facts(&example.call), miss)
-                        ),
-                        "a `match` example must satisfy every condition of its rule; fix the example or the rule",
-                    ),
+                    (Ok(Some(miss)), true) => {
+                        let why = match (&example.input, shown) {
+                            (ExampleInput::Call(call), _) => {
+                                describe_miss(rule, &self.prepare(call).facts, miss)
+                            }
+                            (ExampleInput::Text(_), Some(text)) => format!(
+                                "`{text}` is not matched by {}",
+                                rule.when
+                                    .resource
+                                    .as_ref()
+                                    .map(|r| r.describe())
+                                    .unwrap_or_default()
+                            ),
+                            (ExampleInput::Text(_), None) => String::new(),
+                        };
+                        (
+                            format!("example does not match rule `{name}`: {why}"),
+                            "a `match` example must satisfy every condition of its rule; fix the example or the rule",
+                        )
+                    }
                     (Ok(None), false) => (
-                        format!("example matches rule `{name}`, but is listed under `not_match`"),
+                        match shown {
+                            Some(text) => format!(
+                                "example `{text}` matches rule `{name}`, but is listed under `not_match`"
+                            ),
+                            None => format!(
+                                "example matches rule `{name}`, but is listed under `not_match`"
+                            ),
+                        },
                         "narrow the rule, or move the example to `match`",
                     ),
                     (Err(e), _) => (
@@ -165,8 +188,19 @@ impl Policy {
         let mut decided: Vec<Arc<crate::RuleInfo>> = Vec::new();
         for rule in self.rules() {
             for example in &rule.examples {
-                let evaluation = self.evaluate(&example.call);
-                decided.extend(evaluation.subjects.iter().filter_map(|s| s.rule.clone()));
+                match &example.input {
+                    ExampleInput::Call(call) => {
+                        let evaluation = self.evaluate(call);
+                        decided.extend(evaluation.subjects.iter().filter_map(|s| s.rule.clone()));
+                    }
+                    // A resource example is judged by its own rule alone.
+                    ExampleInput::Text(text) => {
+                        if example.should_match && matches!(rule_matches_text(rule, text), Ok(None))
+                        {
+                            decided.push(rule.info.clone());
+                        }
+                    }
+                }
             }
         }
         for rule in self.rules() {
@@ -229,7 +263,18 @@ pub(crate) fn covers(a: &Rule, b: &Rule) -> bool {
     if trust_differs && (x.access.is_some() || x.annotations.is_some()) {
         return false;
     }
-    names_cover(x.tool.as_ref(), y.tool.as_ref())
+    // Deny and ask rules reach further than allow rules (mentioned resources, every reading of
+    // a path, a pattern anywhere in a command), so an allow never covers them.
+    let b_allows = b.decision == crate::Decision::Allow;
+    let a_allows = a.decision == crate::Decision::Allow;
+    let resources = match (&x.resource, &y.resource) {
+        (None, None) => true,
+        (None, Some(_)) => b_allows,
+        (Some(_), None) => false,
+        (Some(ra), Some(rb)) => ra.covers(rb) && (b_allows || !a_allows),
+    };
+    resources
+        && names_cover(x.tool.as_ref(), y.tool.as_ref())
         && names_cover(x.agent.as_ref(), y.agent.as_ref())
         && names_cover(x.server.as_ref(), y.server.as_ref())
         && subset(x.tags.as_deref(), y.tags.as_deref())

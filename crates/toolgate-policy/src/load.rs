@@ -17,8 +17,12 @@ use crate::decision::{Access, Choice, Decision, GrantKind, Mode, Origin, Unknown
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::duration;
 use crate::matcher::{ArgCondition, ArgTest, CmpOp, NamePattern, NameSet, compile_glob};
-use crate::profile::{Profile, ProfileInfo};
-use crate::rule::{Builtin, Conditions, Example, Rule, RuleInfo};
+use crate::profile::{Pointer, Profile, ProfileInfo};
+use crate::resource::matchers::{
+    CommandPattern, CommandSet, PathGlob, PathSet, Resource, UrlConditions,
+};
+use crate::resource::url::{AddressClass, DomainPattern};
+use crate::rule::{Builtin, Conditions, Example, ExampleInput, Rule, RuleInfo};
 use crate::suggest;
 
 type Item<'i> = Spanned<DeValue<'i>>;
@@ -34,6 +38,7 @@ const TOP_KEYS: &[&str] = &[
     "custom_tags",
     "workspace",
     "approval",
+    "network_turns",
     "tool",
     "rule",
 ];
@@ -47,7 +52,18 @@ const TOP_ALIASES: &[(&str, &str)] = &[
 ];
 const WORKSPACE_KEYS: &[&str] = &["roots", "protected"];
 const APPROVAL_KEYS: &[&str] = &["timeout", "choices"];
-const PROFILE_KEYS: &[&str] = &["match", "access"];
+const PROFILE_KEYS: &[&str] = &[
+    "match",
+    "access",
+    "paths",
+    "patterns",
+    "command",
+    "command_args",
+    "cwd",
+    "url",
+    "options_guard",
+];
+const NETWORK_TURN_KEYS: &[&str] = &["commands"];
 const RULE_KEYS: &[&str] = &[
     "name",
     "decision",
@@ -65,6 +81,12 @@ const RULE_KEYS: &[&str] = &[
     "choices",
     "timeout",
     "grant",
+    "path",
+    "command",
+    "domain",
+    "scheme",
+    "port",
+    "address",
 ];
 const RULE_ALIASES: &[(&str, &str)] = &[
     ("result", "decision"),
@@ -84,6 +106,15 @@ const RULE_ALIASES: &[(&str, &str)] = &[
     ("origins", "origin"),
     ("agents", "agent"),
     ("servers", "server"),
+    ("paths", "path"),
+    ("commands", "command"),
+    ("domains", "domain"),
+    ("host", "domain"),
+    ("hosts", "domain"),
+    ("url", "domain"),
+    ("schemes", "scheme"),
+    ("ports", "port"),
+    ("addresses", "address"),
 ];
 const EXAMPLE_KEYS: &[&str] = &["match", "not_match"];
 const ARG_TEST_KEYS: &[&str] = &[
@@ -96,8 +127,6 @@ const ARG_TEST_ALIASES: &[(&str, &str)] = &[
     ("pattern", "regex"),
     ("matches", "regex"),
 ];
-/// Conditions the policy language reserves for resource guards.
-const RESOURCE_KEYS: &[&str] = &["path", "command", "domain"];
 
 /// One parsed policy file, before it is merged with others.
 #[derive(Debug)]
@@ -110,6 +139,7 @@ pub(crate) struct ParsedFile {
     pub(crate) approval_timeout: Option<Duration>,
     pub(crate) approval_choices: Option<Vec<Choice>>,
     pub(crate) custom_tags: Vec<String>,
+    pub(crate) network_commands: Vec<CommandPattern>,
     pub(crate) profiles: Vec<Profile>,
     pub(crate) rules: Vec<Rule>,
 }
@@ -142,6 +172,7 @@ pub(crate) fn parse(source: SourceFile) -> Result<ParsedFile, Vec<Diagnostic>> {
         approval_timeout: None,
         approval_choices: None,
         custom_tags: Vec::new(),
+        network_commands: Vec::new(),
         profiles: Vec::new(),
         rules: Vec::new(),
     };
@@ -200,7 +231,12 @@ struct RawRule {
     reason: Option<String>,
     builtin: Option<(Builtin, Range<usize>)>,
     when: Conditions,
-    examples: Vec<(bool, Call, Range<usize>)>,
+    examples: Vec<(bool, ExampleInput, Range<usize>)>,
+    paths: Option<PathSet>,
+    commands: Option<CommandSet>,
+    url: UrlConditions,
+    url_keys: Vec<Range<usize>>,
+    resource_keys: Vec<(String, Range<usize>)>,
     choices: Option<Vec<Choice>>,
     timeout: Option<Duration>,
     grant: Option<GrantKind>,
@@ -521,6 +557,7 @@ impl Walker<'_> {
                 "custom_tags" => self.custom_tags(item, file),
                 "workspace" => self.workspace(item, file),
                 "approval" => self.approval(item, file),
+                "network_turns" => self.network_turns(item, file),
                 "tool" => {
                     for entry in self.array_of_tables(key, item, "tool") {
                         if let Some(profile) = self.profile(entry) {
@@ -604,6 +641,206 @@ impl Walker<'_> {
         }
     }
 
+    fn network_turns(&mut self, item: &Item<'_>, file: &mut ParsedFile) {
+        let Some(table) = self.table(item, "network_turns") else {
+            return;
+        };
+        for (key, item) in table.iter() {
+            match key.get_ref().as_ref() {
+                "commands" => {
+                    if let Some(set) = self.command_set(item, "commands") {
+                        file.network_commands.extend(set.patterns);
+                    }
+                }
+                _ => self.unknown_key(
+                    key,
+                    NETWORK_TURN_KEYS,
+                    &[("command", "commands")],
+                    "`[network_turns]`",
+                ),
+            }
+        }
+    }
+
+    /// `command = [...]`: strings are whole patterns (`"git status"`), arrays are words whose
+    /// items may be arrays of alternatives (`["git", ["log", "show"]]`).
+    fn command_set(&mut self, item: &Item<'_>, key: &str) -> Option<CommandSet> {
+        let entries: Vec<&Item<'_>> = match item.get_ref() {
+            DeValue::String(_) => vec![item],
+            DeValue::Array(items) if !items.is_empty() => items.iter().collect(),
+            DeValue::Array(_) => {
+                self.error_hint(
+                    item.span(),
+                    format!("`{key}` cannot be an empty list"),
+                    "an empty list matches nothing; remove the key or add a pattern",
+                );
+                return None;
+            }
+            other => {
+                self.error(
+                    item.span(),
+                    format!(
+                        "`{key}` must be a string or an array, got {}",
+                        toml_type(other)
+                    ),
+                );
+                return None;
+            }
+        };
+        let mut patterns = Vec::new();
+        let mut ok = true;
+        for entry in entries {
+            let parsed = match entry.get_ref() {
+                DeValue::String(text) => CommandPattern::parse(text),
+                DeValue::Array(words) => {
+                    let mut tokens = Vec::new();
+                    for word in words {
+                        match word.get_ref() {
+                            DeValue::String(w) => tokens.push(vec![w.to_string()]),
+                            DeValue::Array(alts) => {
+                                let options: Option<Vec<String>> = alts
+                                    .iter()
+                                    .map(|a| match a.get_ref() {
+                                        DeValue::String(t) => Some(t.to_string()),
+                                        _ => None,
+                                    })
+                                    .collect();
+                                match options {
+                                    Some(o) if !o.is_empty() => tokens.push(o),
+                                    _ => {
+                                        self.error(
+                                            word.span(),
+                                            "alternatives must be a non-empty array of strings",
+                                        );
+                                        ok = false;
+                                    }
+                                }
+                            }
+                            other => {
+                                self.error(word.span(), format!("a command word must be a string or an array of strings, got {}", toml_type(other)));
+                                ok = false;
+                            }
+                        }
+                    }
+                    CommandPattern::from_tokens(tokens)
+                }
+                other => Err(format!(
+                    "a command pattern must be a string or an array of words, got {}",
+                    toml_type(other)
+                )),
+            };
+            match parsed {
+                Ok(p) => patterns.push(p),
+                Err(e) => {
+                    self.error(entry.span(), format!("`{key}` pattern: {e}"));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(CommandSet { patterns })
+    }
+
+    fn path_set(&mut self, item: &Item<'_>) -> Option<PathSet> {
+        let texts = self.strings(item, "path")?;
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let mut globs = Vec::new();
+        let mut ok = true;
+        for (text, span) in texts {
+            match PathGlob::new(&text, home.as_deref()) {
+                Ok(g) => globs.push(g),
+                Err(e) => {
+                    self.error(span, format!("`path` pattern `{text}`: {e}"));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(PathSet { globs })
+    }
+
+    fn domains(&mut self, item: &Item<'_>) -> Option<Vec<DomainPattern>> {
+        let texts = self.strings(item, "domain")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (text, span) in texts {
+            match DomainPattern::new(&text) {
+                Ok(d) => out.push(d),
+                Err(e) => {
+                    self.error(span, e);
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn schemes(&mut self, item: &Item<'_>) -> Option<Vec<String>> {
+        let texts = self.strings(item, "scheme")?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (text, span) in texts {
+            let valid = text.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && text
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+            if valid {
+                out.push(text.to_ascii_lowercase());
+            } else {
+                self.error_hint(
+                    span,
+                    format!("`{text}` is not a URL scheme"),
+                    "write it without `://`, e.g. `\"https\"`",
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn ports(&mut self, item: &Item<'_>) -> Option<Vec<u16>> {
+        let items: Vec<&Item<'_>> = match item.get_ref() {
+            DeValue::Integer(_) => vec![item],
+            DeValue::Array(list) if !list.is_empty() => list.iter().collect(),
+            _ => {
+                self.type_error(item, "port", "a port number or a non-empty array of them");
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        let mut ok = true;
+        for entry in items {
+            let port = match entry.get_ref() {
+                DeValue::Integer(i) => i64::from_str_radix(i.as_str(), i.radix())
+                    .ok()
+                    .and_then(|n| u16::try_from(n).ok()),
+                _ => None,
+            };
+            match port {
+                Some(p) => out.push(p),
+                None => {
+                    self.error(entry.span(), "a port is a number from 0 to 65535");
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    fn pointers(&mut self, item: &Item<'_>, key: &str) -> Option<Vec<Pointer>> {
+        let texts = self.strings(item, key)?;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for (text, span) in texts {
+            match Pointer::new(&text) {
+                Ok(p) => out.push(p),
+                Err(e) => {
+                    self.error(span, format!("`{key}`: {e}"));
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
     fn approval(&mut self, item: &Item<'_>, file: &mut ParsedFile) {
         let Some(table) = self.table(item, "approval") else {
             return;
@@ -676,6 +913,19 @@ impl Walker<'_> {
         let mut matcher = None;
         let mut match_texts = Vec::new();
         let mut access = None;
+        let (mut paths, mut patterns, mut cwd, mut urls) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut command, mut command_args, mut options_guard) = (None, None, false);
+        let single = |w: &mut Self, item: &Item<'_>, key: &str| -> Option<Pointer> {
+            let text = w.string(item, key)?;
+            match Pointer::new(text) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    w.error(item.span(), format!("`{key}`: {e}"));
+                    None
+                }
+            }
+        };
         for (key, item) in table.iter() {
             match key.get_ref().as_ref() {
                 "match" => {
@@ -685,18 +935,25 @@ impl Walker<'_> {
                     }
                 }
                 "access" => access = self.one_enum::<Access>(item, "access"),
-                "paths" | "command" | "cwd" | "url" => self.error_hint(
-                    key.span(),
-                    format!(
-                        "resource pointers (`{}`) are not supported by this version",
-                        key.get_ref()
-                    ),
-                    "profiles currently declare `match` and `access`",
-                ),
+                "paths" => paths = self.pointers(item, "paths").unwrap_or_default(),
+                "patterns" => patterns = self.pointers(item, "patterns").unwrap_or_default(),
+                "cwd" => cwd = self.pointers(item, "cwd").unwrap_or_default(),
+                "url" => urls = self.pointers(item, "url").unwrap_or_default(),
+                "command" => command = single(self, item, "command"),
+                "command_args" => command_args = single(self, item, "command_args"),
+                "options_guard" => {
+                    options_guard = self.boolean(item, "options_guard").unwrap_or(false)
+                }
                 _ => self.unknown_key(
                     key,
                     PROFILE_KEYS,
-                    &[("tool", "match"), ("name", "match")],
+                    &[
+                        ("tool", "match"),
+                        ("name", "match"),
+                        ("path", "paths"),
+                        ("urls", "url"),
+                        ("args", "command_args"),
+                    ],
                     "a tool profile",
                 ),
             }
@@ -715,6 +972,13 @@ impl Walker<'_> {
                 "add `access = \"read\"`, `\"write\"`, `\"execute\"` or `\"network\"`",
             );
         }
+        if command_args.is_some() && command.is_none() && self.diags.len() == before {
+            self.error_hint(
+                entry.span(),
+                "`command_args` needs `command`",
+                "`command` names the program, `command_args` the rest of the argv",
+            );
+        }
         if self.diags.len() > before {
             return None;
         }
@@ -728,6 +992,13 @@ impl Walker<'_> {
             }),
             matcher: matcher?,
             access,
+            paths,
+            patterns,
+            command,
+            command_args,
+            cwd,
+            urls,
+            options_guard,
         })
     }
 
@@ -763,15 +1034,72 @@ impl Walker<'_> {
                 "choices" => raw.choices = self.choices(item, "choices"),
                 "timeout" => raw.timeout = self.duration(item, "timeout"),
                 "grant" => raw.grant = self.one_enum(item, "grant"),
-                _ if RESOURCE_KEYS.contains(&name) => self.error_hint(
-                    key.span(),
-                    format!("`{name}` conditions are not supported by this version"),
-                    "match on `tool` and `args` instead",
-                ),
+                "path" => {
+                    raw.resource_keys.push(("path".into(), key.span()));
+                    raw.paths = self.path_set(item);
+                }
+                "command" => {
+                    raw.resource_keys.push(("command".into(), key.span()));
+                    raw.commands = self.command_set(item, "command");
+                }
+                "domain" => {
+                    raw.url_keys.push(key.span());
+                    raw.url.domains = self.domains(item);
+                }
+                "scheme" => {
+                    raw.url_keys.push(key.span());
+                    raw.url.schemes = self.schemes(item);
+                }
+                "port" => {
+                    raw.url_keys.push(key.span());
+                    raw.url.ports = self.ports(item);
+                }
+                "address" => {
+                    raw.url_keys.push(key.span());
+                    raw.url.addresses = self.enums::<AddressClass>(item, "address");
+                }
                 _ => self.unknown_key(key, RULE_KEYS, RULE_ALIASES, "a rule"),
             }
         }
         let location = self.src.location(entry.span());
+        if let Some(first) = raw.url_keys.first() {
+            raw.resource_keys
+                .push(("domain, scheme, port or address".into(), first.clone()));
+        }
+        if let Some((_, span)) = raw.resource_keys.get(1) {
+            let kinds: Vec<String> = raw
+                .resource_keys
+                .iter()
+                .map(|(k, _)| format!("`{k}`"))
+                .collect();
+            self.error_hint(
+                span.clone(),
+                format!(
+                    "a rule holds one kind of resource condition, this one has {}",
+                    kinds.join(" and ")
+                ),
+                "a subject is one path, one command or one URL: split it into one rule per kind",
+            );
+        }
+        raw.when.resource = match (raw.paths.take(), raw.commands.take()) {
+            (Some(p), _) => Some(Resource::Path(p)),
+            (None, Some(c)) => Some(Resource::Command(c)),
+            (None, None) if !raw.url_keys.is_empty() => {
+                Some(Resource::Url(std::mem::take(&mut raw.url)))
+            }
+            (None, None) => None,
+        };
+        if raw.when.resource.is_none() {
+            for (_, input, span) in &raw.examples {
+                if matches!(input, ExampleInput::Text(_)) {
+                    self.error_hint(
+                        span.clone(),
+                        "a string example needs a `path`, `command` or `domain` condition in its rule",
+                        "write the example as a call: `{ tool = \"name\", args = { … } }`",
+                    );
+                }
+            }
+        }
         if let Some((builtin, _)) = raw.builtin {
             for (key, span) in &raw.plain_keys {
                 if !matches!(key.as_str(), "choices" | "timeout" | "grant") {
@@ -833,9 +1161,9 @@ impl Walker<'_> {
         rule.examples = raw
             .examples
             .into_iter()
-            .map(|(should_match, call, span)| Example {
+            .map(|(should_match, input, span)| Example {
                 should_match,
-                call,
+                input,
                 location: Some(self.src.location(span)),
             })
             .collect();
@@ -1004,7 +1332,7 @@ impl Walker<'_> {
                             continue;
                         };
                         match Call::from_value(value) {
-                            Ok(call) => raw.examples.push((should_match, call, element.span())),
+                            Ok(call) => raw.examples.push((should_match, ExampleInput::Call(Box::new(call)), element.span())),
                             Err(e) => self.error_hint(
                                 element.span(),
                                 format!("invalid example: {}", e.message),
@@ -1012,14 +1340,19 @@ impl Walker<'_> {
                             ),
                         }
                     }
-                    DeValue::String(_) => self.error_hint(
-                        element.span(),
-                        "a string example needs a `path`, `command` or `domain` condition in its rule",
-                        "write the example as a call: `{ tool = \"name\", args = { … } }`",
-                    ),
+                    DeValue::String(text) => {
+                        raw.examples.push((
+                            should_match,
+                            ExampleInput::Text(text.to_string()),
+                            element.span(),
+                        ));
+                    }
                     other => self.error(
                         element.span(),
-                        format!("an example must be a table or a string, got {}", toml_type(other)),
+                        format!(
+                            "an example must be a table or a string, got {}",
+                            toml_type(other)
+                        ),
                     ),
                 }
             }

@@ -14,18 +14,22 @@
 //! - **`[workspace]`** `roots` and `protected`, and **`custom_tags`**: the union.
 //! - **`[[tool]]`** profiles: first match in load order, then the built-in profiles.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
 use crate::decision::{Choice, Decision, Mode};
 use crate::diagnostic::{Diagnostic, LoadError, SourceFile};
+use crate::extract::MentionRules;
+use crate::guard;
 use crate::index::RuleIndex;
 use crate::load::{self, ParsedFile};
 use crate::matcher::NamePattern;
 use crate::profile::{Profile, builtin_profiles};
+use crate::resource::matchers::{CommandPattern, PathGlob, Resource};
 use crate::rule::{Builtin, Rule};
 
 /// The default time a human has to answer an ask.
@@ -138,6 +142,8 @@ pub struct Settings {
     pub protected: Vec<String>,
     /// Custom tags the policy declares.
     pub custom_tags: Vec<String>,
+    /// Command prefixes a network-originated turn may run (`[network_turns] commands`).
+    pub(crate) network_commands: Vec<CommandPattern>,
 }
 
 impl Default for Settings {
@@ -150,6 +156,7 @@ impl Default for Settings {
             roots: Vec::new(),
             protected: Vec::new(),
             custom_tags: Vec::new(),
+            network_commands: Vec::new(),
         }
     }
 }
@@ -294,6 +301,13 @@ pub struct Policy {
     pub(crate) settings: Settings,
     pub(crate) profiles: Profiles,
     pub(crate) reasons: Reasons,
+    /// Protected paths that deny (toolgate's own) and that ask (built-in list and the policy's).
+    pub(crate) protected_own: Vec<PathGlob>,
+    pub(crate) protected: Vec<PathGlob>,
+    /// Which mentioned resources some deny or ask rule could match.
+    pub(crate) has_mention_rules: MentionRules,
+    /// Workspace roots as they resolve.
+    pub(crate) root_cache: Mutex<HashMap<PathBuf, PathBuf>>,
 }
 
 impl Default for Policy {
@@ -306,11 +320,33 @@ impl Default for Policy {
 impl Policy {
     fn assemble(sets: Vec<RuleSet>, settings: Settings, mut profiles: Vec<Profile>) -> Policy {
         profiles.extend(builtin_profiles());
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut protected = guard::compile_protected(guard::BUILTIN_PROTECTED);
+        protected.extend(
+            settings
+                .protected
+                .iter()
+                .filter_map(|g| PathGlob::new(g, home.as_deref()).ok()),
+        );
+        let mut mentions = MentionRules::default();
+        for rule in sets.iter().flat_map(|s| s.rules.iter()) {
+            if rule.decision != Decision::Allow {
+                match &rule.when.resource {
+                    Some(Resource::Path(_)) => mentions.paths = true,
+                    Some(Resource::Url(_)) => mentions.urls = true,
+                    Some(Resource::Command(_)) | None => {}
+                }
+            }
+        }
         Policy {
             sets,
             settings,
             profiles: Profiles::new(profiles),
             reasons: Reasons::new(),
+            protected_own: guard::compile_protected(guard::TOOLGATE_PROTECTED),
+            protected,
+            has_mention_rules: mentions,
+            root_cache: Mutex::new(HashMap::new()),
         }
     }
 
@@ -418,6 +454,7 @@ impl Policy {
                     settings.custom_tags.push(tag);
                 }
             }
+            settings.network_commands.extend(file.network_commands);
             profiles.extend(file.profiles);
             last_name = file.source.name.clone();
             sets.push(RuleSet::new(file.source.name, role, file.rules));

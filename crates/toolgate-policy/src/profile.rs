@@ -1,5 +1,4 @@
-//! Tool profiles: what kind of access a tool makes (and, with resource guards, where its
-//! resources sit in its arguments).
+//! Tool profiles: what kind of access a tool makes, and where its resources sit in its arguments.
 //!
 //! A policy's own `[[tool]]` profiles come first, in file load order; the built-in profiles for
 //! well-known tools come last. The first profile whose `match` covers the tool's name applies.
@@ -8,6 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::decision::Access;
 use crate::matcher::{NamePattern, NameSet};
@@ -51,46 +51,182 @@ impl fmt::Display for ProfileInfo {
     }
 }
 
+/// A JSON pointer into a call's arguments where `*` walks every element of an array.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Pointer {
+    pub(crate) text: String,
+    segments: Vec<Segment>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Segment {
+    Key(String),
+    Each,
+}
+
+impl Pointer {
+    /// Parses `/a/*/b` (RFC 6901 escapes `~0` and `~1`; a segment of exactly `*` walks an array).
+    pub(crate) fn new(text: &str) -> Result<Pointer, String> {
+        if !text.starts_with('/') {
+            return Err(format!("`{text}` is not a JSON pointer: write `/{text}`"));
+        }
+        let segments = text
+            .split('/')
+            .skip(1)
+            .map(|s| {
+                if s == "*" {
+                    Segment::Each
+                } else {
+                    Segment::Key(s.replace("~1", "/").replace("~0", "~"))
+                }
+            })
+            .collect();
+        Ok(Pointer {
+            text: text.to_owned(),
+            segments,
+        })
+    }
+
+    /// Every value the pointer reaches.
+    pub(crate) fn values<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
+        let mut current = vec![root];
+        for segment in &self.segments {
+            let mut next = Vec::new();
+            for value in current {
+                match (segment, value) {
+                    (Segment::Each, Value::Array(items)) => next.extend(items.iter()),
+                    (Segment::Each, Value::Object(map)) => next.extend(map.values()),
+                    (Segment::Key(k), Value::Object(map)) => next.extend(map.get(k)),
+                    (Segment::Key(k), Value::Array(items)) => {
+                        next.extend(k.parse::<usize>().ok().and_then(|i| items.get(i)));
+                    }
+                    _ => {}
+                }
+            }
+            current = next;
+        }
+        current
+    }
+}
+
 /// A compiled tool profile.
 #[derive(Clone, Debug)]
 pub(crate) struct Profile {
     pub(crate) info: Arc<ProfileInfo>,
     pub(crate) matcher: NameSet,
     pub(crate) access: Option<Access>,
+    /// Arguments that are paths.
+    pub(crate) paths: Vec<Pointer>,
+    /// Arguments that are glob patterns under the first path (`search_files`).
+    pub(crate) patterns: Vec<Pointer>,
+    /// The argument holding a command: a command line (string) or an argv (array).
+    pub(crate) command: Option<Pointer>,
+    /// The argument holding the rest of the argv, when the command is only the program.
+    pub(crate) command_args: Option<Pointer>,
+    /// Arguments naming the folder the call works in; relative paths resolve against it.
+    pub(crate) cwd: Vec<Pointer>,
+    /// Arguments that are URLs.
+    pub(crate) urls: Vec<Pointer>,
+    /// Any string argument starting with `-` is option injection.
+    pub(crate) options_guard: bool,
 }
 
 impl Profile {
     pub(crate) fn is_match(&self, tool: &str) -> bool {
         self.matcher.is_match(tool)
     }
+
+    /// Whether the profile says where any resource is.
+    pub(crate) fn has_resources(&self) -> bool {
+        !(self.paths.is_empty()
+            && self.patterns.is_empty()
+            && self.command.is_none()
+            && self.urls.is_empty()
+            && self.cwd.is_empty())
+    }
 }
 
-/// Well-known tools: (family, tool names, access).
-const BUILTIN: &[(&str, &[&str], Access)] = &[
-    (
-        "MCP filesystem server",
-        &[
+struct Builtin {
+    family: &'static str,
+    names: &'static [&'static str],
+    access: Access,
+    paths: &'static [&'static str],
+    patterns: &'static [&'static str],
+    command: Option<&'static str>,
+    command_args: Option<&'static str>,
+    cwd: &'static [&'static str],
+    urls: &'static [&'static str],
+    options_guard: bool,
+}
+
+const NONE: Builtin = Builtin {
+    family: "",
+    names: &[],
+    access: Access::Read,
+    paths: &[],
+    patterns: &[],
+    command: None,
+    command_args: None,
+    cwd: &[],
+    urls: &[],
+    options_guard: false,
+};
+
+const FS: &str = "MCP filesystem server";
+const GIT: &str = "MCP git server";
+const GIT_PATHS: &[&str] = &["/repo_path", "/files/*"];
+
+/// Well-known tools.
+const BUILTIN: &[Builtin] = &[
+    Builtin {
+        family: FS,
+        names: &[
             "read_file",
             "read_text_file",
             "read_media_file",
-            "read_multiple_files",
             "list_directory",
             "list_directory_with_sizes",
             "directory_tree",
-            "search_files",
             "get_file_info",
-            "list_allowed_directories",
         ],
-        Access::Read,
-    ),
-    (
-        "MCP filesystem server",
-        &["write_file", "edit_file", "create_directory", "move_file"],
-        Access::Write,
-    ),
-    (
-        "MCP git server",
-        &[
+        paths: &["/path"],
+        ..NONE
+    },
+    Builtin {
+        family: FS,
+        names: &["read_multiple_files"],
+        paths: &["/paths/*"],
+        ..NONE
+    },
+    Builtin {
+        family: FS,
+        names: &["search_files"],
+        paths: &["/path"],
+        patterns: &["/pattern"],
+        ..NONE
+    },
+    Builtin {
+        family: FS,
+        names: &["list_allowed_directories"],
+        ..NONE
+    },
+    Builtin {
+        family: FS,
+        names: &["write_file", "edit_file", "create_directory"],
+        access: Access::Write,
+        paths: &["/path"],
+        ..NONE
+    },
+    Builtin {
+        family: FS,
+        names: &["move_file"],
+        access: Access::Write,
+        paths: &["/source", "/destination"],
+        ..NONE
+    },
+    Builtin {
+        family: GIT,
+        names: &[
             "git_status",
             "git_diff_unstaged",
             "git_diff_staged",
@@ -99,11 +235,14 @@ const BUILTIN: &[(&str, &[&str], Access)] = &[
             "git_show",
             "git_branch",
         ],
-        Access::Read,
-    ),
-    (
-        "MCP git server",
-        &[
+        paths: GIT_PATHS,
+        cwd: &["/repo_path"],
+        options_guard: true,
+        ..NONE
+    },
+    Builtin {
+        family: GIT,
+        names: &[
             "git_commit",
             "git_add",
             "git_reset",
@@ -111,37 +250,127 @@ const BUILTIN: &[(&str, &[&str], Access)] = &[
             "git_checkout",
             "git_init",
         ],
-        Access::Write,
-    ),
-    ("MCP fetch server", &["fetch"], Access::Network),
-    ("ACP client", &["fs/read_text_file"], Access::Read),
-    ("ACP client", &["fs/write_text_file"], Access::Write),
-    ("ACP client", &["terminal/create"], Access::Execute),
-    (
-        "shell",
-        &["bash", "shell", "run_command", "run_shell_command", "exec"],
-        Access::Execute,
-    ),
+        access: Access::Write,
+        paths: GIT_PATHS,
+        cwd: &["/repo_path"],
+        options_guard: true,
+        ..NONE
+    },
+    Builtin {
+        family: "MCP fetch server",
+        names: &["fetch"],
+        access: Access::Network,
+        urls: &["/url"],
+        ..NONE
+    },
+    Builtin {
+        family: "ACP client",
+        names: &["fs/read_text_file"],
+        paths: &["/path"],
+        ..NONE
+    },
+    Builtin {
+        family: "ACP client",
+        names: &["fs/write_text_file"],
+        access: Access::Write,
+        paths: &["/path"],
+        ..NONE
+    },
+    Builtin {
+        family: "ACP client",
+        names: &["terminal/create"],
+        access: Access::Execute,
+        command: Some("/command"),
+        command_args: Some("/args"),
+        cwd: &["/cwd"],
+        ..NONE
+    },
+    Builtin {
+        family: "shell",
+        names: &["bash", "shell", "run_command", "run_shell_command", "exec"],
+        access: Access::Execute,
+        command: Some("/command"),
+        cwd: &["/cwd", "/directory", "/dir", "/workdir"],
+        ..NONE
+    },
 ];
+
+fn pointers(texts: &[&str]) -> Vec<Pointer> {
+    texts.iter().filter_map(|t| Pointer::new(t).ok()).collect()
+}
 
 /// The built-in profiles, one per tool name.
 pub(crate) fn builtin_profiles() -> Vec<Profile> {
     let mut out = Vec::new();
-    for (family, names, access) in BUILTIN {
-        for name in *names {
+    for b in BUILTIN {
+        for name in b.names {
             out.push(Profile {
                 info: Arc::new(ProfileInfo {
                     matches: vec![(*name).to_owned()],
                     file: None,
                     line: None,
-                    family: Some(family),
+                    family: Some(b.family),
                 }),
                 matcher: NameSet {
                     patterns: vec![NamePattern::Exact((*name).into())],
                 },
-                access: Some(*access),
+                access: Some(b.access),
+                paths: pointers(b.paths),
+                patterns: pointers(b.patterns),
+                command: b.command.and_then(|p| Pointer::new(p).ok()),
+                command_args: b.command_args.and_then(|p| Pointer::new(p).ok()),
+                cwd: pointers(b.cwd),
+                urls: pointers(b.urls),
+                options_guard: b.options_guard,
             });
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_walk_arrays() {
+        let args = json!({"paths": ["a", "b"], "x": {"y/z": 1}, "n": [[1, 2], [3]]});
+        let p = Pointer::new("/paths/*").unwrap();
+        assert_eq!(p.values(&args), [&json!("a"), &json!("b")]);
+        assert_eq!(Pointer::new("/x/y~1z").unwrap().values(&args), [&json!(1)]);
+        assert_eq!(Pointer::new("/n/*/*").unwrap().values(&args).len(), 3);
+        assert_eq!(
+            Pointer::new("/paths/1").unwrap().values(&args),
+            [&json!("b")]
+        );
+        assert!(Pointer::new("/missing/*").unwrap().values(&args).is_empty());
+        assert!(Pointer::new("paths").is_err());
+    }
+
+    #[test]
+    fn every_tool_of_the_reference_filesystem_server_has_a_profile() {
+        let names: Vec<String> = builtin_profiles()
+            .iter()
+            .flat_map(|p| p.info.matches.clone())
+            .collect();
+        for tool in [
+            "read_file",
+            "read_text_file",
+            "read_media_file",
+            "read_multiple_files",
+            "write_file",
+            "edit_file",
+            "create_directory",
+            "list_directory",
+            "list_directory_with_sizes",
+            "directory_tree",
+            "move_file",
+            "search_files",
+            "get_file_info",
+            "list_allowed_directories",
+        ] {
+            assert!(names.iter().any(|n| n == tool), "{tool}");
+        }
+    }
 }

@@ -17,6 +17,7 @@ use crate::call::{Call, Tag};
 use crate::decision::{Access, Choice, Decision, GrantKind, Origin, string_enum};
 use crate::diagnostic::Location;
 use crate::matcher::{ArgCondition, NamePattern, NameSet, json_eq};
+use crate::resource::matchers::Resource;
 use crate::subject::Subject;
 
 /// Where a rule comes from: its name, and the file and line it was written at.
@@ -110,6 +111,8 @@ pub(crate) struct Conditions {
     pub(crate) agent: Option<NameSet>,
     pub(crate) server: Option<NameSet>,
     pub(crate) predicate: Option<Arc<PredicateFn>>,
+    /// `path`, `command`, or URL conditions: the rule applies to subjects of that kind only.
+    pub(crate) resource: Option<Resource>,
 }
 
 impl fmt::Debug for Conditions {
@@ -124,6 +127,7 @@ impl fmt::Debug for Conditions {
             .field("agent", &self.agent)
             .field("server", &self.server)
             .field("predicate", &self.predicate.as_ref().map(|_| "<closure>"))
+            .field("resource", &self.resource)
             .finish()
     }
 }
@@ -140,6 +144,7 @@ impl Conditions {
             && self.agent.is_none()
             && self.server.is_none()
             && self.predicate.is_none()
+            && self.resource.is_none()
     }
 }
 
@@ -156,11 +161,17 @@ pub(crate) struct Facts<'c> {
     pub(crate) read: bool,
     /// Whether annotations can loosen a decision.
     pub(crate) annotations_trusted: bool,
+    /// The workspace roots of the call, canonical.
+    pub(crate) roots: Vec<std::path::PathBuf>,
 }
 
 /// Why a rule did not match: the first condition found false.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Miss {
+    /// The rule is about another kind of subject (or ignores mentions).
+    SubjectKind,
+    /// The resource condition does not hold.
+    Resource,
     Tool,
     Origin,
     Agent,
@@ -181,13 +192,21 @@ pub(crate) enum Miss {
     Predicate,
 }
 
-/// An example call attached to a rule, checked when the policy loads.
+/// An example attached to a rule, checked when the policy loads.
 #[derive(Clone, Debug)]
 pub(crate) struct Example {
     /// `true` for `match`, `false` for `not_match`.
     pub(crate) should_match: bool,
-    pub(crate) call: Call,
+    pub(crate) input: ExampleInput,
     pub(crate) location: Option<Location>,
+}
+
+/// An example: an abbreviated call, or for a resource rule the resource as text (a command
+/// line, a path, a URL).
+#[derive(Clone, Debug)]
+pub(crate) enum ExampleInput {
+    Call(Box<Call>),
+    Text(String),
 }
 
 /// One compiled rule.
@@ -283,8 +302,27 @@ impl Rule {
     ) -> Result<Option<Miss>, String> {
         let when = &self.when;
         let call = facts.call;
-        match subject {
-            Subject::Call => {}
+        let loosens = self.decision == Decision::Allow;
+        match (&when.resource, subject) {
+            (None, s) if s.is_mention() => return Ok(Some(Miss::SubjectKind)),
+            (None, _) => {}
+            (Some(_), s) if s.is_mention() && loosens => return Ok(Some(Miss::SubjectKind)),
+            (Some(Resource::Path(set)), Subject::Path(p)) => {
+                if !set.matches(p, &facts.roots, loosens) {
+                    return Ok(Some(Miss::Resource));
+                }
+            }
+            (Some(Resource::Command(set)), Subject::Command(c)) => {
+                if !set.matches(c, loosens) {
+                    return Ok(Some(Miss::Resource));
+                }
+            }
+            (Some(Resource::Url(conditions)), Subject::Url(u)) => {
+                if !conditions.matches(u) {
+                    return Ok(Some(Miss::Resource));
+                }
+            }
+            (Some(_), _) => return Ok(Some(Miss::SubjectKind)),
         }
         if let Some(tool) = &when.tool
             && !tool.is_match(&call.tool)
@@ -319,9 +357,9 @@ impl Rule {
         {
             return Ok(Some(Miss::Tags));
         }
-        let loosens = self.decision == Decision::Allow;
         if let Some(access) = &when.access {
-            if !facts.access.is_some_and(|a| access.contains(&a)) {
+            let subject_access = subject.access().or(facts.access);
+            if !subject_access.is_some_and(|a| access.contains(&a)) {
                 return Ok(Some(Miss::Access { untrusted: false }));
             }
             if loosens && !facts.access_trusted {
@@ -362,6 +400,22 @@ impl Rule {
             Some(e) => Err(e),
             None => Ok(None),
         }
+    }
+
+    /// Only the resource condition, for string examples.
+    pub(crate) fn check_resource(
+        &self,
+        subject: &Subject,
+        roots: &[std::path::PathBuf],
+        loosens: bool,
+    ) -> Option<Miss> {
+        let holds = match (&self.when.resource, subject) {
+            (Some(Resource::Path(set)), Subject::Path(p)) => set.matches(p, roots, loosens),
+            (Some(Resource::Command(set)), Subject::Command(c)) => set.matches(c, loosens),
+            (Some(Resource::Url(conditions)), Subject::Url(u)) => conditions.matches(u),
+            _ => return Some(Miss::SubjectKind),
+        };
+        (!holds).then_some(Miss::Resource)
     }
 
     /// The name set of the `tool` condition, when the rule has one that can fail.

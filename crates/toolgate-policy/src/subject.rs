@@ -2,25 +2,141 @@
 //! wins.
 //!
 //! A call's subjects are its resources — each path, each simple command, each URL — or the call
-//! itself when it has none. Rules without resource conditions apply to every subject.
+//! itself when it has none. Rules without resource conditions apply to every subject; a rule
+//! with `path`, `command` or URL conditions only to subjects of that kind.
+//!
+//! Some subjects are only *mentioned*: arguments of a command that may name files, URLs in a
+//! command's arguments. They are not confined and no default applies to them, but deny and ask
+//! rules see them, so `deny path = ["**/.env"]` also stops `cat .env`.
 
 use std::fmt;
 
 use serde::Serialize;
 
+use crate::decision::Access;
+use crate::resource::path::{PathProblem, ResolvedPath};
+use crate::resource::shell::{Finding, SimpleCommand};
+use crate::resource::url::{CheckedUrl, UrlProblem};
+
+/// Why a path is a subject of the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathRole {
+    /// A path argument of a file tool (its profile's `paths`).
+    Argument,
+    /// A folder the call runs in (a profile's `cwd`, `cd dir`, `git -C dir`).
+    Folder,
+    /// A redirection target (`> file`, `< file`).
+    Redirect,
+    /// A file a writing program writes (`rm`, `mv`, `cp` target, `tee`, `sed -i`, …).
+    Written,
+    /// Any other command argument that may name a file (deny and ask rules only).
+    Mentioned,
+}
+
+impl PathRole {
+    /// Whether only deny and ask rules look at it.
+    pub const fn is_mention(self) -> bool {
+        matches!(self, PathRole::Mentioned)
+    }
+}
+
+/// A path the call touches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PathSubject {
+    /// The path as given.
+    pub given: String,
+    /// Read or write.
+    pub access: Access,
+    /// Why it is a subject.
+    pub role: PathRole,
+    /// Where it was found (`/path`, or the command it appears in).
+    pub source: String,
+    /// The resolution, when the path could be resolved.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<ResolvedPath>,
+    /// Why it could not be, otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<PathProblem>,
+}
+
+/// A simple command the call runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CommandSubject {
+    /// The command, unwrapped.
+    #[serde(flatten)]
+    pub command: SimpleCommand,
+    /// Findings about the whole command line it is part of.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub line_findings: Vec<Finding>,
+}
+
+impl CommandSubject {
+    /// Every finding that applies to this command.
+    pub fn findings(&self) -> impl Iterator<Item = &Finding> {
+        self.line_findings
+            .iter()
+            .chain(self.command.findings.iter())
+    }
+}
+
+/// A URL the call fetches (or, when `mentioned`, names in a command).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UrlSubject {
+    /// The URL as given.
+    pub given: String,
+    /// Whether it only appears in a command's arguments.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mentioned: bool,
+    /// The parsed URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<CheckedUrl>,
+    /// Why it could not be parsed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<UrlProblem>,
+}
+
 /// One thing a call touches, decided on its own.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Subject {
     /// The call as a whole (a call with no resources).
     Call,
+    /// A path.
+    Path(PathSubject),
+    /// A simple command.
+    Command(CommandSubject),
+    /// A URL.
+    Url(UrlSubject),
 }
 
 impl Subject {
-    /// The subject's kind, as written in results (`call`).
+    /// The subject's kind, as written in results (`call`, `path`, `command`, `url`).
     pub const fn kind(&self) -> &'static str {
         match self {
             Subject::Call => "call",
+            Subject::Path(_) => "path",
+            Subject::Command(_) => "command",
+            Subject::Url(_) => "url",
+        }
+    }
+
+    /// Whether only deny and ask rules look at this subject.
+    pub fn is_mention(&self) -> bool {
+        match self {
+            Subject::Path(p) => p.role.is_mention(),
+            Subject::Url(u) => u.mentioned,
+            Subject::Call | Subject::Command(_) => false,
+        }
+    }
+
+    /// The kind of access the subject makes, when it has its own.
+    pub fn access(&self) -> Option<Access> {
+        match self {
+            Subject::Call => None,
+            Subject::Path(p) => Some(p.access),
+            Subject::Command(c) => Some(c.command.access()),
+            Subject::Url(_) => Some(Access::Network),
         }
     }
 }
@@ -29,11 +145,55 @@ impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Subject::Call => f.write_str("the call"),
+            Subject::Path(p) => {
+                let role = match p.role {
+                    PathRole::Argument => "path",
+                    PathRole::Folder => "folder",
+                    PathRole::Redirect => "redirection target",
+                    PathRole::Written => "written file",
+                    PathRole::Mentioned => "mentioned path",
+                };
+                write!(f, "{role} `{}` ({}, {})", p.given, p.access, p.source)?;
+                match (&p.resolved, &p.problem) {
+                    (Some(r), _) => {
+                        write!(f, " → `{}`", r.resolved.display())?;
+                        if let Some(alt) = &r.alternative {
+                            write!(
+                                f,
+                                " (or `{}` for tools that normalise first)",
+                                alt.display()
+                            )?;
+                        }
+                        match &r.root {
+                            Some(root) => write!(f, ", inside root `{}`", root.display()),
+                            None => f.write_str(", outside every root"),
+                        }
+                    }
+                    (None, Some(problem)) => write!(f, ": {problem}"),
+                    (None, None) => Ok(()),
+                }
+            }
+            Subject::Command(c) => {
+                let argv: Vec<String> = c
+                    .command
+                    .argv
+                    .iter()
+                    .map(|w| w.value.clone().unwrap_or_else(|| w.text.clone()))
+                    .collect();
+                write!(f, "command `{}`", argv.join(" "))?;
+                if c.command.layers.len() > 1 {
+                    write!(f, " (in `{}`)", c.command.text)?;
+                }
+                Ok(())
+            }
+            Subject::Url(u) => {
+                let what = if u.mentioned { "mentioned URL" } else { "URL" };
+                match (&u.checked, &u.problem) {
+                    (Some(c), _) => write!(f, "{what} `{}` (host `{}`)", u.given, c.host),
+                    (None, Some(problem)) => write!(f, "{what} `{}`: {problem}", u.given),
+                    (None, None) => write!(f, "{what} `{}`", u.given),
+                }
+            }
         }
     }
-}
-
-/// The subjects of a call, in the order they are decided.
-pub(crate) fn subjects_of(_call: &crate::Call) -> Vec<Subject> {
-    vec![Subject::Call]
 }

@@ -539,6 +539,10 @@ fn oracle(files: &[MFile], call: &Value, run: &MRun) -> (Decision, Layer, Option
         return (Decision::Deny, Layer::Validate, None);
     }
     let facts = facts(files, call);
+    // The one guard these calls can meet: a network-originated turn never writes.
+    if call["context"]["origin"] == json!("network") && facts.access == Some("write") {
+        return (Decision::Deny, Layer::Guard, Some("network-origin".into()));
+    }
     // Each file: its first matching (or failing) rule.
     let mut best: Option<(Decision, String)> = None;
     for file in files {

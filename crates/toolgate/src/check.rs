@@ -153,6 +153,7 @@ fn write_text(
             )?;
             let by = match (&evaluation.rule, evaluation.layer) {
                 (Some(rule), Layer::Rule) => format!("rule {rule}"),
+                (Some(guard), Layer::Guard) => format!("guard `{}`", guard.name),
                 (Some(rule), layer) => format!("{layer}, after rule {rule}"),
                 (None, layer) => layer.to_string(),
             };

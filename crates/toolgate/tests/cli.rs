@@ -644,10 +644,35 @@ fn test_command_reports_failing_examples_and_cases() {
     );
 }
 
+/// Copies the path fixture (`ws/` and its neighbours) into `dir`, preserving symlinks.
+fn copy_fixture(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
+        } else if kind.is_dir() {
+            copy_fixture(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 #[test]
 fn every_corpus_holds_through_toolgate_test() {
     let env = Env::new();
     let corpus = root().join("tests/corpus");
+    // The fixture workspace, copied so its absolute path is known: `__WS__` in cases stands for it.
+    let fixture = env.path("fixture");
+    for name in ["ws", "outside", "ws-evil"] {
+        copy_fixture(&corpus.join("paths").join(name), &fixture.join(name));
+    }
+    let ws = std::fs::canonicalize(fixture.join("ws")).unwrap();
+    let ws_text = ws.to_str().unwrap().to_owned();
+    let lookalike = format!("{}w\u{0455}", &ws_text[..ws_text.len() - 2]);
     let mut runs = vec![(
         root().join("examples/policy.toml"),
         corpus.join("example-policy.jsonl"),
@@ -658,29 +683,39 @@ fn every_corpus_holds_through_toolgate_test() {
             runs.push((dir.join("policy.toml"), dir.join("cases.jsonl")));
         }
     }
-    assert!(runs.len() >= 4);
+    assert!(runs.len() >= 7, "{runs:?}");
+    let mut total = 0;
     for (policy, cases) in runs {
-        let o = env.run(
-            &[
+        let text = std::fs::read_to_string(&cases)
+            .unwrap()
+            .replace("__WS_LOOKALIKE__", &lookalike)
+            .replace("__WS__", &ws_text);
+        total += text.lines().filter(|l| l.starts_with('{')).count();
+        let resolved = env.write(&format!("cases-{}.jsonl", total), &text);
+        let o = Command::new(BIN)
+            .args([
                 "test",
                 "--isolated",
                 "--policy",
                 policy.to_str().unwrap(),
                 "--cases",
-                cases.to_str().unwrap(),
-            ],
-            "",
-        );
-        let text = stdout(&o);
+                resolved.to_str().unwrap(),
+            ])
+            .current_dir(root())
+            .env("HOME", env.path("home"))
+            .output()
+            .unwrap();
+        let out = stdout(&o);
         assert_eq!(
             o.status.code(),
             Some(0),
-            "{}:\n{text}{}",
+            "{}:\n{out}{}",
             cases.display(),
             stderr(&o)
         );
-        assert!(text.contains("0 failed\n"), "{text}");
+        assert!(out.contains("0 failed\n"), "{out}");
     }
+    assert!(total >= 250, "the corpora hold {total} cases");
 }
 
 #[test]

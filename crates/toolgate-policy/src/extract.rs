@@ -1,0 +1,376 @@
+//! Turning a call into its subjects with its tool profile: the paths, commands and URLs its
+//! arguments hold, resolved where the call runs.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::call::Call;
+use crate::decision::Access;
+use crate::policy::Policy;
+use crate::profile::Profile;
+use crate::resource::path::{self, PathContext, PathProblem};
+use crate::resource::shell::{self, Analysis, SimpleCommand};
+use crate::resource::url;
+use crate::subject::{CommandSubject, PathRole, PathSubject, Subject, UrlSubject};
+
+/// Where a call runs: its workspace roots (canonical), its working folder and the home folder.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Place {
+    pub(crate) roots: Vec<PathBuf>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) home: Option<PathBuf>,
+}
+
+impl Place {
+    fn context(&self) -> PathContext<'_> {
+        PathContext {
+            roots: &self.roots,
+            cwd: &self.cwd,
+            home: self.home.as_deref(),
+        }
+    }
+}
+
+impl Policy {
+    /// The workspace roots of a call: the call's `context.workspace`, and the policy's roots —
+    /// relative ones against the call's workspace when it has one, else against the folder of the
+    /// file that declared them. With neither, the current folder.
+    pub(crate) fn place(&self, call: &Call) -> Place {
+        let process_cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let workspace = call
+            .context
+            .workspace
+            .as_deref()
+            .filter(|w| !w.trim().is_empty())
+            .map(|w| path::normalize(&process_cwd.join(w)));
+        let mut declared: Vec<PathBuf> = Vec::new();
+        if let Some(w) = &workspace {
+            declared.push(w.clone());
+        }
+        for spec in &self.settings.roots {
+            let base = workspace
+                .clone()
+                .or_else(|| spec.base_dir.clone())
+                .unwrap_or_else(|| process_cwd.clone());
+            let root = path::normalize(&base.join(&spec.path));
+            if !declared.contains(&root) {
+                declared.push(root);
+            }
+        }
+        if declared.is_empty() {
+            declared.push(process_cwd.clone());
+        }
+        let roots: Vec<PathBuf> = declared.iter().map(|r| self.canonical_root(r)).collect();
+        let first = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
+        let cwd = match call.context.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
+            Some(c) => {
+                let joined = path::normalize(&first.join(c));
+                path::resolve_existing_prefix(&joined).unwrap_or(joined)
+            }
+            None => first,
+        };
+        Place {
+            roots,
+            cwd,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+
+    /// A root as it resolves (cached: roots rarely change and resolving costs system calls).
+    fn canonical_root(&self, root: &Path) -> PathBuf {
+        if let Ok(cache) = self.root_cache.lock()
+            && let Some(hit) = cache.get(root)
+        {
+            return hit.clone();
+        }
+        let resolved = path::resolve_existing_prefix(root).unwrap_or_else(|_| root.to_path_buf());
+        if let Ok(mut cache) = self.root_cache.lock() {
+            if cache.len() > 256 {
+                cache.clear();
+            }
+            cache.insert(root.to_path_buf(), resolved.clone());
+        }
+        resolved
+    }
+
+    /// The subjects of a call; `[Subject::Call]` when its profile names no resource it carries.
+    pub(crate) fn subjects(
+        &self,
+        call: &Call,
+        profile: Option<&Profile>,
+        place: &Place,
+    ) -> Vec<Subject> {
+        let Some(profile) = profile.filter(|p| p.has_resources()) else {
+            return vec![Subject::Call];
+        };
+        let mut out = Vec::new();
+        let args = &call.args;
+        let file_access = match profile.access {
+            Some(Access::Write) => Access::Write,
+            Some(Access::Read | Access::Execute | Access::Network) | None => Access::Read,
+        };
+        let mut place = place.clone();
+        // The working folder: the first `cwd` argument present.
+        let first_cwd = profile
+            .cwd
+            .iter()
+            .find_map(|pointer| pointer.values(args).first().map(|v| (pointer, *v)));
+        if let Some((pointer, value)) = first_cwd {
+            let subject =
+                path_subject(value, &pointer.text, Access::Read, PathRole::Folder, &place);
+            if let Some(r) = &subject.resolved {
+                place.cwd = r.resolved.clone();
+            }
+            if !profile.paths.iter().any(|p| p.text == pointer.text) {
+                out.push(Subject::Path(subject));
+            }
+        }
+        let mut first_path: Option<String> = None;
+        for pointer in &profile.paths {
+            for value in pointer.values(args) {
+                if first_path.is_none() {
+                    first_path = value.as_str().map(str::to_owned);
+                }
+                out.push(Subject::Path(path_subject(
+                    value,
+                    &pointer.text,
+                    file_access,
+                    PathRole::Argument,
+                    &place,
+                )));
+            }
+        }
+        for pointer in &profile.patterns {
+            for value in pointer.values(args) {
+                let Some(pattern) = value.as_str() else {
+                    continue;
+                };
+                let under = first_path.clone().unwrap_or_else(|| ".".into());
+                let joined = if pattern.starts_with('/') {
+                    pattern.to_owned()
+                } else {
+                    format!("{}/{pattern}", under.trim_end_matches('/'))
+                };
+                let value = Value::String(joined);
+                out.push(Subject::Path(path_subject(
+                    &value,
+                    &pointer.text,
+                    Access::Read,
+                    PathRole::Argument,
+                    &place,
+                )));
+            }
+        }
+        if let Some(pointer) = &profile.command
+            && let Some(value) = pointer.values(args).first()
+        {
+            let rest = profile
+                .command_args
+                .as_ref()
+                .and_then(|p| p.values(args).first().copied());
+            self.command_subjects(value, rest, &place, &mut out);
+        }
+        for pointer in &profile.urls {
+            for value in pointer.values(args) {
+                let text = value
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| value.to_string());
+                if text
+                    .trim_start()
+                    .get(..5)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
+                {
+                    out.push(Subject::Path(path_subject(
+                        value,
+                        &pointer.text,
+                        Access::Read,
+                        PathRole::Argument,
+                        &place,
+                    )));
+                } else {
+                    out.push(Subject::Url(url_subject(&text, false)));
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push(Subject::Call);
+        }
+        out
+    }
+
+    fn command_subjects(
+        &self,
+        value: &Value,
+        rest: Option<&Value>,
+        place: &Place,
+        out: &mut Vec<Subject>,
+    ) {
+        let (analysis, text) = match (value, rest) {
+            (Value::String(program), Some(Value::Array(items))) if !items.is_empty() => {
+                let mut argv = vec![program.clone()];
+                match items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                {
+                    Some(more) => argv.extend(more),
+                    None => {
+                        return out.push(unanalysable(
+                            program,
+                            "the command's arguments are not all text",
+                        ));
+                    }
+                }
+                (shell::analyze_argv(&argv), argv.join(" "))
+            }
+            (Value::String(line), _) => (shell::analyze(line), line.clone()),
+            (Value::Array(items), _) => match items
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+            {
+                Some(argv) if !argv.is_empty() => (shell::analyze_argv(&argv), argv.join(" ")),
+                _ => {
+                    return out.push(unanalysable(
+                        &value.to_string(),
+                        "the command is not an array of strings",
+                    ));
+                }
+            },
+            (other, _) => {
+                return out.push(unanalysable(&other.to_string(), "the command is not text"));
+            }
+        };
+        self.add_analysis(analysis, &text, place, out);
+    }
+
+    fn add_analysis(&self, analysis: Analysis, text: &str, place: &Place, out: &mut Vec<Subject>) {
+        let Analysis {
+            commands,
+            paths,
+            urls,
+            findings,
+        } = analysis;
+        let sources: Vec<String> = commands.iter().map(|c| format!("`{}`", c.text)).collect();
+        if commands.is_empty() {
+            out.push(Subject::Command(CommandSubject {
+                command: SimpleCommand {
+                    text: text.to_owned(),
+                    argv: Vec::new(),
+                    layers: Vec::new(),
+                    findings: Vec::new(),
+                    network: false,
+                    cwd: None,
+                },
+                line_findings: findings.clone(),
+            }));
+        }
+        for command in commands {
+            out.push(Subject::Command(CommandSubject {
+                command,
+                line_findings: findings.clone(),
+            }));
+        }
+        let mentions = self.has_mention_rules;
+        for p in paths {
+            if p.role.is_mention() && !mentions.paths {
+                continue;
+            }
+            let mut here = place.clone();
+            if let Some(cwd) = &p.cwd {
+                let folder = Value::String(cwd.clone());
+                if let Some(r) =
+                    path_subject(&folder, "", Access::Read, PathRole::Folder, place).resolved
+                {
+                    here.cwd = r.resolved;
+                }
+            }
+            let source = sources
+                .get(p.command)
+                .cloned()
+                .unwrap_or_else(|| format!("`{text}`"));
+            out.push(Subject::Path(path_subject(
+                &Value::String(p.text),
+                &source,
+                p.access,
+                p.role,
+                &here,
+            )));
+        }
+        if mentions.urls {
+            for (u, _) in urls {
+                out.push(Subject::Url(url_subject(&u, true)));
+            }
+        }
+    }
+}
+
+/// Which mentioned resources any deny or ask rule could match (so others are not resolved).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MentionRules {
+    pub(crate) paths: bool,
+    pub(crate) urls: bool,
+}
+
+fn unanalysable(text: &str, why: &str) -> Subject {
+    Subject::Command(CommandSubject {
+        command: SimpleCommand {
+            text: text.to_owned(),
+            argv: Vec::new(),
+            layers: Vec::new(),
+            findings: Vec::new(),
+            network: false,
+            cwd: None,
+        },
+        line_findings: vec![shell::Finding {
+            kind: shell::FindingKind::Unsupported,
+            detail: why.to_owned(),
+        }],
+    })
+}
+
+fn path_subject(
+    value: &Value,
+    source: &str,
+    access: Access,
+    role: PathRole,
+    place: &Place,
+) -> PathSubject {
+    let Some(given) = value.as_str() else {
+        return PathSubject {
+            given: value.to_string(),
+            access,
+            role,
+            source: source.to_owned(),
+            resolved: None,
+            problem: Some(PathProblem::Unresolvable("the path is not text".into())),
+        };
+    };
+    let (resolved, problem) = match path::resolve(given, &place.context()) {
+        Ok(r) => (Some(r), None),
+        Err(p) => (None, Some(p)),
+    };
+    PathSubject {
+        given: given.to_owned(),
+        access,
+        role,
+        source: source.to_owned(),
+        resolved,
+        problem,
+    }
+}
+
+fn url_subject(given: &str, mentioned: bool) -> UrlSubject {
+    let (checked, problem) = match url::check(given) {
+        Ok(c) => (Some(c), None),
+        Err(p) => (None, Some(p)),
+    };
+    UrlSubject {
+        given: given.to_owned(),
+        mentioned,
+        checked,
+        problem,
+    }
+}

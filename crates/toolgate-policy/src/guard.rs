@@ -1,0 +1,276 @@
+//! Guards (DESIGN §4.1 step 2): what no rule, grant, mode or override can loosen.
+//!
+//! | guard | decision | when |
+//! |---|---|---|
+//! | `invalid-path` | deny | a path is empty, has NUL, is a Windows or remote path, or cannot be resolved |
+//! | `path-outside-workspace` | deny | a path (or a dangling symlink, or a symlink loop) is outside every root |
+//! | `protected-path` | deny / ask | a write to toolgate's own files (`.toolgate/`) / to other agents' configuration |
+//! | `network-origin` | deny | a network-originated turn writes, or runs a command the policy does not list |
+//! | `unanalysable-command` | ask | a command toolgate cannot fully analyse (a finding) |
+//! | `elevated-command` | ask | `sudo` or `doas` |
+//! | `invalid-url` | deny | a URL that does not parse, has control characters or user info |
+//! | `option-injection` | ask | an argument of a tool that passes arguments to git starts with `-` |
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::call::Call;
+use crate::decision::{Access, Decision, Origin};
+use crate::policy::Policy;
+use crate::profile::Profile;
+use crate::resource::matchers::PathGlob;
+use crate::resource::path::PathProblem;
+use crate::resource::shell::FindingKind;
+use crate::rule::{Facts, RuleInfo};
+use crate::subject::{PathSubject, Subject};
+
+/// A guard's verdict on a subject.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Guard {
+    pub(crate) decision: Decision,
+    pub(crate) name: &'static str,
+    pub(crate) reason: String,
+}
+
+impl Guard {
+    fn deny(name: &'static str, reason: String) -> Guard {
+        Guard {
+            decision: Decision::Deny,
+            name,
+            reason,
+        }
+    }
+
+    fn ask(name: &'static str, reason: String) -> Guard {
+        Guard {
+            decision: Decision::Ask,
+            name,
+            reason,
+        }
+    }
+
+    pub(crate) fn info(&self) -> Arc<RuleInfo> {
+        Arc::new(RuleInfo {
+            name: self.name.to_owned(),
+            file: None,
+            line: None,
+            builtin: true,
+        })
+    }
+}
+
+/// Paths no agent writes without a person: toolgate's own (deny) and other agents' and tools'
+/// configuration (ask). Matched at any depth, ignoring case.
+pub(crate) const TOOLGATE_PROTECTED: &[&str] = &["**/.toolgate", "**/.toolgate/**"];
+pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
+    "**/.git/**",
+    "**/.mcp.json",
+    "**/.vscode/**",
+    "**/.claude/**",
+    "**/.codex/**",
+    "**/.gemini/**",
+    "**/.cursor/**",
+];
+
+/// Compiles protected globs (built-in ones are known to compile).
+pub(crate) fn compile_protected(globs: &[&str]) -> Vec<PathGlob> {
+    globs
+        .iter()
+        .filter_map(|g| PathGlob::new(g, None).ok())
+        .collect()
+}
+
+fn stricter(current: Option<Guard>, candidate: Guard) -> Option<Guard> {
+    match current {
+        Some(c) if c.decision >= candidate.decision => Some(c),
+        _ => Some(candidate),
+    }
+}
+
+impl Policy {
+    /// Guards that hold for the whole call, whatever the subject.
+    pub(crate) fn call_guard(
+        &self,
+        call: &Call,
+        facts: &Facts<'_>,
+        profile: Option<&Profile>,
+    ) -> Option<Guard> {
+        let mut guard = None;
+        if call.context.origin == Some(Origin::Network) && facts.access == Some(Access::Write) {
+            guard = stricter(
+                guard,
+                Guard::deny(
+                    "network-origin",
+                    format!("a network-originated turn cannot write (`{}`)", call.tool),
+                ),
+            );
+        }
+        if profile.is_some_and(|p| p.options_guard)
+            && let Some(option) = first_option(&call.args)
+        {
+            guard = stricter(
+                guard,
+                Guard::ask(
+                    "option-injection",
+                    format!(
+                        "the argument `{option}` starts with `-`, so the tool would read it as an option"
+                    ),
+                ),
+            );
+        }
+        guard
+    }
+
+    /// The strictest guard on one subject (the call's guard included).
+    pub(crate) fn subject_guard(
+        &self,
+        call: &Call,
+        subject: &Subject,
+        call_guard: Option<&Guard>,
+    ) -> Option<Guard> {
+        let mut guard = call_guard.cloned();
+        let network = call.context.origin == Some(Origin::Network);
+        match subject {
+            Subject::Call => {}
+            Subject::Path(p) if p.role.is_mention() => {}
+            Subject::Path(p) => {
+                if let Some(g) = self.path_guard(p) {
+                    guard = stricter(guard, g);
+                }
+                if network && p.access == Access::Write {
+                    guard = stricter(
+                        guard,
+                        Guard::deny(
+                            "network-origin",
+                            format!("a network-originated turn cannot write `{}`", p.given),
+                        ),
+                    );
+                }
+            }
+            Subject::Command(c) => {
+                for f in c.findings() {
+                    let g = match f.kind {
+                        FindingKind::Elevated => Guard::ask("elevated-command", f.detail.clone()),
+                        _ => Guard::ask(
+                            "unanalysable-command",
+                            format!(
+                                "toolgate cannot let this through without a human: {}",
+                                f.detail
+                            ),
+                        ),
+                    };
+                    guard = stricter(guard, g);
+                }
+                if network
+                    && !self
+                        .settings
+                        .network_commands
+                        .iter()
+                        .any(|p| p.is_allowed_prefix(&c.command.argv))
+                {
+                    guard = stricter(
+                        guard,
+                        Guard::deny(
+                            "network-origin",
+                            "a network-originated turn may only run the commands listed in `[network_turns]`".into(),
+                        ),
+                    );
+                }
+            }
+            Subject::Url(u) if u.mentioned => {}
+            Subject::Url(u) => {
+                if let Some(problem) = &u.problem {
+                    guard = stricter(
+                        guard,
+                        Guard::deny("invalid-url", format!("`{}`: {problem}", u.given)),
+                    );
+                }
+            }
+        }
+        guard
+    }
+
+    fn path_guard(&self, p: &PathSubject) -> Option<Guard> {
+        let resolved = match (&p.resolved, &p.problem) {
+            (Some(r), _) => r,
+            (None, Some(problem @ (PathProblem::Dangling(_) | PathProblem::Loop(_)))) => {
+                return Some(Guard::deny(
+                    "path-outside-workspace",
+                    format!("`{}`: {problem}", p.given),
+                ));
+            }
+            (None, Some(problem)) => {
+                return Some(Guard::deny(
+                    "invalid-path",
+                    format!("`{}`: {problem}", p.given),
+                ));
+            }
+            (None, None) => {
+                return Some(Guard::deny(
+                    "invalid-path",
+                    format!("`{}` cannot be checked", p.given),
+                ));
+            }
+        };
+        if resolved.root.is_none() {
+            let alternative = resolved
+                .alternative
+                .as_ref()
+                .map(|a| {
+                    format!(
+                        " (or `{}` for tools that normalise `..` first)",
+                        a.display()
+                    )
+                })
+                .unwrap_or_default();
+            return Some(Guard::deny(
+                "path-outside-workspace",
+                format!(
+                    "`{}` resolves to `{}`{alternative}, outside the workspace",
+                    p.given,
+                    resolved.resolved.display()
+                ),
+            ));
+        }
+        if p.access != Access::Write {
+            return None;
+        }
+        let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
+        let hit = |globs: &[PathGlob]| {
+            resolved
+                .readings()
+                .any(|path| globs.iter().any(|g| g.matches_folded(path, &roots)))
+        };
+        if hit(&self.protected_own) {
+            return Some(Guard::deny(
+                "protected-path",
+                format!(
+                    "`{}` is toolgate's own configuration; agents never write it",
+                    p.given
+                ),
+            ));
+        }
+        if hit(&self.protected) {
+            return Some(Guard::ask(
+                "protected-path",
+                format!(
+                    "`{}` is configuration that other tools run (git hooks, editor and agent settings)",
+                    p.given
+                ),
+            ));
+        }
+        None
+    }
+}
+
+/// The first string argument (at any depth) that starts with `-`.
+fn first_option(args: &Value) -> Option<String> {
+    match args {
+        Value::String(s) if s.trim_start().starts_with('-') => Some(s.clone()),
+        Value::Array(items) => items.iter().find_map(first_option),
+        Value::Object(map) => map.values().find_map(first_option),
+        Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => None,
+    }
+}

@@ -1,0 +1,489 @@
+//! Resource conditions of rules: `path` globs, `command` prefixes, and URL conditions (`domain`,
+//! `scheme`, `port`, `address`).
+//!
+//! Allow rules match strictly — the path as it resolves, the command that finally runs from its
+//! first word — and deny and ask rules match widely: any reading of a path (resolved, unresolved,
+//! case and Unicode folded), the command pattern anywhere in any wrapper layer, a program given as
+//! a path by its basename, and resources a command only mentions.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use unicode_normalization::UnicodeNormalization;
+
+use crate::resource::shell::Word;
+use crate::resource::url::{AddressClass, DomainPattern, in_class};
+use crate::subject::{CommandSubject, PathSubject, UrlSubject};
+
+/// One `path` glob.
+#[derive(Clone, Debug)]
+pub(crate) struct PathGlob {
+    pub(crate) text: String,
+    /// Absolute (`/etc/**`, `~/.ssh/**`): matched on the whole path. Otherwise anchored at the
+    /// workspace root the path is in.
+    absolute: bool,
+    /// Starts with `**/`: also matched on the whole path when the path is outside every root.
+    any_depth: bool,
+    exact: GlobMatcher,
+    folded: GlobMatcher,
+}
+
+impl PathGlob {
+    /// Compiles a glob (`*` stays within one folder, `**` crosses folders). `home` expands `~/`.
+    pub(crate) fn new(text: &str, home: Option<&Path>) -> Result<PathGlob, String> {
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err("a path pattern cannot be empty".into());
+        }
+        let expanded = match trimmed.strip_prefix("~/") {
+            Some(rest) => match home {
+                Some(home) => format!("{}/{rest}", home.display()),
+                None => return Err("`~` cannot be expanded: the home folder is unknown".into()),
+            },
+            None => trimmed.to_owned(),
+        };
+        let absolute = expanded.starts_with('/');
+        let pattern = expanded
+            .trim_start_matches("./")
+            .trim_end_matches('/')
+            .to_owned();
+        let build = |p: &str, fold: bool| {
+            GlobBuilder::new(p)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .empty_alternates(true)
+                .case_insensitive(fold)
+                .build()
+                .map(|g| g.compile_matcher())
+                .map_err(|e| {
+                    let kind = e.kind().to_string();
+                    format!(
+                        "invalid glob: {}",
+                        kind.get(..1).unwrap_or("").to_lowercase() + kind.get(1..).unwrap_or("")
+                    )
+                })
+        };
+        let folded_text: String = pattern.nfc().collect();
+        Ok(PathGlob {
+            text: text.to_owned(),
+            absolute,
+            any_depth: pattern.starts_with("**/"),
+            exact: build(&pattern, false)?,
+            folded: build(&folded_text, true)?,
+        })
+    }
+
+    /// Matches ignoring case and Unicode normalisation (for protected paths).
+    pub(crate) fn matches_folded(&self, path: &Path, roots: &[PathBuf]) -> bool {
+        self.is_match(path, roots, true)
+    }
+
+    fn is_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
+        let matcher = if fold { &self.folded } else { &self.exact };
+        let test = |text: &str| {
+            if fold {
+                let folded: String = text.nfc().collect();
+                matcher.is_match(folded)
+            } else {
+                matcher.is_match(text)
+            }
+        };
+        let whole = path.to_string_lossy();
+        if self.absolute {
+            return test(&whole);
+        }
+        for root in roots {
+            if let Ok(rest) = path.strip_prefix(root)
+                && test(&rest.to_string_lossy())
+            {
+                return true;
+            }
+        }
+        self.any_depth && test(whole.trim_start_matches('/'))
+    }
+}
+
+/// The `path` condition: any of the globs.
+#[derive(Clone, Debug)]
+pub(crate) struct PathSet {
+    pub(crate) globs: Vec<PathGlob>,
+}
+
+impl PathSet {
+    /// Allow rules: every reading the filesystem could act on matches (exactly). Deny and ask
+    /// rules: any reading matches, also after folding case and Unicode.
+    pub(crate) fn matches(&self, subject: &PathSubject, roots: &[PathBuf], loosens: bool) -> bool {
+        let Some(r) = &subject.resolved else {
+            return false;
+        };
+        if loosens {
+            let any = |p: &Path| self.globs.iter().any(|g| g.is_match(p, roots, false));
+            any(&r.resolved) && r.alternative.as_deref().is_none_or(any)
+        } else {
+            r.readings().any(|p| {
+                self.globs
+                    .iter()
+                    .any(|g| g.is_match(p, roots, false) || g.is_match(p, roots, true))
+            })
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        crate::matcher::describe_list(self.globs.iter().map(|g| g.text.as_str()))
+    }
+
+    /// Whether every path `other` matches, `self` matches (sound, not complete).
+    pub(crate) fn covers(&self, other: &PathSet) -> bool {
+        other.globs.iter().all(|o| {
+            self.globs
+                .iter()
+                .any(|s| s.text == o.text || s.text == "**" || s.text == "**/*" && !o.absolute)
+        })
+    }
+}
+
+/// One word of a command pattern: alternatives, or `*` for any word.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Token {
+    Any,
+    OneOf(Vec<String>),
+}
+
+impl Token {
+    fn is_match(&self, word: &Word, by_basename: bool) -> bool {
+        let Some(value) = word.value() else {
+            return false;
+        };
+        match self {
+            Token::Any => true,
+            Token::OneOf(options) => options.iter().any(|o| {
+                o == value
+                    || by_basename
+                        && !o.contains('/')
+                        && value.rsplit('/').next() == Some(o.as_str())
+            }),
+        }
+    }
+
+    fn covers(&self, other: &Token) -> bool {
+        match (self, other) {
+            (Token::Any, _) => true,
+            (Token::OneOf(_), Token::Any) => false,
+            (Token::OneOf(a), Token::OneOf(b)) => b.iter().all(|x| a.contains(x)),
+        }
+    }
+}
+
+/// A `command` pattern: a prefix of words (`git status`, `git {log,show}`, `npm run *`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CommandPattern {
+    pub(crate) text: String,
+    pub(crate) tokens: Vec<Token>,
+}
+
+impl CommandPattern {
+    /// Parses `git {status,log} *`: words separated by spaces, `{a,b}` alternatives, `*` any word.
+    pub(crate) fn parse(text: &str) -> Result<CommandPattern, String> {
+        let mut tokens = Vec::new();
+        for word in text.split_whitespace() {
+            if word == "*" {
+                tokens.push(Token::Any);
+            } else if let Some(inner) = word.strip_prefix('{').and_then(|w| w.strip_suffix('}')) {
+                let options: Vec<String> = inner.split(',').map(str::to_owned).collect();
+                if options.iter().any(String::is_empty) {
+                    return Err(format!("`{word}` has an empty alternative"));
+                }
+                tokens.push(Token::OneOf(options));
+            } else {
+                tokens.push(Token::OneOf(vec![word.to_owned()]));
+            }
+        }
+        if tokens.is_empty() {
+            return Err("a command pattern cannot be empty".into());
+        }
+        if tokens.first() == Some(&Token::Any) {
+            return Err(format!("`{text}` starts with `*`: name the program"));
+        }
+        Ok(CommandPattern {
+            text: text.to_owned(),
+            tokens,
+        })
+    }
+
+    /// From an array form: `["git", ["status", "log"]]`.
+    pub(crate) fn from_tokens(tokens: Vec<Vec<String>>) -> Result<CommandPattern, String> {
+        let text = tokens
+            .iter()
+            .map(|t| {
+                if t.len() == 1 {
+                    t.join("")
+                } else {
+                    format!("{{{}}}", t.join(","))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let tokens: Vec<Token> = tokens
+            .into_iter()
+            .map(|t| {
+                if t == ["*"] {
+                    Token::Any
+                } else {
+                    Token::OneOf(t)
+                }
+            })
+            .collect();
+        if tokens.is_empty() || tokens.first() == Some(&Token::Any) {
+            return Err(format!("`{text}` must start with a program name"));
+        }
+        Ok(CommandPattern { text, tokens })
+    }
+
+    /// Whether the command that runs starts with the pattern (the program named exactly).
+    pub(crate) fn is_allowed_prefix(&self, argv: &[Word]) -> bool {
+        self.is_prefix_of(argv)
+    }
+
+    /// Allow rules: the command that runs starts with the pattern, program name exactly.
+    fn is_prefix_of(&self, argv: &[Word]) -> bool {
+        argv.len() >= self.tokens.len()
+            && self
+                .tokens
+                .iter()
+                .zip(argv)
+                .all(|(t, w)| t.is_match(w, false))
+    }
+
+    /// Deny and ask rules: the pattern appears anywhere in any layer, programs by basename.
+    fn appears_in(&self, layers: &[Vec<Word>]) -> bool {
+        layers.iter().any(|argv| {
+            (0..argv.len()).any(|start| {
+                argv.get(start..).is_some_and(|rest| {
+                    rest.len() >= self.tokens.len()
+                        && self
+                            .tokens
+                            .iter()
+                            .zip(rest)
+                            .all(|(t, w)| t.is_match(w, true))
+                })
+            })
+        })
+    }
+
+    fn covers(&self, other: &CommandPattern) -> bool {
+        self.tokens.len() <= other.tokens.len()
+            && self
+                .tokens
+                .iter()
+                .zip(&other.tokens)
+                .all(|(a, b)| a.covers(b))
+    }
+}
+
+/// The `command` condition: any of the patterns.
+#[derive(Clone, Debug)]
+pub(crate) struct CommandSet {
+    pub(crate) patterns: Vec<CommandPattern>,
+}
+
+impl CommandSet {
+    pub(crate) fn matches(&self, subject: &CommandSubject, loosens: bool) -> bool {
+        if loosens {
+            self.patterns
+                .iter()
+                .any(|p| p.is_prefix_of(&subject.command.argv))
+        } else {
+            self.patterns
+                .iter()
+                .any(|p| p.appears_in(&subject.command.layers))
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        crate::matcher::describe_list(self.patterns.iter().map(|p| p.text.as_str()))
+    }
+
+    pub(crate) fn covers(&self, other: &CommandSet) -> bool {
+        other
+            .patterns
+            .iter()
+            .all(|o| self.patterns.iter().any(|s| s.covers(o)))
+    }
+}
+
+/// URL conditions; every one present must hold.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct UrlConditions {
+    pub(crate) domains: Option<Vec<DomainPattern>>,
+    pub(crate) schemes: Option<Vec<String>>,
+    pub(crate) ports: Option<Vec<u16>>,
+    pub(crate) addresses: Option<Vec<AddressClass>>,
+}
+
+impl UrlConditions {
+    pub(crate) fn matches(&self, subject: &UrlSubject) -> bool {
+        let Some(url) = &subject.checked else {
+            return false;
+        };
+        self.domains
+            .as_ref()
+            .is_none_or(|d| d.iter().any(|p| p.is_match(&url.host)))
+            && self
+                .schemes
+                .as_ref()
+                .is_none_or(|s| s.contains(&url.scheme))
+            && self
+                .ports
+                .as_ref()
+                .is_none_or(|p| url.port.is_some_and(|port| p.contains(&port)))
+            && self
+                .addresses
+                .as_ref()
+                .is_none_or(|a| a.iter().any(|c| in_class(url, *c)))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(d) = &self.domains {
+            let texts: Vec<String> = d.iter().map(DomainPattern::text).collect();
+            parts.push(format!(
+                "domain {}",
+                crate::matcher::describe_list(texts.iter().map(String::as_str))
+            ));
+        }
+        if let Some(s) = &self.schemes {
+            parts.push(format!(
+                "scheme {}",
+                crate::matcher::describe_list(s.iter().map(String::as_str))
+            ));
+        }
+        if let Some(p) = &self.ports {
+            let texts: Vec<String> = p.iter().map(u16::to_string).collect();
+            parts.push(format!(
+                "port {}",
+                crate::matcher::describe_list(texts.iter().map(String::as_str))
+            ));
+        }
+        if let Some(a) = &self.addresses {
+            parts.push(format!(
+                "address {}",
+                crate::matcher::describe_list(a.iter().map(|c| c.as_str()))
+            ));
+        }
+        parts.join(" and ")
+    }
+
+    pub(crate) fn covers(&self, other: &UrlConditions) -> bool {
+        let domains = match (&self.domains, &other.domains) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => b.iter().all(|o| a.iter().any(|s| s.covers(o))),
+        };
+        fn subset<T: PartialEq>(a: &Option<Vec<T>>, b: &Option<Vec<T>>) -> bool {
+            match (a, b) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(a), Some(b)) => b.iter().all(|x| a.contains(x)),
+            }
+        }
+        domains
+            && subset(&self.schemes, &other.schemes)
+            && subset(&self.ports, &other.ports)
+            && subset(&self.addresses, &other.addresses)
+    }
+}
+
+/// A rule's resource condition: one kind per rule.
+#[derive(Clone, Debug)]
+pub(crate) enum Resource {
+    Path(PathSet),
+    Command(CommandSet),
+    Url(UrlConditions),
+}
+
+impl Resource {
+    pub(crate) const fn kind(&self) -> &'static str {
+        match self {
+            Resource::Path(_) => "path",
+            Resource::Command(_) => "command",
+            Resource::Url(_) => "url",
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Resource::Path(p) => format!("path {}", p.describe()),
+            Resource::Command(c) => format!("command {}", c.describe()),
+            Resource::Url(u) => u.describe(),
+        }
+    }
+
+    pub(crate) fn covers(&self, other: &Resource) -> bool {
+        match (self, other) {
+            (Resource::Path(a), Resource::Path(b)) => a.covers(b),
+            (Resource::Command(a), Resource::Command(b)) => a.covers(b),
+            (Resource::Url(a), Resource::Url(b)) => a.covers(b),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<Word> {
+        s.split_whitespace().map(Word::literal).collect()
+    }
+
+    #[test]
+    fn command_patterns() {
+        let p = CommandPattern::parse("git {status,log}").unwrap();
+        assert!(p.is_prefix_of(&words("git status -s")));
+        assert!(p.is_prefix_of(&words("git log")));
+        assert!(!p.is_prefix_of(&words("git statusx")));
+        assert!(!p.is_prefix_of(&words("/tmp/git status")));
+        assert!(!p.is_prefix_of(&words("git -C x status")));
+        assert!(p.appears_in(&[words("/tmp/git status")]));
+        assert!(p.appears_in(&[words("sudo git log"), words("git log")]));
+        let any = CommandPattern::parse("npm run *").unwrap();
+        assert!(any.is_prefix_of(&words("npm run build")));
+        assert!(!any.is_prefix_of(&words("npm run")));
+        assert!(CommandPattern::parse("* x").is_err());
+        assert!(CommandPattern::parse("  ").is_err());
+        assert!(CommandPattern::parse("git").unwrap().covers(&p));
+        assert!(!p.covers(&CommandPattern::parse("git").unwrap()));
+    }
+
+    #[test]
+    fn path_globs() {
+        let root = PathBuf::from("/ws");
+        let roots = [root.clone()];
+        let g = PathGlob::new("**/.env", None).unwrap();
+        assert!(g.is_match(Path::new("/ws/.env"), &roots, false));
+        assert!(g.is_match(Path::new("/ws/a/b/.env"), &roots, false));
+        assert!(!g.is_match(Path::new("/ws/.envrc"), &roots, false));
+        assert!(
+            g.is_match(Path::new("/home/u/.env"), &roots, false),
+            "outside every root, `**/` matches anywhere"
+        );
+        assert!(!g.is_match(Path::new("/ws/.ENV"), &roots, false));
+        assert!(g.is_match(Path::new("/ws/.ENV"), &roots, true));
+        let src = PathGlob::new("src/*.rs", None).unwrap();
+        assert!(src.is_match(Path::new("/ws/src/a.rs"), &roots, false));
+        assert!(
+            !src.is_match(Path::new("/ws/src/x/a.rs"), &roots, false),
+            "`*` stays in one folder"
+        );
+        assert!(!src.is_match(Path::new("/other/src/a.rs"), &roots, false));
+        let abs = PathGlob::new("/etc/**", None).unwrap();
+        assert!(abs.is_match(Path::new("/etc/passwd"), &roots, false));
+        let home = PathGlob::new("~/.ssh/**", Some(Path::new("/home/u"))).unwrap();
+        assert!(home.is_match(Path::new("/home/u/.ssh/id_rsa"), &roots, false));
+        let nfc = PathGlob::new("**/café", None).unwrap();
+        assert!(
+            nfc.is_match(Path::new("/ws/cafe\u{301}"), &roots, true),
+            "NFD spelling of the same name"
+        );
+    }
+}

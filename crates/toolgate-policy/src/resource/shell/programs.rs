@@ -1,0 +1,1209 @@
+//! What toolgate knows about programs: wrappers to unwrap, options that run code or write files,
+//! the arguments that are files, and which programs talk to the network.
+
+use super::{Finding, FindingKind, PathRole, Word};
+use crate::decision::Access;
+
+/// The basename of a program as written (`/usr/bin/git` → `git`).
+pub(crate) fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+fn finding(kind: FindingKind, detail: impl Into<String>) -> Finding {
+    Finding {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+/// Shells whose `-c` string is a command line.
+const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+
+/// Interpreters: a here-document fed to one, or one reading stdin, runs a program.
+pub(crate) const INTERPRETERS: &[&str] = &[
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "fish",
+    "csh",
+    "tcsh",
+    "python",
+    "python2",
+    "python3",
+    "pypy",
+    "pypy3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "Rscript",
+    "R",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "irb",
+    "julia",
+    "guile",
+    "sbcl",
+    "ghci",
+    "scala",
+    "groovy",
+    "jshell",
+];
+
+fn is_interpreter(name: &str) -> bool {
+    INTERPRETERS.contains(&name) || is_versioned_python(name)
+}
+
+fn is_versioned_python(name: &str) -> bool {
+    name.strip_prefix("python")
+        .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+/// Whether a here-document fed to `argv` would run as a program.
+pub(crate) fn reads_program_from_stdin(argv: &[Word]) -> bool {
+    argv.first()
+        .and_then(Word::value)
+        .is_some_and(|p| is_interpreter(basename(p)))
+}
+
+/// Programs that talk to the network.
+const NETWORK: &[&str] = &[
+    "curl",
+    "wget",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "ssh",
+    "scp",
+    "sftp",
+    "ftp",
+    "tftp",
+    "telnet",
+    "ping",
+    "ping6",
+    "dig",
+    "nslookup",
+    "host",
+    "drill",
+    "whois",
+    "traceroute",
+    "tracepath",
+    "mtr",
+    "aria2c",
+    "http",
+    "https",
+    "xh",
+    "rsync",
+    "nmap",
+    "openssl",
+    "gh",
+    "lynx",
+    "w3m",
+    "links",
+];
+
+/// `git` subcommands that talk to the network.
+const GIT_NETWORK: &[&str] = &[
+    "push",
+    "pull",
+    "fetch",
+    "clone",
+    "ls-remote",
+    "remote",
+    "submodule",
+    "send-email",
+    "request-pull",
+];
+
+/// Variables that change what later programs run or load.
+fn is_risky_variable(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "PATH",
+        "ENV",
+        "BASH_ENV",
+        "IFS",
+        "PS4",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "MANPAGER",
+        "BROWSER",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "HOME",
+        "ZDOTDIR",
+        "PERL5OPT",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "CDPATH",
+        "GLOBIGNORE",
+        "TMPDIR",
+    ];
+    EXACT.contains(&name)
+        || ["LD_", "DYLD_", "GIT_", "BASH_FUNC_"]
+            .iter()
+            .any(|p| name.starts_with(p))
+        || ["PATH", "_COMMAND", "_PAGER", "_EDITOR", "_SSH", "LIB"]
+            .iter()
+            .any(|s| name.ends_with(s))
+}
+
+/// Checks `NAME=value` assignments.
+pub(crate) fn check_assignment(name: &str, findings: &mut Vec<Finding>) {
+    if is_risky_variable(name) {
+        findings.push(finding(
+            FindingKind::RiskyVariable,
+            format!("setting `{name}` changes what later programs run"),
+        ));
+    }
+}
+
+/// What unwrapping an argv found.
+#[derive(Default)]
+pub(crate) struct Unwrapped {
+    /// Every layer, outermost first; the last is what runs.
+    pub(crate) layers: Vec<Vec<Word>>,
+    pub(crate) findings: Vec<Finding>,
+    /// A `sh -c` string to analyse in place of the innermost layer.
+    pub(crate) script: Option<String>,
+    /// Commands that a program runs (`find -exec …`), analysed as commands of their own.
+    pub(crate) spawned: Vec<Vec<Word>>,
+}
+
+fn value(words: &[Word], i: usize) -> Option<&str> {
+    words.get(i).and_then(Word::value)
+}
+
+/// Skips the options of a wrapper: `with_value` options consume the next word (or `=value`).
+/// Returns the index of the wrapped command, or `None` if there is none.
+fn skip_options(words: &[Word], start: usize, with_value: &[&str]) -> Option<usize> {
+    let mut i = start;
+    while let Some(word) = words.get(i) {
+        let text = word.value()?;
+        if text == "--" {
+            return (i + 1 < words.len()).then_some(i + 1);
+        }
+        if !text.starts_with('-') || text == "-" {
+            return Some(i);
+        }
+        let name = text.split('=').next().unwrap_or(text);
+        i += if with_value.contains(&name) && !text.contains('=') {
+            2
+        } else {
+            1
+        };
+    }
+    None
+}
+
+/// Peels wrappers off an argv, layer by layer.
+pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
+    let mut out = Unwrapped::default();
+    let mut current = argv;
+    for _ in 0..16 {
+        out.layers.push(current.clone());
+        let Some(program) = value(&current, 0).map(|p| basename(p).to_owned()) else {
+            break;
+        };
+        let next = match program.as_str() {
+            "env" => unwrap_env(&current, &mut out.findings),
+            "timeout" => {
+                skip_options(&current, 1, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1)
+            }
+            "nice" => skip_options(&current, 1, &["-n", "--adjustment"]),
+            "nohup" | "coproc" | "builtin" => Some(1),
+            "time" => skip_options(&current, 1, &["-f", "--format", "-o", "--output"]),
+            "stdbuf" => skip_options(
+                &current,
+                1,
+                &["-i", "-o", "-e", "--input", "--output", "--error"],
+            ),
+            "ionice" => skip_options(&current, 1, &["-c", "-n", "-p", "--class", "--classdata"]),
+            "command" => {
+                let queries = current
+                    .iter()
+                    .skip(1)
+                    .take_while(|w| w.value().is_some_and(|v| v.starts_with('-')))
+                    .any(|w| {
+                        w.value()
+                            .is_some_and(|v| v.contains('v') || v.contains('V'))
+                    });
+                if queries {
+                    None
+                } else {
+                    skip_options(&current, 1, &[])
+                }
+            }
+            "exec" => skip_options(&current, 1, &["-a"]),
+            "sudo" | "doas" => {
+                out.findings.push(finding(
+                    FindingKind::Elevated,
+                    format!("`{program}` runs a command with elevated permissions"),
+                ));
+                let with_value: &[&str] = if program == "sudo" {
+                    &[
+                        "-u",
+                        "-g",
+                        "-h",
+                        "-p",
+                        "-C",
+                        "-D",
+                        "-r",
+                        "-t",
+                        "-T",
+                        "-U",
+                        "--user",
+                        "--group",
+                        "--host",
+                        "--prompt",
+                        "--close-from",
+                        "--chdir",
+                        "--role",
+                        "--type",
+                        "--command-timeout",
+                        "--other-user",
+                    ]
+                } else {
+                    &["-u", "-C"]
+                };
+                skip_options(&current, 1, with_value)
+            }
+            "xargs" => {
+                out.findings.push(finding(
+                    FindingKind::RiskyOption,
+                    "`xargs` runs a command with arguments read from its input",
+                ));
+                skip_options(
+                    &current,
+                    1,
+                    &[
+                        "-a",
+                        "--arg-file",
+                        "-d",
+                        "--delimiter",
+                        "-E",
+                        "-I",
+                        "-L",
+                        "-n",
+                        "--max-args",
+                        "-P",
+                        "--max-procs",
+                        "-s",
+                        "--max-chars",
+                        "--process-slot-var",
+                        "--max-lines",
+                        "--replace",
+                        "--eof",
+                    ],
+                )
+            }
+            shell if SHELLS.contains(&shell) => {
+                match shell_script(&current) {
+                    ShellForm::Script(index) => {
+                        out.script = value(&current, index).map(str::to_owned);
+                        if out.script.is_none() {
+                            out.findings.push(finding(
+                                FindingKind::DynamicArguments,
+                                format!("the `{shell} -c` string depends on variables"),
+                            ));
+                        }
+                    }
+                    ShellForm::Stdin => out.findings.push(finding(
+                        FindingKind::Eval,
+                        format!("`{shell}` reads commands from its input"),
+                    )),
+                    ShellForm::File => {}
+                    ShellForm::Unknown => out.findings.push(finding(
+                        FindingKind::Unsupported,
+                        format!("options of `{shell}` toolgate does not follow"),
+                    )),
+                }
+                None
+            }
+            "find" => {
+                find_exec(&current, &mut out);
+                None
+            }
+            _ => None,
+        };
+        match next {
+            Some(i) if i < current.len() && i > 0 => current = current.split_off(i),
+            _ => break,
+        }
+    }
+    out
+}
+
+fn unwrap_env(words: &[Word], findings: &mut Vec<Finding>) -> Option<usize> {
+    let mut i = 1;
+    while let Some(word) = words.get(i) {
+        let Some(text) = word.value() else {
+            findings.push(finding(
+                FindingKind::DynamicArguments,
+                "an `env` argument depends on variables",
+            ));
+            return None;
+        };
+        match text {
+            "-i" | "--ignore-environment" | "-0" | "--null" | "-" => i += 1,
+            "-u" | "--unset" => i += 2,
+            "--" => return Some(i + 1),
+            t if t.starts_with("--unset=") => i += 1,
+            t if t.starts_with("-S")
+                || t.starts_with("--split-string")
+                || t.starts_with("-C")
+                || t.starts_with("--chdir")
+                || t.starts_with("-P") =>
+            {
+                findings.push(finding(
+                    FindingKind::Unsupported,
+                    format!("`env {t}` is not followed by toolgate"),
+                ));
+                return None;
+            }
+            t if t.starts_with('-') => {
+                findings.push(finding(
+                    FindingKind::Unsupported,
+                    format!("unknown `env` option `{t}`"),
+                ));
+                return None;
+            }
+            t if t.contains('=') => {
+                check_assignment(t.split('=').next().unwrap_or(""), findings);
+                i += 1;
+            }
+            _ => return Some(i),
+        }
+    }
+    None
+}
+
+enum ShellForm {
+    /// `-c`: the word at this index is the command line.
+    Script(usize),
+    /// Reads commands from stdin (`bash`, `bash -s`).
+    Stdin,
+    /// Runs a script file.
+    File,
+    Unknown,
+}
+
+fn shell_script(words: &[Word]) -> ShellForm {
+    let mut i = 1;
+    let mut command_string = false;
+    let mut stdin = false;
+    while let Some(word) = words.get(i) {
+        let Some(text) = word.value() else {
+            return ShellForm::Unknown;
+        };
+        if text == "--" || text == "-" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = text.strip_prefix("--") {
+            if matches!(long, "rcfile" | "init-file") {
+                i += 2;
+            } else {
+                i += 1;
+            }
+            continue;
+        }
+        if let Some(flags) = text.strip_prefix('-').or_else(|| text.strip_prefix('+')) {
+            if flags.contains('c') {
+                command_string = true;
+            }
+            if flags.contains('s') {
+                stdin = true;
+            }
+            i += if flags.ends_with('o') || flags.ends_with('O') {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        break;
+    }
+    if command_string {
+        return if i < words.len() {
+            ShellForm::Script(i)
+        } else {
+            ShellForm::Unknown
+        };
+    }
+    if stdin || i >= words.len() {
+        return ShellForm::Stdin;
+    }
+    ShellForm::File
+}
+
+fn find_exec(words: &[Word], out: &mut Unwrapped) {
+    let mut i = 1;
+    while let Some(word) = words.get(i) {
+        let text = word.value().unwrap_or("");
+        match text {
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                out.findings.push(finding(
+                    FindingKind::RiskyOption,
+                    format!("`find {text}` runs a command for each file"),
+                ));
+                let end = words
+                    .iter()
+                    .skip(i + 1)
+                    .position(|w| matches!(w.value(), Some(";" | "+")))
+                    .map_or(words.len(), |p| i + 1 + p);
+                let spawned: Vec<Word> = words.get(i + 1..end).unwrap_or_default().to_vec();
+                if !spawned.is_empty() {
+                    out.spawned.push(spawned);
+                }
+                i = end + 1;
+                continue;
+            }
+            "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls" => out.findings.push(finding(
+                FindingKind::RiskyOption,
+                format!("`find {text}` deletes or writes files"),
+            )),
+            _ => {}
+        }
+        i += 1;
+    }
+}
+
+/// Long options of git that run code, write files or leave the repository, written out in full:
+/// git accepts any unambiguous abbreviation of a long option (`--upload-pa`).
+const GIT_RISKY_LONG: &[&str] = &[
+    "upload-pack",
+    "receive-pack",
+    "exec",
+    "output",
+    "ext-diff",
+    "textconv",
+    "open-files-in-pager",
+    "config-env",
+    "exec-path",
+    "git-dir",
+    "work-tree",
+    "paginate",
+    "output-directory",
+];
+
+/// Long git options that are common and harmless, so an abbreviation check never flags them.
+const GIT_SAFE_LONG: &[&str] = &[
+    "text",
+    "oneline",
+    "stat",
+    "name-only",
+    "name-status",
+    "graph",
+    "all",
+    "cached",
+    "staged",
+    "patch",
+    "no-color",
+    "color",
+    "format",
+    "pretty",
+    "author",
+    "since",
+    "until",
+    "max-count",
+    "follow",
+    "reverse",
+    "summary",
+    "shortstat",
+    "numstat",
+    "word-diff",
+    "decorate",
+    "abbrev",
+    "short",
+    "porcelain",
+    "branch",
+    "show-current",
+    "list",
+    "verbose",
+    "quiet",
+    "no-pager",
+    "no-ext-diff",
+    "no-textconv",
+    "exit-code",
+    "merges",
+    "no-merges",
+    "first-parent",
+    "tags",
+    "heads",
+    "remotes",
+    "contains",
+    "no-contains",
+    "points-at",
+    "ignore-space-change",
+    "ignore-all-space",
+    "unified",
+    "relative",
+    "date",
+    "grep",
+    "untracked-files",
+    "ahead-behind",
+    "show-stash",
+    "ignored",
+    "dry-run",
+    "help",
+    "version",
+    "get",
+    "get-all",
+    "get-regexp",
+    "list",
+    "local",
+    "global",
+    "system",
+    "show-origin",
+    "null",
+    "oneline",
+    "check",
+];
+
+/// Flags options of commonly allowed programs that run code or write files.
+pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
+    let Some(program) = value(argv, 0).map(basename) else {
+        return;
+    };
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    let mut found: Vec<String> = Vec::new();
+    let mut flag = |detail: String| found.push(detail);
+    match program {
+        "git" => check_git(&args, &mut flag),
+        "sed" | "gsed" => check_sed(&args, &mut flag),
+        "sort" => {
+            for a in &args {
+                if long_prefix_of(a, "compress-program", 2)
+                    || long_prefix_of(a, "output", 2)
+                    || a.starts_with("-o")
+                {
+                    flag(format!("`sort {a}` runs a program or writes a file"));
+                }
+            }
+        }
+        "rg" => {
+            for a in &args {
+                let short_z = a.starts_with('-') && !a.starts_with("--") && a.contains('z');
+                if a.starts_with("--pre") && !a.starts_with("--pre-glob")
+                    || long_prefix_of(a, "search-zip", 3)
+                    || short_z
+                {
+                    flag(format!("`rg {a}` runs a preprocessor program"));
+                }
+            }
+        }
+        "man" => {
+            for a in &args {
+                let short = a.starts_with('-')
+                    && !a.starts_with("--")
+                    && (a.contains('H') || a.contains('P'));
+                if short
+                    || long_prefix_of(a, "html", 2)
+                    || long_prefix_of(a, "pager", 2)
+                    || long_prefix_of(a, "browser", 2)
+                {
+                    flag(format!("`man {a}` runs a program"));
+                }
+            }
+        }
+        "tar" | "gtar" | "bsdtar" => {
+            for (i, a) in args.iter().enumerate() {
+                let long_risky = [
+                    "to-command",
+                    "checkpoint-action",
+                    "use-compress-program",
+                    "info-script",
+                    "new-volume-script",
+                    "rsh-command",
+                    "rmt-command",
+                ]
+                .iter()
+                .any(|o| long_prefix_of(a, o, 4));
+                let short = (a.starts_with('-') && !a.starts_with("--")
+                    || i == 0 && !a.starts_with('-'))
+                    && (a.contains('I') || a.contains('F'));
+                if long_risky || short {
+                    flag(format!("`tar {a}` runs a program"));
+                }
+            }
+        }
+        "less" | "more" | "most" | "pg" => {
+            flag(format!("`{program}` is a pager, which can run commands"))
+        }
+        "history"
+            if args
+                .iter()
+                .any(|a| a.starts_with('-') && a.chars().any(|c| "awrns".contains(c))) =>
+        {
+            flag("`history` with these options reads or writes history files".into());
+        }
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            let program_text = awk_program(&args);
+            match program_text {
+                Some(text)
+                    if !["system", "|", ">", "getline", "ENVIRON", "close", "fflush"]
+                        .iter()
+                        .any(|s| text.contains(s)) => {}
+                _ => findings.push(finding(
+                    FindingKind::ProgramText,
+                    "the awk program can run commands or write files".to_owned(),
+                )),
+            }
+        }
+        name if is_interpreter(name) => check_program_text(name, &args, findings),
+        _ => {}
+    }
+    findings.extend(
+        found
+            .into_iter()
+            .map(|d| finding(FindingKind::RiskyOption, d)),
+    );
+}
+
+/// Whether `arg` is `--name` or an abbreviation of it at least `min` letters long (`--upload-pa`).
+fn long_prefix_of(arg: &str, name: &str, min: usize) -> bool {
+    let Some(given) = arg.strip_prefix("--") else {
+        return false;
+    };
+    let given = given.split('=').next().unwrap_or(given);
+    given.len() >= min && name.starts_with(given)
+}
+
+fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
+    let mut i = 0;
+    // Global options, before the subcommand.
+    while let Some(a) = args.get(i) {
+        if !a.starts_with('-') {
+            break;
+        }
+        if *a == "-c"
+            || a.starts_with("-c") && a.len() > 2
+            || *a == "-p"
+            || a.starts_with("--paginate")
+            || a.starts_with("--config-env")
+            || a.starts_with("--exec-path=")
+            || a.starts_with("--git-dir")
+            || a.starts_with("--work-tree")
+            || a.starts_with("--namespace")
+        {
+            flag(format!(
+                "`git {a}` can make git run programs or use another repository"
+            ));
+        }
+        i += if matches!(
+            *a,
+            "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
+        ) {
+            2
+        } else {
+            1
+        };
+    }
+    let sub = args.get(i).copied().unwrap_or("");
+    let rest = args.get(i + 1..).unwrap_or_default();
+    for a in rest {
+        if *a == "--" {
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            if GIT_SAFE_LONG.contains(&name) || name.starts_with("no-") {
+                continue;
+            }
+            if GIT_RISKY_LONG
+                .iter()
+                .any(|r| !name.is_empty() && r.starts_with(name))
+            {
+                flag(format!(
+                    "`git {sub} {a}` can make git run a program or write a file"
+                ));
+            }
+        } else if a.starts_with('-') {
+            let risky_short = match sub {
+                "clone" | "fetch" | "ls-remote" | "pull" | "archive" => a.starts_with("-u"),
+                "grep" => a.starts_with("-O"),
+                "rebase" => a.starts_with("-x"),
+                "diff" | "log" | "show" | "format-patch" => a.starts_with("-o"),
+                _ => false,
+            };
+            if risky_short {
+                flag(format!(
+                    "`git {sub} {a}` can make git run a program or write a file"
+                ));
+            }
+        }
+    }
+    let runs_code = match sub {
+        "difftool" | "mergetool" | "filter-branch" | "filter-repo" => true,
+        "submodule" => rest.first() == Some(&"foreach"),
+        "bisect" => rest.first() == Some(&"run"),
+        "config" => !rest.iter().any(|a| {
+            matches!(
+                *a,
+                "--get"
+                    | "--get-all"
+                    | "--get-regexp"
+                    | "--list"
+                    | "-l"
+                    | "--show-origin"
+                    | "get"
+                    | "list"
+            )
+        }),
+        _ => false,
+    };
+    if runs_code {
+        flag(format!(
+            "`git {sub}` can run programs or change git's configuration"
+        ));
+    }
+}
+
+/// The sed script(s) and whether they stay read-only: `e`, `w`, `W`, `r`, `R` commands and the
+/// `e` and `w` flags of `s` run programs or touch other files; `-i` edits in place.
+fn check_sed(args: &[&str], flag: &mut impl FnMut(String)) {
+    let mut scripts = Vec::new();
+    let mut explicit = false;
+    let mut i = 0;
+    let mut first_operand = None;
+    while let Some(a) = args.get(i) {
+        if *a == "-e" || *a == "--expression" {
+            explicit = true;
+            if let Some(s) = args.get(i + 1) {
+                scripts.push(*s);
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(s) = a.strip_prefix("--expression=") {
+            explicit = true;
+            scripts.push(s);
+        } else if let Some(s) = a
+            .strip_prefix("-e")
+            .filter(|_| a.len() > 2 && !a.starts_with("--"))
+        {
+            explicit = true;
+            scripts.push(s);
+        } else if *a == "-f" || a.starts_with("--file") || a.starts_with("-f") {
+            flag(format!(
+                "`sed {a}` reads its script from a file toolgate cannot see"
+            ));
+        } else if a.starts_with("--in-place")
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+        {
+            flag(format!("`sed {a}` edits files in place"));
+        } else if !a.starts_with('-') && first_operand.is_none() {
+            first_operand = Some(*a);
+        }
+        i += 1;
+    }
+    if !explicit {
+        scripts.extend(first_operand);
+    }
+    for script in scripts {
+        if let Err(why) = sed_script_is_read_only(script) {
+            flag(format!("the sed script `{script}` {why}"));
+        }
+    }
+}
+
+/// Walks a sed script: addresses, then one command each, separated by `;`, newlines or braces.
+fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let at = |i: usize| chars.get(i).copied();
+    while i < chars.len() {
+        // Separators and blanks.
+        while matches!(at(i), Some(' ' | '\t' | '\n' | ';' | '{' | '}' | '!')) {
+            i += 1;
+        }
+        // Addresses: numbers, `$`, `/regex/`, `\cregexc`, ranges with `,`, steps with `~`.
+        loop {
+            match at(i) {
+                Some(c) if c.is_ascii_digit() || matches!(c, '$' | ',' | '~' | '+' | ' ') => i += 1,
+                Some('/') => {
+                    i = skip_delimited(&chars, i + 1, '/').ok_or("has an unterminated address")?
+                }
+                Some('\\') => {
+                    let d = at(i + 1).ok_or("has an unterminated address")?;
+                    i = skip_delimited(&chars, i + 2, d).ok_or("has an unterminated address")?;
+                }
+                Some('I' | 'M') if i > 0 && at(i - 1) == Some('/') => i += 1,
+                _ => break,
+            }
+        }
+        while matches!(at(i), Some(' ' | '!')) {
+            i += 1;
+        }
+        let Some(command) = at(i) else {
+            break;
+        };
+        i += 1;
+        match command {
+            'e' => return Err("runs a command (`e`)"),
+            'w' | 'W' => return Err("writes a file (`w`)"),
+            'r' | 'R' => return Err("reads another file (`r`)"),
+            's' => {
+                let d = at(i).ok_or("has an unterminated `s` command")?;
+                if d == '\n' || d == '\\' {
+                    return Err("has an `s` command toolgate does not follow");
+                }
+                i = skip_delimited(&chars, i + 1, d).ok_or("has an unterminated `s` command")?;
+                i = skip_delimited(&chars, i, d).ok_or("has an unterminated `s` command")?;
+                while let Some(f) = at(i) {
+                    match f {
+                        'e' => return Err("runs the result as a command (`s///e`)"),
+                        'w' | 'W' => return Err("writes a file (`s///w`)"),
+                        'g' | 'p' | 'i' | 'I' | 'm' | 'M' => i += 1,
+                        c if c.is_ascii_digit() => i += 1,
+                        _ => break,
+                    }
+                }
+            }
+            'y' => {
+                let d = at(i).ok_or("has an unterminated `y` command")?;
+                i = skip_delimited(&chars, i + 1, d).ok_or("has an unterminated `y` command")?;
+                i = skip_delimited(&chars, i, d).ok_or("has an unterminated `y` command")?;
+            }
+            'a' | 'i' | 'c' => {
+                // Text to the end of the line.
+                while at(i).is_some_and(|c| c != '\n') {
+                    i += 1;
+                }
+            }
+            ':' | 'b' | 't' | 'T' => {
+                while at(i).is_some_and(|c| c != '\n' && c != ';') {
+                    i += 1;
+                }
+            }
+            'q' | 'Q' | 'l' | 'L' => {
+                while at(i).is_some_and(|c| c.is_ascii_digit() || c == ' ') {
+                    i += 1;
+                }
+            }
+            'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'z' | '=' | 'F' => {}
+            '#' => {
+                while at(i).is_some_and(|c| c != '\n') {
+                    i += 1;
+                }
+            }
+            _ => return Err("has a command toolgate does not know"),
+        }
+    }
+    Ok(())
+}
+
+/// The index just after the next unescaped `delimiter` from `start`.
+fn skip_delimited(chars: &[char], start: usize, delimiter: char) -> Option<usize> {
+    let mut i = start;
+    while let Some(&c) = chars.get(i) {
+        if c == '\\' {
+            i += 2;
+            continue;
+        }
+        if c == delimiter {
+            return Some(i + 1);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn awk_program<'a>(args: &[&'a str]) -> Option<&'a str> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match *a {
+            "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" | "-l" | "--load" => {
+                return None;
+            }
+            "-v" | "-F" | "--assign" | "--field-separator" => i += 2,
+            "--" => return args.get(i + 1).copied(),
+            "-e" | "--source" => return args.get(i + 1).copied(),
+            a if a.starts_with('-') && a.len() > 1 => i += 1,
+            a => return Some(a),
+        }
+    }
+    None
+}
+
+fn check_program_text(interpreter: &str, args: &[&str], findings: &mut Vec<Finding>) {
+    const TEXT_FLAGS: &[&str] = &[
+        "-c",
+        "-e",
+        "-E",
+        "-r",
+        "-p",
+        "--eval",
+        "--print",
+        "-Command",
+        "-command",
+        "-EncodedCommand",
+        "eval",
+        "-x",
+    ];
+    let given = args
+        .iter()
+        .take_while(|a| a.starts_with('-') || **a == "eval")
+        .any(|a| {
+            TEXT_FLAGS.contains(a)
+                || a.starts_with("--eval=")
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.len() > 2
+                    && (a.ends_with('c') || a.ends_with('e')))
+        });
+    if given {
+        findings.push(finding(
+            FindingKind::ProgramText,
+            format!("`{interpreter}` is given program text to run"),
+        ));
+    } else if args.iter().all(|a| a.starts_with('-'))
+        && !args
+            .iter()
+            .any(|a| matches!(*a, "--version" | "-V" | "--help" | "-h"))
+    {
+        findings.push(finding(
+            FindingKind::Eval,
+            format!("`{interpreter}` reads a program from its input"),
+        ));
+    }
+}
+
+/// Whether the command talks to the network.
+pub(crate) fn is_network(argv: &[Word]) -> bool {
+    let Some(program) = value(argv, 0).map(basename) else {
+        return false;
+    };
+    if NETWORK.contains(&program) {
+        return true;
+    }
+    match program {
+        "git" => argv
+            .iter()
+            .skip(1)
+            .filter_map(Word::value)
+            .find(|a| !a.starts_with('-'))
+            .is_some_and(|sub| GIT_NETWORK.contains(&sub)),
+        "npm" | "pnpm" | "yarn" | "pip" | "pip3" | "cargo" | "gem" | "go" => {
+            argv.iter().skip(1).filter_map(Word::value).any(|a| {
+                matches!(
+                    a,
+                    "install" | "add" | "publish" | "fetch" | "update" | "download" | "get"
+                )
+            })
+        }
+        _ => false,
+    }
+}
+
+/// Programs whose operands are files they write, and the options of each that take a value.
+const WRITERS: &[(&str, &[&str])] = &[
+    ("rm", &[]),
+    ("rmdir", &[]),
+    ("unlink", &[]),
+    ("shred", &["-n", "-s"]),
+    ("touch", &["-d", "-t", "-r"]),
+    ("mkdir", &["-m"]),
+    ("mv", &["-S", "-t"]),
+    ("cp", &["-S", "-t"]),
+    ("install", &["-S", "-t", "-m", "-o", "-g"]),
+    ("ln", &["-S", "-t"]),
+    ("tee", &[]),
+    ("truncate", &["-s", "-r"]),
+    ("chmod", &[]),
+    ("chown", &[]),
+    ("chgrp", &[]),
+    ("dd", &[]),
+];
+
+/// The paths an argv names: files written by known writers, `cd` folders, and other arguments
+/// that may be files (mentions), plus URLs.
+pub(crate) fn paths(argv: &[Word]) -> (Vec<(String, Access, PathRole)>, Vec<String>) {
+    let mut paths = Vec::new();
+    let mut urls = Vec::new();
+    let Some(program) = value(argv, 0).map(basename) else {
+        return (paths, urls);
+    };
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    for a in &args {
+        if a.starts_with("http://") || a.starts_with("https://") || a.starts_with("ftp://") {
+            urls.push((*a).to_owned());
+        }
+    }
+    if let Some((_, with_value)) = WRITERS.iter().find(|(name, _)| *name == program) {
+        let operands = operands(&args, with_value);
+        let n = operands.len();
+        for (i, operand) in operands.iter().enumerate() {
+            let written = match program {
+                // The first operand of chmod/chown/chgrp is the mode or owner.
+                "chmod" | "chown" | "chgrp" => i > 0,
+                // Sources of a copy or link are read; the last operand is written.
+                "cp" | "install" | "ln" => i + 1 == n,
+                "dd" => operand.starts_with("of="),
+                _ => true,
+            };
+            let text = operand
+                .strip_prefix("of=")
+                .or_else(|| operand.strip_prefix("if="))
+                .unwrap_or(operand);
+            if written {
+                paths.push((text.to_owned(), Access::Write, PathRole::Written));
+            } else if !(matches!(program, "chmod" | "chown" | "chgrp") && i == 0) {
+                paths.push((text.to_owned(), Access::Read, PathRole::Mentioned));
+            }
+        }
+        // `-t DIR` is the target folder.
+        for pair in args.windows(2) {
+            if let [flag, dir] = pair
+                && *flag == "-t"
+            {
+                paths.push(((*dir).to_owned(), Access::Write, PathRole::Written));
+            }
+        }
+        return (paths, urls);
+    }
+    if program == "sed"
+        && args.iter().any(|a| {
+            a.starts_with("--in-place")
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
+        })
+    {
+        let explicit = args
+            .iter()
+            .any(|a| *a == "-e" || a.starts_with("--expression") || a.starts_with("-f"));
+        let files = operands(&args, &["-e", "-f", "--expression", "--file", "-l"]);
+        for file in files.iter().skip(usize::from(!explicit)) {
+            paths.push(((*file).to_owned(), Access::Write, PathRole::Written));
+        }
+        return (paths, urls);
+    }
+    if matches!(program, "cd" | "pushd") {
+        return (paths, urls);
+    }
+    if program == "git" {
+        for pair in args.windows(2) {
+            if let [flag, dir] = pair
+                && *flag == "-C"
+            {
+                paths.push(((*dir).to_owned(), Access::Read, PathRole::Folder));
+            }
+        }
+    }
+    for a in &args {
+        if !a.starts_with('-') && !a.contains("://") && !a.is_empty() {
+            paths.push(((*a).to_owned(), Access::Read, PathRole::Mentioned));
+        } else if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--"))
+            && v.contains('/')
+        {
+            paths.push((v.to_owned(), Access::Read, PathRole::Mentioned));
+        }
+    }
+    (paths, urls)
+}
+
+/// Operands of a command: arguments that are not options (or come after `--`).
+fn operands<'a>(args: &[&'a str], with_value: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut options_done = false;
+    while let Some(a) = args.get(i) {
+        if !options_done && *a == "--" {
+            options_done = true;
+        } else if !options_done && a.starts_with('-') && a.len() > 1 {
+            if with_value.contains(a) {
+                i += 1;
+            }
+        } else {
+            out.push(*a);
+        }
+        i += 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sed_scripts() {
+        for ok in [
+            "s/a/b/g",
+            "1,5p",
+            "/x/d",
+            "s|a|b|2",
+            "y/abc/xyz/",
+            "$!N;P;D",
+            "s/a\\/b/c/",
+            "/^#/!s/x/y/",
+        ] {
+            assert_eq!(sed_script_is_read_only(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "s/test/touch \\/tmp\\/pwned/e",
+            "w /tmp/x",
+            "1,1w/Users/xpn/.zshenv",
+            "r/etc/passwd",
+            "s/a/b/w out",
+            "e touch x",
+            "1e id",
+            "s/x/y/;w f",
+            "/x/W f",
+            "q; s/a/b/e",
+            "k",
+        ] {
+            assert!(sed_script_is_read_only(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn long_option_abbreviations() {
+        assert!(long_prefix_of("--upload-pa=x", "upload-pack", 2));
+        assert!(long_prefix_of("--compress-prog", "compress-program", 2));
+        assert!(!long_prefix_of("--oneline", "output", 2));
+        assert!(!long_prefix_of("-o", "output", 2));
+    }
+
+    #[test]
+    fn risky_variables() {
+        for name in [
+            "PATH",
+            "LD_PRELOAD",
+            "GIT_SSH_COMMAND",
+            "PYTHONPATH",
+            "PAGER",
+            "GIT_PAGER",
+            "BASH_ENV",
+        ] {
+            assert!(is_risky_variable(name), "{name}");
+        }
+        for name in ["LANG", "RUST_LOG", "NO_COLOR", "CI", "TZ"] {
+            assert!(!is_risky_variable(name), "{name}");
+        }
+    }
+}

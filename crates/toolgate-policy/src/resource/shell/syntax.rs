@@ -1,0 +1,1091 @@
+//! Walking the tree-sitter-bash syntax tree into simple commands, words and findings.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser, Tree};
+
+use super::programs::{self, basename};
+use super::{
+    Analysis, CommandPath, Finding, FindingKind, MAX_COMMAND_BYTES, MAX_DEPTH, MAX_SIMPLE_COMMANDS,
+    PathRole, SimpleCommand, Word,
+};
+use crate::decision::Access;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+fn parse(line: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()?.parse(line, None)
+    })
+}
+
+fn finding(kind: FindingKind, detail: impl Into<String>) -> Finding {
+    Finding {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+/// Targets a redirection may name without being a file the command writes.
+const HARMLESS_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/stdin",
+    "/dev/tty",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+pub(crate) fn analyze_line(line: &str, depth: usize) -> Analysis {
+    let mut walker = Walker {
+        src: line,
+        out: Analysis::default(),
+        cwd: None,
+        depth,
+    };
+    walker.line(line);
+    walker.finish()
+}
+
+pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
+    let mut walker = Walker {
+        src: "",
+        out: Analysis::default(),
+        cwd: None,
+        depth: 0,
+    };
+    let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
+    let text = argv.join(" ");
+    walker.simple_command(text, words, Vec::new());
+    walker.finish()
+}
+
+struct Walker<'s> {
+    src: &'s str,
+    out: Analysis,
+    /// The folder commands run in after the `cd`s seen so far, relative to the call's.
+    cwd: Option<String>,
+    /// How deep in `sh -c` strings this line is.
+    depth: usize,
+}
+
+impl<'s> Walker<'s> {
+    fn line(&mut self, line: &'s str) {
+        if line.len() > MAX_COMMAND_BYTES {
+            self.out.findings.push(finding(
+                FindingKind::TooLong,
+                format!(
+                    "the command is {} bytes, more than toolgate analyses",
+                    line.len()
+                ),
+            ));
+            return;
+        }
+        if let Some((i, c)) = line
+            .char_indices()
+            .find(|(_, c)| c.is_control() && *c != '\t' && *c != '\n')
+        {
+            self.out.findings.push(finding(
+                FindingKind::ControlCharacter,
+                format!("control character U+{:04X} at byte {i}", u32::from(c)),
+            ));
+        }
+        if self.depth > MAX_DEPTH {
+            self.out.findings.push(finding(
+                FindingKind::TooDeep,
+                "shell strings nested too deeply",
+            ));
+            return;
+        }
+        let Some(tree) = parse(line) else {
+            self.out.findings.push(finding(
+                FindingKind::ParseError,
+                "the command could not be parsed",
+            ));
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
+            let detail = first_error(root)
+                .map(|n| {
+                    format!(
+                        "the bash grammar does not parse `{}`",
+                        excerpt(self.text(n))
+                    )
+                })
+                .unwrap_or_else(|| "the bash grammar does not parse the command".into());
+            self.out
+                .findings
+                .push(finding(FindingKind::ParseError, detail));
+        }
+        self.statement(root, 0);
+    }
+
+    fn finish(mut self) -> Analysis {
+        if self.out.commands.len() > MAX_SIMPLE_COMMANDS {
+            self.out.findings.push(finding(
+                FindingKind::TooMany,
+                format!(
+                    "{} simple commands, more than the {MAX_SIMPLE_COMMANDS} toolgate lets through without a human",
+                    self.out.commands.len()
+                ),
+            ));
+        }
+        self.out
+    }
+
+    fn text(&self, node: Node<'_>) -> &'s str {
+        self.src.get(node.byte_range()).unwrap_or("")
+    }
+
+    fn line_finding(&mut self, kind: FindingKind, detail: impl Into<String>) {
+        self.out.findings.push(finding(kind, detail));
+    }
+
+    fn statement(&mut self, node: Node<'_>, level: usize) {
+        if level > MAX_DEPTH * 4 {
+            self.line_finding(FindingKind::TooDeep, "the command is nested too deeply");
+            return;
+        }
+        match node.kind() {
+            "program" | "list" | "pipeline" | "do_group" | "else_clause" | "elif_clause"
+            | "subshell" | "negated_command" | "ERROR" => self.children(node, level),
+            "compound_statement" => {
+                if node.child(0).is_some_and(|c| c.kind() == "((") {
+                    self.line_finding(FindingKind::Substitution, "arithmetic evaluation `(( … ))`");
+                    self.scan(node, level, None);
+                } else {
+                    self.children(node, level);
+                }
+            }
+            "redirected_statement" => self.redirected(node, level),
+            "command" => self.command(node, level),
+            "declaration_command" | "unset_command" => self.declaration(node, level),
+            "variable_assignment" => self.assignment(node, level, None),
+            "variable_assignments" => {
+                for child in named_children(node) {
+                    self.assignment(child, level, None);
+                }
+            }
+            "if_statement"
+            | "while_statement"
+            | "for_statement"
+            | "case_statement"
+            | "case_item"
+            | "function_definition" => {
+                for child in named_children(node) {
+                    if is_statement(child.kind()) {
+                        self.statement(child, level + 1);
+                    } else {
+                        self.expression(child, level, "a loop or condition");
+                    }
+                }
+            }
+            "c_style_for_statement" => {
+                self.line_finding(FindingKind::Substitution, "arithmetic `for (( … ))` loop");
+                self.scan(node, level, None);
+                for child in named_children(node) {
+                    if is_statement(child.kind()) {
+                        self.statement(child, level + 1);
+                    }
+                }
+            }
+            "test_command" => self.test(node, level),
+            "comment" | "heredoc_body" | "heredoc_start" | "heredoc_end" => {}
+            kind => {
+                self.line_finding(
+                    FindingKind::Unsupported,
+                    format!("the shell construct `{kind}`"),
+                );
+                self.scan(node, level, None);
+            }
+        }
+    }
+
+    fn children(&mut self, node: Node<'_>, level: usize) {
+        for child in named_children(node) {
+            if is_statement(child.kind()) {
+                self.statement(child, level + 1);
+            } else {
+                self.expression(child, level, "the command");
+            }
+        }
+    }
+
+    /// A non-statement node in statement position (a loop's word list, a case value, …).
+    fn expression(&mut self, node: Node<'_>, level: usize, place: &str) {
+        match node.kind() {
+            "variable_name" | "word" | "number" | "string" | "raw_string" | "comment" => {
+                self.scan(node, level, None);
+            }
+            "simple_expansion" | "expansion" | "concatenation" => {
+                self.scan(node, level, None);
+            }
+            "file_redirect" | "heredoc_redirect" | "herestring_redirect" => {
+                let command = self.out.commands.len().checked_sub(1);
+                self.redirect(node, level, command, false);
+            }
+            _ => {
+                self.scan(node, level, None);
+                let _ = place;
+            }
+        }
+    }
+
+    fn redirected(&mut self, node: Node<'_>, level: usize) {
+        let start = self.out.commands.len();
+        let body = node.child_by_field_name("body");
+        if let Some(body) = body {
+            self.statement(body, level + 1);
+        }
+        let command = (self.out.commands.len() > start).then_some(start);
+        let interpreter = command
+            .and_then(|i| self.out.commands.get(i))
+            .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
+        for child in named_children(node) {
+            if Some(child) == body {
+                continue;
+            }
+            self.redirect(child, level, command, interpreter);
+        }
+    }
+
+    fn redirect(
+        &mut self,
+        node: Node<'_>,
+        level: usize,
+        command: Option<usize>,
+        interpreter: bool,
+    ) {
+        match node.kind() {
+            "file_redirect" => self.file_redirect(node, level, command),
+            "heredoc_redirect" | "herestring_redirect" => {
+                if interpreter {
+                    self.command_finding(
+                        command,
+                        finding(
+                            FindingKind::HeredocInterpreter,
+                            "a here-document or here-string feeds a program to an interpreter",
+                        ),
+                    );
+                }
+                for child in named_children(node) {
+                    if is_statement(child.kind()) {
+                        // tree-sitter puts `cat <<EOF | sh` as a pipeline inside the redirect.
+                        self.statement(child, level + 1);
+                    } else {
+                        self.scan(child, level, command);
+                    }
+                }
+            }
+            _ => self.scan(node, level, command),
+        }
+    }
+
+    fn file_redirect(&mut self, node: Node<'_>, level: usize, command: Option<usize>) {
+        let operator = children(node)
+            .find(|c| !c.is_named())
+            .map(|c| self.text(c))
+            .unwrap_or(">");
+        let Some(destination) = node.child_by_field_name("destination") else {
+            return;
+        };
+        let word = self.word(destination, level, command);
+        if matches!(operator, ">&" | "<&" | ">&-" | "<&-")
+            && word
+                .value()
+                .is_some_and(|v| v == "-" || v.chars().all(|c| c.is_ascii_digit()))
+        {
+            return;
+        }
+        let Some(target) = word.value else {
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::DynamicArguments,
+                    format!(
+                        "the redirection target `{}` depends on variables",
+                        word.text
+                    ),
+                ),
+            );
+            return;
+        };
+        if HARMLESS_DEVICES.contains(&target.as_str()) {
+            return;
+        }
+        let access = if operator == "<" {
+            Access::Read
+        } else {
+            Access::Write
+        };
+        self.out.paths.push(CommandPath {
+            text: target,
+            access,
+            role: PathRole::Redirect,
+            command: command.unwrap_or(0),
+            cwd: self.cwd.clone(),
+        });
+    }
+
+    fn command_finding(&mut self, command: Option<usize>, f: Finding) {
+        match command.and_then(|i| self.out.commands.get_mut(i)) {
+            Some(c) => c.findings.push(f),
+            None => self.out.findings.push(f),
+        }
+    }
+
+    fn test(&mut self, node: Node<'_>, level: usize) {
+        let arithmetic = descendants(node).any(|n| {
+            n.kind() == "test_operator"
+                && matches!(self.text(n), "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge")
+        });
+        if arithmetic {
+            self.line_finding(
+                FindingKind::Substitution,
+                "arithmetic comparison in `[[ … ]]` evaluates its operands",
+            );
+        }
+        self.scan(node, level, None);
+    }
+
+    fn assignment(&mut self, node: Node<'_>, level: usize, command: Option<usize>) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or("");
+        let mut findings = Vec::new();
+        programs::check_assignment(name.split('[').next().unwrap_or(name), &mut findings);
+        for f in findings {
+            self.command_finding(command, f);
+        }
+        if let Some(value) = node.child_by_field_name("value") {
+            self.scan(value, level, command);
+        }
+    }
+
+    fn declaration(&mut self, node: Node<'_>, level: usize) {
+        let mut words = Vec::new();
+        if let Some(keyword) = node.child(0) {
+            words.push(Word::literal(self.text(keyword)));
+        }
+        let index = self.out.commands.len();
+        let mut assignments = Vec::new();
+        for child in named_children(node) {
+            if child.kind() == "variable_assignment" {
+                assignments.push(child);
+                words.push(Word {
+                    text: self.text(child).to_owned(),
+                    value: Some(self.text(child).to_owned()),
+                });
+            } else {
+                words.push(self.word(child, level, None));
+            }
+        }
+        let text = self.text(node).to_owned();
+        self.simple_command(text, words, Vec::new());
+        for a in assignments {
+            self.assignment(a, level, Some(index));
+        }
+    }
+
+    fn command(&mut self, node: Node<'_>, level: usize) {
+        let index = self.out.commands.len();
+        let mut words = Vec::new();
+        let mut prefix = Vec::new();
+        let mut redirects = Vec::new();
+        let mut cursor = node.walk();
+        let mut more = cursor.goto_first_child();
+        while more {
+            let child = cursor.node();
+            let field = cursor.field_name();
+            more = cursor.goto_next_sibling();
+            if !child.is_named() {
+                continue;
+            }
+            match (field, child.kind()) {
+                (Some("name"), _) => words.push(self.word(child, level, Some(index))),
+                (Some("redirect"), _)
+                | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                    redirects.push(child);
+                }
+                (_, "variable_assignment") => prefix.push(child),
+                (_, "comment") => {}
+                _ => words.push(self.word(child, level, Some(index))),
+            }
+        }
+        let text = self.text(node).to_owned();
+        let mut findings = Vec::new();
+        for assignment in &prefix {
+            let name = assignment
+                .child_by_field_name("name")
+                .map(|n| self.text(n))
+                .unwrap_or("");
+            programs::check_assignment(name, &mut findings);
+        }
+        let created = self.simple_command(text, words, findings);
+        for assignment in prefix {
+            if let Some(value) = assignment.child_by_field_name("value") {
+                self.scan(value, level, created);
+            }
+        }
+        let interpreter = created
+            .and_then(|i| self.out.commands.get(i))
+            .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
+        for r in redirects {
+            self.redirect(r, level, created, interpreter);
+        }
+    }
+
+    /// Records one simple command (after unwrapping). Returns its index, if one was recorded.
+    fn simple_command(
+        &mut self,
+        text: String,
+        words: Vec<Word>,
+        mut findings: Vec<Finding>,
+    ) -> Option<usize> {
+        if words.is_empty() {
+            // Only assignments or redirections: nothing runs.
+            for f in findings {
+                self.out.findings.push(f);
+            }
+            return None;
+        }
+        if words.first().is_some_and(|w| w.value.is_none()) {
+            findings.push(finding(
+                FindingKind::DynamicCommand,
+                format!(
+                    "the program `{}` depends on variables",
+                    words.first().map_or("", |w| w.text.as_str())
+                ),
+            ));
+        } else if let Some(program) = words.first().and_then(Word::value) {
+            let name = basename(program);
+            if program.contains(['*', '?', '[']) {
+                findings.push(finding(
+                    FindingKind::DynamicCommand,
+                    format!("the program `{program}` is a glob"),
+                ));
+            }
+            if matches!(name, "eval" | "source" | "." | "trap" | "alias" | "enable") {
+                findings.push(finding(
+                    FindingKind::Eval,
+                    format!("`{name}` runs code toolgate cannot see"),
+                ));
+            }
+        }
+        let unwrapped = programs::unwrap(words);
+        findings.extend(unwrapped.findings);
+        let outer: Vec<Vec<Word>> = unwrapped.layers.clone();
+        if let Some(script) = unwrapped.script {
+            let before = self.out.commands.len();
+            let inner = analyze_line(&script, self.depth + 1);
+            self.merge(inner, &outer, &findings);
+            return (self.out.commands.len() > before).then_some(before);
+        }
+        let argv = outer.last().cloned().unwrap_or_default();
+        programs::check_risks(&argv, &mut findings);
+        let index = self.out.commands.len();
+        self.push_command(text.clone(), argv, outer.clone(), findings.clone());
+        for spawned in unwrapped.spawned {
+            let mut spawned_findings = findings.clone();
+            programs::check_risks(&spawned, &mut spawned_findings);
+            let mut layers = outer.clone();
+            let inner = programs::unwrap(spawned);
+            spawned_findings.extend(inner.findings);
+            layers.extend(inner.layers.clone());
+            let argv = inner.layers.last().cloned().unwrap_or_default();
+            self.push_command(text.clone(), argv, layers, spawned_findings);
+        }
+        Some(index)
+    }
+
+    fn push_command(
+        &mut self,
+        text: String,
+        argv: Vec<Word>,
+        layers: Vec<Vec<Word>>,
+        findings: Vec<Finding>,
+    ) {
+        let index = self.out.commands.len();
+        let program = argv
+            .first()
+            .and_then(Word::value)
+            .map(basename)
+            .map(str::to_owned);
+        if matches!(program.as_deref(), Some("cd" | "pushd")) {
+            self.change_folder(&argv, index);
+        }
+        let (paths, urls) = programs::paths(&argv);
+        for (path, access, role) in paths {
+            self.out.paths.push(CommandPath {
+                text: path,
+                access,
+                role,
+                command: index,
+                cwd: self.cwd.clone(),
+            });
+        }
+        self.out.urls.extend(urls.into_iter().map(|u| (u, index)));
+        let network = programs::is_network(&argv);
+        self.out.commands.push(SimpleCommand {
+            text,
+            argv,
+            layers,
+            findings,
+            network,
+            cwd: self.cwd.clone(),
+        });
+    }
+
+    fn change_folder(&mut self, argv: &[Word], index: usize) {
+        let target = argv
+            .iter()
+            .skip(1)
+            .find(|w| !w.value().is_some_and(|v| v.starts_with('-') && v != "-"));
+        let target = match target {
+            None => Some("~".to_owned()),
+            Some(w) => w.value.clone(),
+        };
+        match target {
+            Some(t) if t == "-" => self.line_finding(
+                FindingKind::DynamicArguments,
+                "`cd -` returns to a folder toolgate does not know",
+            ),
+            Some(t) => {
+                self.out.paths.push(CommandPath {
+                    text: t.clone(),
+                    access: Access::Read,
+                    role: PathRole::Folder,
+                    command: index,
+                    cwd: self.cwd.clone(),
+                });
+                self.cwd = Some(match &self.cwd {
+                    Some(current) if !t.starts_with('/') && !t.starts_with('~') => {
+                        format!("{current}/{t}")
+                    }
+                    _ => t,
+                });
+            }
+            None => self.line_finding(
+                FindingKind::DynamicArguments,
+                "`cd` to a folder that depends on variables",
+            ),
+        }
+    }
+
+    /// Adds the analysis of a `sh -c` string, wrapped by the outer layers.
+    fn merge(&mut self, inner: Analysis, outer: &[Vec<Word>], findings: &[Finding]) {
+        let offset = self.out.commands.len();
+        let shell_layers: Vec<Vec<Word>> = outer.to_vec();
+        for mut command in inner.commands {
+            let mut layers = shell_layers.clone();
+            layers.append(&mut command.layers);
+            command.layers = layers;
+            command.findings.extend(findings.iter().cloned());
+            if let Some(cwd) = &self.cwd {
+                command.cwd = Some(match command.cwd {
+                    Some(inner_cwd) if !inner_cwd.starts_with('/') => format!("{cwd}/{inner_cwd}"),
+                    Some(abs) => abs,
+                    None => cwd.clone(),
+                });
+            }
+            self.out.commands.push(command);
+        }
+        for mut path in inner.paths {
+            path.command += offset;
+            if let Some(cwd) = &self.cwd {
+                path.cwd = Some(match path.cwd {
+                    Some(inner_cwd) if !inner_cwd.starts_with('/') => format!("{cwd}/{inner_cwd}"),
+                    Some(abs) => abs,
+                    None => cwd.clone(),
+                });
+            }
+            self.out.paths.push(path);
+        }
+        self.out
+            .urls
+            .extend(inner.urls.into_iter().map(|(u, i)| (u, i + offset)));
+        for f in inner.findings {
+            self.out.findings.push(f);
+        }
+        if self.out.commands.len() == offset {
+            self.out.findings.extend(findings.iter().cloned());
+        }
+    }
+
+    /// A word's value, or `None` when it depends on expansions; substitutions inside it are
+    /// analysed (their commands become commands of the line) and reported.
+    fn word(&mut self, node: Node<'_>, level: usize, command: Option<usize>) -> Word {
+        let text = self.text(node).to_owned();
+        let mut value = String::new();
+        let mut dynamic = false;
+        let mut unquoted = String::new();
+        self.word_parts(
+            node,
+            level,
+            command,
+            &mut value,
+            &mut dynamic,
+            &mut unquoted,
+        );
+        if has_brace_expansion(&unquoted) {
+            dynamic = true;
+        }
+        if dynamic {
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::DynamicArguments,
+                    format!(
+                        "`{}` depends on expansions toolgate cannot see",
+                        excerpt(&text)
+                    ),
+                ),
+            );
+        }
+        Word {
+            text,
+            value: (!dynamic).then_some(value),
+        }
+    }
+
+    fn word_parts(
+        &mut self,
+        node: Node<'_>,
+        level: usize,
+        command: Option<usize>,
+        value: &mut String,
+        dynamic: &mut bool,
+        unquoted: &mut String,
+    ) {
+        let text = self.text(node);
+        match node.kind() {
+            "word" | "number" | "file_descriptor" | "variable_name" | "special_variable_name" => {
+                let plain = unescape_unquoted(text);
+                unquoted.push_str(text);
+                value.push_str(&plain);
+            }
+            "command_name" => {
+                for child in named_children(node) {
+                    self.word_parts(child, level, command, value, dynamic, unquoted);
+                }
+            }
+            "raw_string" => {
+                unquoted.push('_');
+                value.push_str(text.get(1..text.len().saturating_sub(1)).unwrap_or(""));
+            }
+            "ansi_c_string" => {
+                unquoted.push('_');
+                value.push_str(&decode_ansi_c(
+                    text.get(2..text.len().saturating_sub(1)).unwrap_or(""),
+                ));
+            }
+            "string" | "translated_string" => {
+                unquoted.push('_');
+                let open = if node.kind() == "translated_string" {
+                    2
+                } else {
+                    1
+                };
+                let inner_start = node.start_byte() + open;
+                let inner_end = node.end_byte().saturating_sub(1);
+                let mut at = inner_start;
+                for child in named_children(node) {
+                    let gap = self.src.get(at..child.start_byte()).unwrap_or("");
+                    value.push_str(&unescape_double_quoted(gap));
+                    let piece = self.text(child);
+                    match child.kind() {
+                        "string_content" => value.push_str(&unescape_double_quoted(piece)),
+                        "simple_expansion" | "expansion" if self.is_known_variable(piece) => {
+                            let name = piece
+                                .trim_start_matches('$')
+                                .trim_start_matches('{')
+                                .trim_end_matches('}');
+                            value.push('$');
+                            value.push_str(name);
+                        }
+                        _ => {
+                            *dynamic = true;
+                            self.scan(child, level, command);
+                        }
+                    }
+                    at = child.end_byte();
+                }
+                value.push_str(&unescape_double_quoted(
+                    self.src.get(at..inner_end.max(at)).unwrap_or(""),
+                ));
+            }
+            "concatenation" => {
+                // Unnamed pieces (punctuation tree-sitter does not name) are part of the word.
+                for child in children(node) {
+                    if child.is_named() {
+                        self.word_parts(child, level, command, value, dynamic, unquoted);
+                    } else {
+                        let piece = self.text(child);
+                        value.push_str(piece);
+                        unquoted.push_str(piece);
+                    }
+                }
+            }
+            "simple_expansion" | "expansion" if self.is_known_variable(text) => {
+                let name = text
+                    .trim_start_matches('$')
+                    .trim_start_matches('{')
+                    .trim_end_matches('}');
+                value.push('$');
+                value.push_str(name);
+                unquoted.push('_');
+            }
+            "simple_expansion" | "expansion" => {
+                *dynamic = true;
+                self.scan(node, level, command);
+            }
+            "command_substitution" | "process_substitution" | "arithmetic_expansion" => {
+                *dynamic = true;
+                self.scan(node, level, command);
+            }
+            "brace_expression" => {
+                *dynamic = true;
+                unquoted.push_str("{,}");
+            }
+            _ => {
+                *dynamic = true;
+                self.scan(node, level, command);
+            }
+        }
+    }
+
+    /// `$HOME`, `$PWD`, `$USER` and `$LOGNAME`, when nothing in the line could assign them: their
+    /// values are known where the call runs (`$HOME` and `$PWD` resolve in paths like `~` and
+    /// `.`). Every other variable makes a word dynamic.
+    fn is_known_variable(&self, text: &str) -> bool {
+        let name = text
+            .trim_start_matches('$')
+            .trim_start_matches('{')
+            .trim_end_matches('}');
+        if !matches!(name, "HOME" | "PWD" | "USER" | "LOGNAME")
+            || text.starts_with("${") && !text.ends_with('}')
+        {
+            return false;
+        }
+        let line = self.src;
+        let may_assign = line.contains(&format!("{name}="))
+            || line.contains(&format!("for {name}"))
+            || [
+                "read",
+                "mapfile",
+                "readarray",
+                "getopts",
+                "printf -v",
+                "declare",
+                "typeset",
+                "local",
+                "export",
+                "eval",
+                "source",
+            ]
+            .iter()
+            .any(|w| line.contains(w));
+        !may_assign
+    }
+
+    /// Looks for substitutions and complex expansions anywhere under `node`, reporting them and
+    /// analysing the commands inside them.
+    fn scan(&mut self, node: Node<'_>, level: usize, command: Option<usize>) {
+        let mut stack = vec![node];
+        let mut steps = 0usize;
+        while let Some(n) = stack.pop() {
+            steps += 1;
+            if steps > 100_000 {
+                self.line_finding(FindingKind::TooDeep, "the command is too large to scan");
+                return;
+            }
+            match n.kind() {
+                "command_substitution" | "process_substitution" => {
+                    let what = if n.kind() == "process_substitution" {
+                        "process substitution"
+                    } else if self.text(n).starts_with('`') {
+                        "backticks"
+                    } else {
+                        "command substitution"
+                    };
+                    self.command_finding(
+                        command,
+                        finding(
+                            FindingKind::Substitution,
+                            format!("{what} `{}`", excerpt(self.text(n))),
+                        ),
+                    );
+                    for child in named_children(n) {
+                        if is_statement(child.kind()) {
+                            self.statement(child, level + 1);
+                        }
+                    }
+                    continue;
+                }
+                "arithmetic_expansion" => self.command_finding(
+                    command,
+                    finding(
+                        FindingKind::Substitution,
+                        format!("arithmetic expansion `{}`", excerpt(self.text(n))),
+                    ),
+                ),
+                "expansion" if !is_plain_expansion(self.text(n)) => self.command_finding(
+                    command,
+                    finding(
+                        FindingKind::Substitution,
+                        format!("parameter expansion `{}`", excerpt(self.text(n))),
+                    ),
+                ),
+                _ => {}
+            }
+            stack.extend(children(n));
+        }
+    }
+}
+
+fn is_statement(kind: &str) -> bool {
+    matches!(
+        kind,
+        "command"
+            | "list"
+            | "pipeline"
+            | "subshell"
+            | "compound_statement"
+            | "redirected_statement"
+            | "negated_command"
+            | "if_statement"
+            | "while_statement"
+            | "for_statement"
+            | "c_style_for_statement"
+            | "case_statement"
+            | "function_definition"
+            | "test_command"
+            | "declaration_command"
+            | "unset_command"
+            | "variable_assignment"
+            | "variable_assignments"
+            | "do_group"
+            | "else_clause"
+            | "elif_clause"
+            | "case_item"
+            | "program"
+            | "ERROR"
+    )
+}
+
+/// `${NAME}` and `${#NAME}` only: anything with an operator can run code (`${x@P}`).
+fn is_plain_expansion(text: &str) -> bool {
+    let inner = text
+        .strip_prefix("${")
+        .and_then(|t| t.strip_suffix('}'))
+        .map(|t| t.strip_prefix('#').unwrap_or(t));
+    inner.is_some_and(|name| {
+        !name.is_empty()
+            && (name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || matches!(name, "@" | "*" | "?" | "$" | "!" | "-"))
+    })
+}
+
+/// Whether bash would brace-expand the unquoted text: an unquoted `{`, then a `,` or `..`, then
+/// a `}`. bash keeps looking past a `}` with no comma (`{a},b}` expands), so this does too.
+fn has_brace_expansion(unquoted: &str) -> bool {
+    let bytes = unquoted.as_bytes();
+    let mut open = false;
+    let mut separator = false;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 1,
+            b'{' => open = true,
+            b',' if open => separator = true,
+            b'.' if open && bytes.get(i + 1) == Some(&b'.') => separator = true,
+            b'}' if open && separator => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+fn unescape_unquoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('\n') | None => {}
+                Some(next) => out.push(next),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn unescape_double_quoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('"' | '\\' | '$' | '`') => {
+                    if let Some(next) = chars.next() {
+                        out.push(next);
+                    }
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn decode_ansi_c(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    let digits = |from: usize, max: usize, radix: u32| -> (u32, usize) {
+        let mut value = 0u32;
+        let mut n = 0;
+        while n < max {
+            match chars.get(from + n).and_then(|c| c.to_digit(radix)) {
+                Some(d) => {
+                    value = value.saturating_mul(radix).saturating_add(d);
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        (value, n)
+    };
+    while let Some(&c) = chars.get(i) {
+        i += 1;
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(&e) = chars.get(i) else {
+            out.push('\\');
+            break;
+        };
+        i += 1;
+        match e {
+            'a' => out.push('\u{7}'),
+            'b' => out.push('\u{8}'),
+            'e' | 'E' => out.push('\u{1b}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\u{b}'),
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            'x' | 'u' | 'U' => {
+                let max = match e {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let (v, n) = digits(i, max, 16);
+                if n == 0 {
+                    out.push('\\');
+                    out.push(e);
+                } else {
+                    i += n;
+                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                }
+            }
+            '0'..='7' => {
+                let (v, n) = digits(i - 1, 3, 8);
+                i += n - 1;
+                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+            }
+            'c' => {
+                if let Some(&ctl) = chars.get(i) {
+                    i += 1;
+                    out.push(char::from_u32(u32::from(ctl) & 0x1f).unwrap_or('\u{fffd}'));
+                }
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+fn excerpt(text: &str) -> String {
+    let mut short: String = text.chars().take(60).collect();
+    if text.chars().count() > 60 {
+        short.push('…');
+    }
+    short.replace('\n', "\\n")
+}
+
+fn first_error(node: Node<'_>) -> Option<Node<'_>> {
+    descendants(node).find(|n| n.is_error() || n.is_missing())
+}
+
+fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.named_child_count())
+        .filter_map(move |i| node.named_child(u32::try_from(i).unwrap_or(u32::MAX)))
+}
+
+fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.child_count()).filter_map(move |i| node.child(i))
+}
+
+/// Every node under `node`, depth first, without recursion.
+fn descendants<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    let mut stack = vec![node];
+    std::iter::from_fn(move || {
+        let n = stack.pop()?;
+        for i in (0..n.child_count()).rev() {
+            if let Some(c) = n.child(i) {
+                stack.push(c);
+            }
+        }
+        Some(n)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_unescape() {
+        assert_eq!(unescape_unquoted("g\\it"), "git");
+        assert_eq!(unescape_double_quoted("a\\\"b\\n"), "a\"b\\n");
+        assert_eq!(decode_ansi_c("\\x67it\\n\\101"), "git\nA");
+        assert!(is_plain_expansion("${HOME}"));
+        assert!(!is_plain_expansion("${two@P}"));
+        assert!(!is_plain_expansion("${x:-$(id)}"));
+        assert!(has_brace_expansion("a{b,c}d"));
+        assert!(has_brace_expansion("{1..3}"));
+        assert!(!has_brace_expansion("{}"));
+        assert!(!has_brace_expansion("\\{a,b}"));
+        assert!(has_brace_expansion("{@_0},--output=/tmp/pwned}"));
+        assert!(!has_brace_expansion("a,b}"));
+    }
+}
