@@ -225,7 +225,7 @@ impl Serialize for SubjectOutcome {
                     .map(|w| w.value().unwrap_or(&w.text))
                     .collect();
                 map.serialize_entry("command", &argv.join(" "))?;
-                if c.command.layers.len() > 1 || c.command.text != argv.join(" ") {
+                if !c.command.wrappers.is_empty() || c.command.text != argv.join(" ") {
                     map.serialize_entry("text", &c.command.text)?;
                 }
                 let findings: Vec<&str> = c.findings().map(|f| f.detail.as_str()).collect();

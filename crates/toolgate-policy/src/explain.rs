@@ -375,7 +375,8 @@ impl fmt::Display for Explanation {
         if let Some(profile) = &self.profile {
             writeln!(f, "profile: {}", profile.detail)?;
         }
-        for subject in &self.subjects {
+        let hidden = self.subjects.iter().filter(|s| !s.counted).count();
+        for subject in self.subjects.iter().filter(|s| s.counted) {
             writeln!(f, "subject: {}", subject.subject)?;
             if let Subject::Command(c) = &subject.subject {
                 for finding in c.findings() {
@@ -415,12 +416,20 @@ impl fmt::Display for Explanation {
                 subject.decision, subject.layer, subject.reason
             )?;
         }
+        if hidden > 0 {
+            writeln!(
+                f,
+                "({hidden} mentioned paths or URLs no deny or ask rule speaks to are not shown)"
+            )?;
+        }
         for adjustment in &self.adjustments {
             writeln!(f, "then: {adjustment}")?;
         }
         write!(f, "result: {} ({})", e.decision, e.layer)?;
-        if let Some(rule) = &e.rule {
-            write!(f, " by rule {rule}")?;
+        match (&e.rule, e.layer) {
+            (Some(guard), Layer::Guard) => write!(f, " by guard `{}`", guard.name)?,
+            (Some(rule), _) => write!(f, " by rule {rule}")?,
+            (None, _) => {}
         }
         writeln!(f)?;
         writeln!(f, "reason: {}", e.reason)?;

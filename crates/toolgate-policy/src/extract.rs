@@ -249,17 +249,33 @@ impl Policy {
     fn add_analysis(&self, analysis: Analysis, text: &str, place: &Place, out: &mut Vec<Subject>) {
         let Analysis {
             commands,
-            paths,
-            urls,
+            mut paths,
             findings,
         } = analysis;
+        let mentions = self.has_mention_rules;
+        let mut urls = Vec::new();
+        if mentions.paths || mentions.urls {
+            for (index, command) in commands.iter().enumerate() {
+                let (mentioned, mentioned_urls) = command.mentions();
+                if mentions.paths {
+                    paths.extend(mentioned.into_iter().map(|text| shell::CommandPath {
+                        text: text.to_owned(),
+                        access: Access::Read,
+                        role: PathRole::Mentioned,
+                        command: index,
+                        cwd: command.cwd.clone(),
+                    }));
+                }
+                urls.extend(mentioned_urls.into_iter().map(str::to_owned));
+            }
+        }
         let sources: Vec<String> = commands.iter().map(|c| format!("`{}`", c.text)).collect();
         if commands.is_empty() {
             out.push(Subject::Command(CommandSubject {
                 command: SimpleCommand {
                     text: text.to_owned(),
                     argv: Vec::new(),
-                    layers: Vec::new(),
+                    wrappers: Vec::new(),
                     findings: Vec::new(),
                     network: false,
                     cwd: None,
@@ -273,7 +289,6 @@ impl Policy {
                 line_findings: findings.clone(),
             }));
         }
-        let mentions = self.has_mention_rules;
         for p in paths {
             if p.role.is_mention() && !mentions.paths {
                 continue;
@@ -300,7 +315,7 @@ impl Policy {
             )));
         }
         if mentions.urls {
-            for (u, _) in urls {
+            for u in urls {
                 out.push(Subject::Url(url_subject(&u, true)));
             }
         }
@@ -319,7 +334,7 @@ fn unanalysable(text: &str, why: &str) -> Subject {
         command: SimpleCommand {
             text: text.to_owned(),
             argv: Vec::new(),
-            layers: Vec::new(),
+            wrappers: Vec::new(),
             findings: Vec::new(),
             network: false,
             cwd: None,
@@ -348,7 +363,12 @@ fn path_subject(
             problem: Some(PathProblem::Unresolvable("the path is not text".into())),
         };
     };
-    let (resolved, problem) = match path::resolve(given, &place.context()) {
+    let resolution = if role.is_mention() {
+        path::resolve_mention(given, &place.context())
+    } else {
+        path::resolve(given, &place.context())
+    };
+    let (resolved, problem) = match resolution {
         Ok(r) => (Some(r), None),
         Err(p) => (None, Some(p)),
     };

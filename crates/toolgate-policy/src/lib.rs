@@ -35,6 +35,7 @@
 //! ```
 
 mod call;
+mod confined;
 mod decision;
 mod diagnostic;
 mod duration;
@@ -56,6 +57,7 @@ mod subject;
 mod suggest;
 
 pub use call::{Call, CallError, CallErrorKind, Context, Tag};
+pub use confined::{ConfinedDir, OpenMode};
 pub use decision::{Access, Choice, Decision, GrantKind, Layer, Mode, Origin, UnknownVariant};
 pub use diagnostic::{Diagnostic, LoadError, Location, Severity};
 pub use evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, SubjectOutcome};

@@ -181,7 +181,7 @@ impl fmt::Display for Subject {
                     .map(|w| w.value.clone().unwrap_or_else(|| w.text.clone()))
                     .collect();
                 write!(f, "command `{}`", argv.join(" "))?;
-                if c.command.layers.len() > 1 {
+                if !c.command.wrappers.is_empty() {
                     write!(f, " (in `{}`)", c.command.text)?;
                 }
                 Ok(())

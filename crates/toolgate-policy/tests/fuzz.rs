@@ -279,3 +279,110 @@ fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
     );
     assert!(Call::from_json(&json).is_err());
 }
+
+const SHELL_TOKENS: &[&str] = &[
+    "git", "status", "&&", "||", ";", "|", "&", "\n", "\r", "$(", ")", "`", "<(", ">", ">>", "<",
+    "<<EOF\n", "EOF", "'", "\"", "\\", "$X", "${X@P}", "{a,b}", "bash", "-c", "sudo", "env", "A=1",
+    "xargs", "find", "-exec", "\\;", "sed", "s/a/b/e", "rm", "-rf", "~", "..", "/tmp", "*", "#",
+    "(", "((", "[[", "]]", "if", "then", "fi", "for", "in", "do", "done", "$[", "]", "\u{0}", "é",
+    " ",
+];
+
+fn shell_line() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::collection::vec(proptest::sample::select(SHELL_TOKENS), 0..24)
+            .prop_map(|t| t.join(" ")),
+        proptest::collection::vec(proptest::sample::select(SHELL_TOKENS), 0..24)
+            .prop_map(|t| t.concat()),
+        "\\PC{0,120}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn shell_analysis_never_panics(line in shell_line()) {
+        let analysis = toolgate_policy::shell::analyze(&line);
+        if analysis.is_clean() {
+            for command in &analysis.commands {
+                prop_assert!(command.argv.iter().all(|w| w.value().is_some()), "{line:?}");
+            }
+        }
+        let policy = Policy::from_toml("p.toml", "mode = \"approve-all\"\n[[rule]]\nname = \"d\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n").unwrap();
+        let call = Call::from_value(serde_json::json!({"tool": "bash", "args": {"command": line}})).unwrap();
+        let evaluation = policy.evaluate(&call);
+        // An approve-all policy only asks or denies what toolgate cannot see through or refuses.
+        if !analysis.is_clean() {
+            prop_assert_ne!(evaluation.decision, toolgate_policy::Decision::Allow, "{:?}", line);
+        }
+    }
+
+    #[test]
+    fn url_checks_never_panic(text in prop_oneof![
+        "\\PC{0,60}",
+        ("(https?|ftp|file)://", "[a-zA-Z0-9.@:%\\[\\]\\\\-]{0,30}", "(/[a-z]{0,5})?").prop_map(|(a, b, c)| format!("{a}{b}{c}")),
+    ]) {
+        if let Ok(url) = toolgate_policy::url::check(&text) {
+            prop_assert!(!text.chars().any(char::is_control));
+            prop_assert_eq!(url.host.clone(), url.host.to_ascii_lowercase());
+        }
+    }
+}
+
+#[test]
+fn paths_that_resolve_outside_are_never_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let ws = base.join("ws");
+    std::fs::create_dir_all(ws.join("src/deep")).unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::os::unix::fs::symlink(base.join("outside"), ws.join("out")).unwrap();
+    std::os::unix::fs::symlink(ws.join("src/deep"), ws.join("in")).unwrap();
+    std::os::unix::fs::symlink(ws.join("nowhere"), ws.join("dangling")).unwrap();
+    let policy = Policy::from_toml("p.toml", "mode = \"approve-all\"\n").unwrap();
+    const SEGMENTS: &[&str] = &[
+        "..", ".", "src", "deep", "out", "in", "dangling", "x", "", "~", "ws", "outside", "\\",
+        "ws-evil",
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 3000,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        proptest::bool::ANY,
+        proptest::collection::vec(proptest::sample::select(SEGMENTS), 0..7),
+    );
+    runner
+        .run(&strategy, |(absolute, parts)| {
+            let path = if absolute {
+                format!("{}/{}", base.display(), parts.join("/"))
+            } else {
+                parts.join("/")
+            };
+            let call = Call::from_value(serde_json::json!({
+                "tool": "write_file", "args": {"path": path, "content": ""},
+                "context": {"workspace": ws.display().to_string()}
+            }))
+            .unwrap();
+            let evaluation = policy.evaluate(&call);
+            if evaluation.decision == toolgate_policy::Decision::Allow {
+                for outcome in &evaluation.subjects {
+                    if let toolgate_policy::Subject::Path(p) = &outcome.subject {
+                        let r = p.resolved.as_ref().unwrap();
+                        prop_assert!(
+                            r.resolved.starts_with(&ws),
+                            "{path:?} resolved to {:?}",
+                            r.resolved
+                        );
+                        prop_assert!(
+                            r.alternative.as_deref().is_none_or(|a| a.starts_with(&ws)),
+                            "{path:?}"
+                        );
+                    }
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -255,19 +255,23 @@ impl CommandPattern {
     }
 
     /// Deny and ask rules: the pattern appears anywhere in any layer, programs by basename.
-    fn appears_in(&self, layers: &[Vec<Word>]) -> bool {
-        layers.iter().any(|argv| {
-            (0..argv.len()).any(|start| {
-                argv.get(start..).is_some_and(|rest| {
-                    rest.len() >= self.tokens.len()
-                        && self
-                            .tokens
-                            .iter()
-                            .zip(rest)
-                            .all(|(t, w)| t.is_match(w, true))
+    fn appears_in(&self, wrappers: &[Vec<Word>], argv: &[Word]) -> bool {
+        wrappers
+            .iter()
+            .map(Vec::as_slice)
+            .chain(std::iter::once(argv))
+            .any(|argv| {
+                (0..argv.len()).any(|start| {
+                    argv.get(start..).is_some_and(|rest| {
+                        rest.len() >= self.tokens.len()
+                            && self
+                                .tokens
+                                .iter()
+                                .zip(rest)
+                                .all(|(t, w)| t.is_match(w, true))
+                    })
                 })
             })
-        })
     }
 
     fn covers(&self, other: &CommandPattern) -> bool {
@@ -295,7 +299,7 @@ impl CommandSet {
         } else {
             self.patterns
                 .iter()
-                .any(|p| p.appears_in(&subject.command.layers))
+                .any(|p| p.appears_in(&subject.command.wrappers, &subject.command.argv))
         }
     }
 
@@ -444,8 +448,8 @@ mod tests {
         assert!(!p.is_prefix_of(&words("git statusx")));
         assert!(!p.is_prefix_of(&words("/tmp/git status")));
         assert!(!p.is_prefix_of(&words("git -C x status")));
-        assert!(p.appears_in(&[words("/tmp/git status")]));
-        assert!(p.appears_in(&[words("sudo git log"), words("git log")]));
+        assert!(p.appears_in(&[], &words("/tmp/git status")));
+        assert!(p.appears_in(&[words("sudo git log")], &words("git log")));
         let any = CommandPattern::parse("npm run *").unwrap();
         assert!(any.is_prefix_of(&words("npm run build")));
         assert!(!any.is_prefix_of(&words("npm run")));

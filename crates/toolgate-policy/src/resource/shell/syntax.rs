@@ -250,10 +250,14 @@ impl<'s> Walker<'s> {
         if let Some(body) = body {
             self.statement(body, level + 1);
         }
-        let command = (self.out.commands.len() > start).then_some(start);
-        let interpreter = command
-            .and_then(|i| self.out.commands.get(i))
-            .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
+        // `a && b > f` redirects `b`: the redirection belongs to the last command of its body.
+        let command = (self.out.commands.len() > start).then(|| self.out.commands.len() - 1);
+        let feeds = named_children(node)
+            .any(|c| matches!(c.kind(), "heredoc_redirect" | "herestring_redirect"));
+        let interpreter = feeds
+            && command
+                .and_then(|i| self.out.commands.get(i))
+                .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
         for child in named_children(node) {
             if Some(child) == body {
                 continue;
@@ -441,9 +445,13 @@ impl<'s> Walker<'s> {
                 self.scan(value, level, created);
             }
         }
-        let interpreter = created
-            .and_then(|i| self.out.commands.get(i))
-            .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
+        let feeds = redirects
+            .iter()
+            .any(|r| matches!(r.kind(), "heredoc_redirect" | "herestring_redirect"));
+        let interpreter = feeds
+            && created
+                .and_then(|i| self.out.commands.get(i))
+                .is_some_and(|c| programs::reads_program_from_stdin(&c.argv));
         for r in redirects {
             self.redirect(r, level, created, interpreter);
         }
@@ -488,26 +496,32 @@ impl<'s> Walker<'s> {
         }
         let unwrapped = programs::unwrap(words);
         findings.extend(unwrapped.findings);
-        let outer: Vec<Vec<Word>> = unwrapped.layers.clone();
         if let Some(script) = unwrapped.script {
             let before = self.out.commands.len();
             let inner = analyze_line(&script, self.depth + 1);
-            self.merge(inner, &outer, &findings);
+            let mut wrappers = unwrapped.wrappers;
+            wrappers.push(unwrapped.argv);
+            self.merge(inner, &wrappers, &findings);
             return (self.out.commands.len() > before).then_some(before);
         }
-        let argv = outer.last().cloned().unwrap_or_default();
+        let argv = unwrapped.argv;
         programs::check_risks(&argv, &mut findings);
         let index = self.out.commands.len();
-        self.push_command(text.clone(), argv, outer.clone(), findings.clone());
+        if unwrapped.spawned.is_empty() {
+            self.push_command(text, argv, unwrapped.wrappers, findings);
+            return Some(index);
+        }
+        let mut spawner = unwrapped.wrappers.clone();
+        spawner.push(argv.clone());
+        self.push_command(text.clone(), argv, unwrapped.wrappers, findings.clone());
         for spawned in unwrapped.spawned {
             let mut spawned_findings = findings.clone();
-            programs::check_risks(&spawned, &mut spawned_findings);
-            let mut layers = outer.clone();
             let inner = programs::unwrap(spawned);
+            programs::check_risks(&inner.argv, &mut spawned_findings);
             spawned_findings.extend(inner.findings);
-            layers.extend(inner.layers.clone());
-            let argv = inner.layers.last().cloned().unwrap_or_default();
-            self.push_command(text.clone(), argv, layers, spawned_findings);
+            let mut wrappers = spawner.clone();
+            wrappers.extend(inner.wrappers);
+            self.push_command(text.clone(), inner.argv, wrappers, spawned_findings);
         }
         Some(index)
     }
@@ -516,7 +530,7 @@ impl<'s> Walker<'s> {
         &mut self,
         text: String,
         argv: Vec<Word>,
-        layers: Vec<Vec<Word>>,
+        wrappers: Vec<Vec<Word>>,
         findings: Vec<Finding>,
     ) {
         let index = self.out.commands.len();
@@ -528,8 +542,7 @@ impl<'s> Walker<'s> {
         if matches!(program.as_deref(), Some("cd" | "pushd")) {
             self.change_folder(&argv, index);
         }
-        let (paths, urls) = programs::paths(&argv);
-        for (path, access, role) in paths {
+        for (path, access, role) in programs::paths(&argv) {
             self.out.paths.push(CommandPath {
                 text: path,
                 access,
@@ -538,12 +551,11 @@ impl<'s> Walker<'s> {
                 cwd: self.cwd.clone(),
             });
         }
-        self.out.urls.extend(urls.into_iter().map(|u| (u, index)));
         let network = programs::is_network(&argv);
         self.out.commands.push(SimpleCommand {
             text,
             argv,
-            layers,
+            wrappers,
             findings,
             network,
             cwd: self.cwd.clone(),
@@ -589,11 +601,10 @@ impl<'s> Walker<'s> {
     /// Adds the analysis of a `sh -c` string, wrapped by the outer layers.
     fn merge(&mut self, inner: Analysis, outer: &[Vec<Word>], findings: &[Finding]) {
         let offset = self.out.commands.len();
-        let shell_layers: Vec<Vec<Word>> = outer.to_vec();
         for mut command in inner.commands {
-            let mut layers = shell_layers.clone();
-            layers.append(&mut command.layers);
-            command.layers = layers;
+            let mut wrappers = outer.to_vec();
+            wrappers.append(&mut command.wrappers);
+            command.wrappers = wrappers;
             command.findings.extend(findings.iter().cloned());
             if let Some(cwd) = &self.cwd {
                 command.cwd = Some(match command.cwd {
@@ -615,9 +626,6 @@ impl<'s> Walker<'s> {
             }
             self.out.paths.push(path);
         }
-        self.out
-            .urls
-            .extend(inner.urls.into_iter().map(|(u, i)| (u, i + offset)));
         for f in inner.findings {
             self.out.findings.push(f);
         }
@@ -630,7 +638,7 @@ impl<'s> Walker<'s> {
     /// analysed (their commands become commands of the line) and reported.
     fn word(&mut self, node: Node<'_>, level: usize, command: Option<usize>) -> Word {
         let text = self.text(node).to_owned();
-        let mut value = String::new();
+        let mut value = String::with_capacity(text.len());
         let mut dynamic = false;
         let mut unquoted = String::new();
         self.word_parts(
@@ -641,7 +649,7 @@ impl<'s> Walker<'s> {
             &mut dynamic,
             &mut unquoted,
         );
-        if has_brace_expansion(&unquoted) {
+        if text.contains('{') && has_brace_expansion(&unquoted) {
             dynamic = true;
         }
         if dynamic {
@@ -1046,13 +1054,76 @@ fn first_error(node: Node<'_>) -> Option<Node<'_>> {
     descendants(node).find(|n| n.is_error() || n.is_missing())
 }
 
-fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.named_child_count())
-        .filter_map(move |i| node.named_child(u32::try_from(i).unwrap_or(u32::MAX)))
+/// The children of a node. Indexing a child is linear in tree-sitter and a cursor allocates, so
+/// few children are indexed and many walked with a cursor.
+fn children<'t>(node: Node<'t>) -> Children<'t> {
+    let count = node.child_count();
+    if count <= 12 {
+        Children::Indexed {
+            node,
+            next: 0,
+            count,
+        }
+    } else {
+        Children::Cursor {
+            cursor: node.walk(),
+            started: false,
+            done: false,
+        }
+    }
 }
 
-fn children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.child_count()).filter_map(move |i| node.child(i))
+enum Children<'t> {
+    Indexed {
+        node: Node<'t>,
+        next: u32,
+        count: u32,
+    },
+    Cursor {
+        cursor: tree_sitter::TreeCursor<'t>,
+        started: bool,
+        done: bool,
+    },
+}
+
+impl<'t> Iterator for Children<'t> {
+    type Item = Node<'t>;
+
+    fn next(&mut self) -> Option<Node<'t>> {
+        match self {
+            Children::Indexed { node, next, count } => {
+                while *next < *count {
+                    let i = *next;
+                    *next += 1;
+                    if let Some(child) = node.child(i) {
+                        return Some(child);
+                    }
+                }
+                None
+            }
+            Children::Cursor {
+                cursor,
+                started,
+                done,
+            } => {
+                if *done {
+                    return None;
+                }
+                let moved = if *started {
+                    cursor.goto_next_sibling()
+                } else {
+                    cursor.goto_first_child()
+                };
+                *started = true;
+                *done = !moved;
+                moved.then(|| cursor.node())
+            }
+        }
+    }
+}
+
+fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    children(node).filter(|c| c.is_named())
 }
 
 /// Every node under `node`, depth first, without recursion.
@@ -1060,10 +1131,10 @@ fn descendants<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
     let mut stack = vec![node];
     std::iter::from_fn(move || {
         let n = stack.pop()?;
-        for i in (0..n.child_count()).rev() {
-            if let Some(c) = n.child(i) {
-                stack.push(c);
-            }
+        let at = stack.len();
+        stack.extend(children(n));
+        if let Some(added) = stack.get_mut(at..) {
+            added.reverse();
         }
         Some(n)
     })

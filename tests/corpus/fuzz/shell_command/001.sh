@@ -1,0 +1,1 @@
+git log --oneline -n 20

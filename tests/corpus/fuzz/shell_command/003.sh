@@ -1,0 +1,1 @@
+git diff --text src/main.rs

@@ -1,0 +1,1 @@
+git show HEAD:src/main.rs | head -n 40

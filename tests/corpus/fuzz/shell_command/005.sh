@@ -1,0 +1,1 @@
+ls -la src && cat src/main.rs

@@ -1,0 +1,1 @@
+grep -rn 'fn main' src | sort | uniq -c

@@ -1,0 +1,1 @@
+rg -n TODO src

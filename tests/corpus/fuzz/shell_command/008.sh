@@ -1,0 +1,1 @@
+find src -name '*.rs' -type f | xargs -0 wc -l

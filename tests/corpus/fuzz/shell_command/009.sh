@@ -1,0 +1,1 @@
+find . -name '*.rs' -not -path './target/*'

@@ -1,0 +1,1 @@
+sed -n '1,20p' src/main.rs

@@ -1,0 +1,1 @@
+sed 's/foo/bar/g' docs/notes.md

@@ -1,0 +1,1 @@
+cargo test --workspace 2>&1 | tail -n 20

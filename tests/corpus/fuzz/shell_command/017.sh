@@ -1,0 +1,1 @@
+wc -l src/main.rs docs/notes.md

@@ -1,0 +1,1 @@
+ls 2>/dev/null

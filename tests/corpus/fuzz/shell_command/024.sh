@@ -1,0 +1,1 @@
+cat src/main.rs | head -n 5 ; echo ok

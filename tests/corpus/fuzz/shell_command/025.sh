@@ -1,0 +1,1 @@
+diff docs/notes.md src/main.rs

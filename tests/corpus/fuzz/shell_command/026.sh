@@ -1,0 +1,1 @@
+timeout 60 cargo test

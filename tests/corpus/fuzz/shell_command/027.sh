@@ -1,0 +1,1 @@
+env RUST_LOG=debug cargo test

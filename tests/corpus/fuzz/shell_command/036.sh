@@ -1,0 +1,1 @@
+xargs -t touch echo

@@ -1,0 +1,1 @@
+rg -v -e pattern$IFS.$IFS$HOME/.claude/projects$IFS--pre=sh

@@ -1,0 +1,1 @@
+echo ${one="$"}${two="$one(touch /tmp/pwned)"}${two@P}

@@ -1,0 +1,1 @@
+echo 'runme' | sed 'w /Users/xpn/.zshenv'

@@ -1,0 +1,1 @@
+echo echo '123' | sed -n '1,1w/Users/xpn/.zshenv'

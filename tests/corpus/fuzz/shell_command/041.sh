@@ -1,0 +1,1 @@
+echo 1 | sed 'r/Users/xpn/.aws/credentials'

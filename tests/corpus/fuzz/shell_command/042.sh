@@ -1,0 +1,1 @@
+ping -c 2 stuff.wuzzi.net

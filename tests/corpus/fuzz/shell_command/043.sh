@@ -1,0 +1,1 @@
+nslookup secret.wuzzi.net

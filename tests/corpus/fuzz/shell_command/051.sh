@@ -1,0 +1,1 @@
+git status && rm -rf /tmp/should-not-run

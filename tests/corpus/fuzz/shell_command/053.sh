@@ -1,0 +1,1 @@
+true && rm important_file.txt

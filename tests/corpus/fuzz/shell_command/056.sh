@@ -1,0 +1,1 @@
+mkdir -p "bar" && echo "x" > bar/test.md

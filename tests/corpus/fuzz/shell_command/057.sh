@@ -1,0 +1,1 @@
+echo $[ x='a[$(touch FLAG)]', x ]

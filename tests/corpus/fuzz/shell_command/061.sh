@@ -1,0 +1,1 @@
+timeout 5 env A=1 curl https://x.example

@@ -1,0 +1,1 @@
+echo https://x.example | xargs curl

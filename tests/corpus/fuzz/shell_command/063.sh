@@ -1,0 +1,1 @@
+find . -name x -exec curl https://x.example \;

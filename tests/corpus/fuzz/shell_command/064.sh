@@ -1,0 +1,1 @@
+echo $(curl https://x.example)

@@ -1,0 +1,1 @@
+ls & curl https://x.example

