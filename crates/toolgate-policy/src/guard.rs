@@ -20,7 +20,7 @@ use crate::call::Call;
 use crate::decision::{Access, Decision, Origin};
 use crate::policy::Policy;
 use crate::profile::Profile;
-use crate::resource::matchers::PathGlob;
+use crate::resource::matchers::{PathGlob, PathMatcher};
 use crate::resource::path::PathProblem;
 use crate::resource::shell::FindingKind;
 use crate::rule::{Facts, RuleInfo};
@@ -75,11 +75,12 @@ pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
 ];
 
 /// Compiles protected globs (built-in ones are known to compile).
-pub(crate) fn compile_protected(globs: &[&str]) -> Vec<PathGlob> {
-    globs
+pub(crate) fn compile_protected(globs: &[&str]) -> PathMatcher {
+    let globs: Vec<PathGlob> = globs
         .iter()
         .filter_map(|g| PathGlob::new(g, None).ok())
-        .collect()
+        .collect();
+    PathMatcher::new(globs).unwrap_or_else(|_| PathMatcher::empty())
 }
 
 fn stricter(current: Option<Guard>, candidate: Guard) -> Option<Guard> {
@@ -238,10 +239,10 @@ impl Policy {
             return None;
         }
         let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
-        let hit = |globs: &[PathGlob]| {
+        let hit = |matcher: &PathMatcher| {
             resolved
                 .readings()
-                .any(|path| globs.iter().any(|g| g.matches_folded(path, &roots)))
+                .any(|path| matcher.matches_folded(path, &roots))
         };
         if hit(&self.protected_own) {
             return Some(Guard::deny(

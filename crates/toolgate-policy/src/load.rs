@@ -19,7 +19,7 @@ use crate::duration;
 use crate::matcher::{ArgCondition, ArgTest, CmpOp, NamePattern, NameSet, compile_glob};
 use crate::profile::{Pointer, Profile, ProfileInfo};
 use crate::resource::matchers::{
-    CommandPattern, CommandSet, PathGlob, PathSet, Resource, UrlConditions,
+    CommandPattern, CommandSet, PathGlob, PathMatcher, PathSet, Resource, UrlConditions,
 };
 use crate::resource::url::{AddressClass, DomainPattern};
 use crate::rule::{Builtin, Conditions, Example, ExampleInput, Rule, RuleInfo};
@@ -754,7 +754,16 @@ impl Walker<'_> {
                 }
             }
         }
-        ok.then_some(PathSet { globs })
+        if !ok {
+            return None;
+        }
+        match PathMatcher::new(globs) {
+            Ok(matcher) => Some(PathSet { matcher }),
+            Err(e) => {
+                self.error(item.span(), format!("`path`: {e}"));
+                None
+            }
+        }
     }
 
     fn domains(&mut self, item: &Item<'_>) -> Option<Vec<DomainPattern>> {

@@ -29,7 +29,7 @@ use crate::index::RuleIndex;
 use crate::load::{self, ParsedFile};
 use crate::matcher::NamePattern;
 use crate::profile::{Profile, builtin_profiles};
-use crate::resource::matchers::{CommandPattern, PathGlob, Resource};
+use crate::resource::matchers::{CommandPattern, PathGlob, PathMatcher, Resource};
 use crate::rule::{Builtin, Rule};
 
 /// The default time a human has to answer an ask.
@@ -302,8 +302,8 @@ pub struct Policy {
     pub(crate) profiles: Profiles,
     pub(crate) reasons: Reasons,
     /// Protected paths that deny (toolgate's own) and that ask (built-in list and the policy's).
-    pub(crate) protected_own: Vec<PathGlob>,
-    pub(crate) protected: Vec<PathGlob>,
+    pub(crate) protected_own: PathMatcher,
+    pub(crate) protected: PathMatcher,
     /// Which mentioned resources some deny or ask rule could match.
     pub(crate) has_mention_rules: MentionRules,
     /// Workspace roots as they resolve.
@@ -321,13 +321,20 @@ impl Policy {
     fn assemble(sets: Vec<RuleSet>, settings: Settings, mut profiles: Vec<Profile>) -> Policy {
         profiles.extend(builtin_profiles());
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let mut protected = guard::compile_protected(guard::BUILTIN_PROTECTED);
-        protected.extend(
-            settings
-                .protected
-                .iter()
-                .filter_map(|g| PathGlob::new(g, home.as_deref()).ok()),
-        );
+        let mut protected: Vec<PathGlob> = guard::BUILTIN_PROTECTED
+            .iter()
+            .chain(
+                settings
+                    .protected
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>()
+                    .iter(),
+            )
+            .filter_map(|g| PathGlob::new(g, home.as_deref()).ok())
+            .collect();
+        protected.dedup_by(|a, b| a.text == b.text);
+        let protected = PathMatcher::new(protected).unwrap_or_else(|_| PathMatcher::empty());
         let mut mentions = MentionRules::default();
         for rule in sets.iter().flat_map(|s| s.rules.iter()) {
             if rule.decision != Decision::Allow {

@@ -8,28 +8,28 @@
 
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::resource::shell::Word;
 use crate::resource::url::{AddressClass, DomainPattern, in_class};
 use crate::subject::{CommandSubject, PathSubject, UrlSubject};
 
-/// One `path` glob.
+/// One `path` glob, as written and as it will be compiled.
 #[derive(Clone, Debug)]
 pub(crate) struct PathGlob {
     pub(crate) text: String,
+    /// The pattern to compile (`~/` expanded, `./` and trailing `/` removed).
+    pattern: String,
     /// Absolute (`/etc/**`, `~/.ssh/**`): matched on the whole path. Otherwise anchored at the
     /// workspace root the path is in.
     absolute: bool,
-    /// Starts with `**/`: also matched on the whole path when the path is outside every root.
+    /// Starts with `**/`: also matched on the whole path (when it is outside every root).
     any_depth: bool,
-    exact: GlobMatcher,
-    folded: GlobMatcher,
 }
 
 impl PathGlob {
-    /// Compiles a glob (`*` stays within one folder, `**` crosses folders). `home` expands `~/`.
+    /// Checks a glob (`*` stays within one folder, `**` crosses folders). `home` expands `~/`.
     pub(crate) fn new(text: &str, home: Option<&Path>) -> Result<PathGlob, String> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
@@ -47,66 +47,143 @@ impl PathGlob {
             .trim_start_matches("./")
             .trim_end_matches('/')
             .to_owned();
-        let build = |p: &str, fold: bool| {
-            GlobBuilder::new(p)
-                .literal_separator(true)
-                .backslash_escape(true)
-                .empty_alternates(true)
-                .case_insensitive(fold)
-                .build()
-                .map(|g| g.compile_matcher())
-                .map_err(|e| {
-                    let kind = e.kind().to_string();
-                    format!(
-                        "invalid glob: {}",
-                        kind.get(..1).unwrap_or("").to_lowercase() + kind.get(1..).unwrap_or("")
-                    )
-                })
-        };
-        let folded_text: String = pattern.nfc().collect();
-        Ok(PathGlob {
+        let glob = PathGlob {
             text: text.to_owned(),
-            absolute,
             any_depth: pattern.starts_with("**/"),
-            exact: build(&pattern, false)?,
-            folded: build(&folded_text, true)?,
+            absolute,
+            pattern,
+        };
+        glob.compile(false)?;
+        Ok(glob)
+    }
+
+    fn compile(&self, fold: bool) -> Result<globset::Glob, String> {
+        let pattern: String = if fold {
+            self.pattern.nfc().collect()
+        } else {
+            self.pattern.clone()
+        };
+        GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .backslash_escape(true)
+            .empty_alternates(true)
+            .case_insensitive(fold)
+            .build()
+            .map_err(|e| {
+                let kind = e.kind().to_string();
+                format!(
+                    "invalid glob: {}{}",
+                    kind.get(..1).unwrap_or("").to_lowercase(),
+                    kind.get(1..).unwrap_or("")
+                )
+            })
+    }
+}
+
+/// Path globs compiled into sets: exact and folded (case and Unicode normalisation), each for
+/// paths relative to a root, whole paths, and `**/` patterns anywhere.
+#[derive(Clone, Debug)]
+pub(crate) struct PathMatcher {
+    pub(crate) globs: Vec<PathGlob>,
+    sets: [Sets; 2],
+}
+
+#[derive(Clone, Debug, Default)]
+struct Sets {
+    relative: Option<GlobSet>,
+    absolute: Option<GlobSet>,
+    any_depth: Option<GlobSet>,
+}
+
+impl PathMatcher {
+    pub(crate) fn new(globs: Vec<PathGlob>) -> Result<PathMatcher, String> {
+        let build = |fold: bool| -> Result<Sets, String> {
+            let mut relative = GlobSetBuilder::new();
+            let mut absolute = GlobSetBuilder::new();
+            let mut any_depth = GlobSetBuilder::new();
+            let (mut r, mut a, mut d) = (false, false, false);
+            for g in &globs {
+                let compiled = g.compile(fold)?;
+                if g.absolute {
+                    absolute.add(compiled);
+                    a = true;
+                } else {
+                    if g.any_depth {
+                        any_depth.add(compiled.clone());
+                        d = true;
+                    }
+                    relative.add(compiled);
+                    r = true;
+                }
+            }
+            let finish = |used: bool, b: GlobSetBuilder| -> Result<Option<GlobSet>, String> {
+                if used {
+                    b.build().map(Some).map_err(|e| e.to_string())
+                } else {
+                    Ok(None)
+                }
+            };
+            Ok(Sets {
+                relative: finish(r, relative)?,
+                absolute: finish(a, absolute)?,
+                any_depth: finish(d, any_depth)?,
+            })
+        };
+        Ok(PathMatcher {
+            sets: [build(false)?, build(true)?],
+            globs,
         })
+    }
+
+    /// Whether `path` matches: relative globs on the path relative to each root it is under,
+    /// absolute globs on the whole path, `**/` globs also on the whole path.
+    pub(crate) fn is_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
+        let sets = &self.sets[usize::from(fold)];
+        let prepare = |text: &str| -> String {
+            if fold && !text.is_ascii() {
+                text.nfc().collect()
+            } else {
+                text.to_owned()
+            }
+        };
+        let whole = path.to_string_lossy();
+        if let Some(set) = &sets.absolute
+            && set.is_match(prepare(&whole))
+        {
+            return true;
+        }
+        if let Some(set) = &sets.relative {
+            for root in roots {
+                if let Ok(rest) = path.strip_prefix(root)
+                    && set.is_match(prepare(&rest.to_string_lossy()))
+                {
+                    return true;
+                }
+            }
+        }
+        sets.any_depth
+            .as_ref()
+            .is_some_and(|set| set.is_match(prepare(whole.trim_start_matches('/'))))
+    }
+
+    /// A matcher with no globs.
+    pub(crate) fn empty() -> PathMatcher {
+        PathMatcher {
+            globs: Vec::new(),
+            sets: [Sets::default(), Sets::default()],
+        }
     }
 
     /// Matches ignoring case and Unicode normalisation (for protected paths).
     pub(crate) fn matches_folded(&self, path: &Path, roots: &[PathBuf]) -> bool {
         self.is_match(path, roots, true)
     }
-
-    fn is_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
-        let matcher = if fold { &self.folded } else { &self.exact };
-        let test = |text: &str| {
-            if fold {
-                let folded: String = text.nfc().collect();
-                matcher.is_match(folded)
-            } else {
-                matcher.is_match(text)
-            }
-        };
-        let whole = path.to_string_lossy();
-        if self.absolute {
-            return test(&whole);
-        }
-        for root in roots {
-            if let Ok(rest) = path.strip_prefix(root)
-                && test(&rest.to_string_lossy())
-            {
-                return true;
-            }
-        }
-        self.any_depth && test(whole.trim_start_matches('/'))
-    }
 }
 
 /// The `path` condition: any of the globs.
 #[derive(Clone, Debug)]
 pub(crate) struct PathSet {
-    pub(crate) globs: Vec<PathGlob>,
+    pub(crate) matcher: PathMatcher,
 }
 
 impl PathSet {
@@ -116,26 +193,33 @@ impl PathSet {
         let Some(r) = &subject.resolved else {
             return false;
         };
+        let m = &self.matcher;
         if loosens {
-            let any = |p: &Path| self.globs.iter().any(|g| g.is_match(p, roots, false));
-            any(&r.resolved) && r.alternative.as_deref().is_none_or(any)
+            m.is_match(&r.resolved, roots, false)
+                && r.alternative
+                    .as_deref()
+                    .is_none_or(|a| m.is_match(a, roots, false))
         } else {
+            let mut seen: Vec<&Path> = Vec::with_capacity(3);
             r.readings().any(|p| {
-                self.globs
-                    .iter()
-                    .any(|g| g.is_match(p, roots, false) || g.is_match(p, roots, true))
+                if seen.contains(&p) {
+                    return false;
+                }
+                seen.push(p);
+                m.is_match(p, roots, false) || m.is_match(p, roots, true)
             })
         }
     }
 
     pub(crate) fn describe(&self) -> String {
-        crate::matcher::describe_list(self.globs.iter().map(|g| g.text.as_str()))
+        crate::matcher::describe_list(self.matcher.globs.iter().map(|g| g.text.as_str()))
     }
 
     /// Whether every path `other` matches, `self` matches (sound, not complete).
     pub(crate) fn covers(&self, other: &PathSet) -> bool {
-        other.globs.iter().all(|o| {
-            self.globs
+        other.matcher.globs.iter().all(|o| {
+            self.matcher
+                .globs
                 .iter()
                 .any(|s| s.text == o.text || s.text == "**" || s.text == "**/*" && !o.absolute)
         })
@@ -461,33 +545,33 @@ mod tests {
 
     #[test]
     fn path_globs() {
-        let root = PathBuf::from("/ws");
-        let roots = [root.clone()];
-        let g = PathGlob::new("**/.env", None).unwrap();
-        assert!(g.is_match(Path::new("/ws/.env"), &roots, false));
-        assert!(g.is_match(Path::new("/ws/a/b/.env"), &roots, false));
-        assert!(!g.is_match(Path::new("/ws/.envrc"), &roots, false));
+        let roots = [PathBuf::from("/ws")];
+        let m = |g: &str| {
+            PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]).unwrap()
+        };
+        let env = m("**/.env");
+        assert!(env.is_match(Path::new("/ws/.env"), &roots, false));
+        assert!(env.is_match(Path::new("/ws/a/b/.env"), &roots, false));
+        assert!(!env.is_match(Path::new("/ws/.envrc"), &roots, false));
         assert!(
-            g.is_match(Path::new("/home/u/.env"), &roots, false),
+            env.is_match(Path::new("/home/u/.env"), &roots, false),
             "outside every root, `**/` matches anywhere"
         );
-        assert!(!g.is_match(Path::new("/ws/.ENV"), &roots, false));
-        assert!(g.is_match(Path::new("/ws/.ENV"), &roots, true));
-        let src = PathGlob::new("src/*.rs", None).unwrap();
+        assert!(!env.is_match(Path::new("/ws/.ENV"), &roots, false));
+        assert!(env.is_match(Path::new("/ws/.ENV"), &roots, true));
+        let src = m("src/*.rs");
         assert!(src.is_match(Path::new("/ws/src/a.rs"), &roots, false));
         assert!(
             !src.is_match(Path::new("/ws/src/x/a.rs"), &roots, false),
             "`*` stays in one folder"
         );
         assert!(!src.is_match(Path::new("/other/src/a.rs"), &roots, false));
-        let abs = PathGlob::new("/etc/**", None).unwrap();
-        assert!(abs.is_match(Path::new("/etc/passwd"), &roots, false));
-        let home = PathGlob::new("~/.ssh/**", Some(Path::new("/home/u"))).unwrap();
-        assert!(home.is_match(Path::new("/home/u/.ssh/id_rsa"), &roots, false));
-        let nfc = PathGlob::new("**/café", None).unwrap();
+        assert!(m("/etc/**").is_match(Path::new("/etc/passwd"), &roots, false));
+        assert!(m("~/.ssh/**").is_match(Path::new("/home/u/.ssh/id_rsa"), &roots, false));
         assert!(
-            nfc.is_match(Path::new("/ws/cafe\u{301}"), &roots, true),
+            m("**/café").is_match(Path::new("/ws/cafe\u{301}"), &roots, true),
             "NFD spelling of the same name"
         );
+        assert!(PathGlob::new("[", None).is_err());
     }
 }

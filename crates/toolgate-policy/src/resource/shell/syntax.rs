@@ -682,9 +682,10 @@ impl<'s> Walker<'s> {
         let text = self.text(node);
         match node.kind() {
             "word" | "number" | "file_descriptor" | "variable_name" | "special_variable_name" => {
-                let plain = unescape_unquoted(text);
-                unquoted.push_str(text);
-                value.push_str(&plain);
+                if text.contains('{') || !unquoted.is_empty() {
+                    unquoted.push_str(text);
+                }
+                unescape_unquoted_into(text, value);
             }
             "command_name" => {
                 for child in named_children(node) {
@@ -929,8 +930,12 @@ fn has_brace_expansion(unquoted: &str) -> bool {
     false
 }
 
-fn unescape_unquoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// Removes the backslashes of an unquoted word (`\x` is `x`, a backslash-newline nothing).
+fn unescape_unquoted_into(text: &str, out: &mut String) {
+    if !text.contains('\\') {
+        out.push_str(text);
+        return;
+    }
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         if c == '\\' {
@@ -942,7 +947,6 @@ fn unescape_unquoted(text: &str) -> String {
             out.push(c);
         }
     }
-    out
 }
 
 fn unescape_double_quoted(text: &str) -> String {
@@ -1146,7 +1150,9 @@ mod tests {
 
     #[test]
     fn words_unescape() {
-        assert_eq!(unescape_unquoted("g\\it"), "git");
+        let mut unescaped = String::new();
+        unescape_unquoted_into("g\\it", &mut unescaped);
+        assert_eq!(unescaped, "git");
         assert_eq!(unescape_double_quoted("a\\\"b\\n"), "a\"b\\n");
         assert_eq!(decode_ansi_c("\\x67it\\n\\101"), "git\nA");
         assert!(is_plain_expansion("${HOME}"));
