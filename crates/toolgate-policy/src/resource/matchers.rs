@@ -138,7 +138,8 @@ impl PathMatcher {
     /// Whether `path` matches: relative globs on the path relative to each root it is under,
     /// absolute globs on the whole path, `**/` globs also on the whole path.
     pub(crate) fn is_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
-        let sets = &self.sets[usize::from(fold)];
+        let [exact, folded] = &self.sets;
+        let sets = if fold { folded } else { exact };
         let prepare = |text: &str| -> String {
             if fold && !text.is_ascii() {
                 text.nfc().collect()
