@@ -263,15 +263,12 @@ pub(crate) fn covers(a: &Rule, b: &Rule) -> bool {
     if trust_differs && (x.access.is_some() || x.annotations.is_some()) {
         return false;
     }
-    // Deny and ask rules reach further than allow rules (mentioned resources, every reading of
-    // a path, a pattern anywhere in a command), so an allow never covers them.
-    let b_allows = b.decision == crate::Decision::Allow;
-    let a_allows = a.decision == crate::Decision::Allow;
+    // Deny and ask rules also reach mentions and wrapped commands, but an earlier rule that takes
+    // every direct use of the resource still shadows them where it matters: report it.
     let resources = match (&x.resource, &y.resource) {
-        (None, None) => true,
-        (None, Some(_)) => b_allows,
+        (None, _) => true,
         (Some(_), None) => false,
-        (Some(ra), Some(rb)) => ra.covers(rb) && (b_allows || !a_allows),
+        (Some(ra), Some(rb)) => ra.covers(rb),
     };
     resources
         && names_cover(x.tool.as_ref(), y.tool.as_ref())

@@ -1,0 +1,282 @@
+//! Resource semantics the corpora do not pin down one by one: how guards combine with rules and
+//! run overrides, what mentions are for, string examples, and lint on resource rules.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use toolgate_policy::{
+    Call, Decision, Layer, LoadOptions, Policy, PolicySource, RunOptions, Subject,
+};
+
+struct Ws {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn ws() -> Ws {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap().join("ws");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join(".env"), "X=1").unwrap();
+    std::fs::write(root.join("src/main.rs"), "").unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("notes.txt")).unwrap();
+    Ws { _dir: dir, root }
+}
+
+fn call(w: &Ws, tool: &str, args: serde_json::Value) -> Call {
+    Call::from_value(json!({"tool": tool, "args": args, "context": {"workspace": w.root}})).unwrap()
+}
+
+fn policy(toml: &str) -> Policy {
+    Policy::from_toml("p.toml", toml).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn full_access_never_skips_a_guards_ask_even_beside_a_default_ask() {
+    let w = ws();
+    let p = policy("mode = \"approve-reads\"\n");
+    // Two asks: `cargo test` by default, `sh` reading stdin by a guard.
+    let c = call(&w, "bash", json!({"command": "cargo test | sh"}));
+    let full = RunOptions::default().with_full_access(true);
+    let e = p.evaluate_with(&c, &full);
+    assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
+    assert_eq!(e.rule_name(), Some("unanalysable-command"));
+    // Without a guard in the way, full access skips the ask.
+    let c = call(&w, "bash", json!({"command": "cargo test"}));
+    assert_eq!(p.evaluate_with(&c, &full).decision, Decision::Allow);
+    // disable-permission does not loosen a guard either.
+    let mut run = RunOptions::default();
+    run.disable_permission_for("bash");
+    let c = call(&w, "bash", json!({"command": "sudo ls"}));
+    assert_eq!(p.evaluate_with(&c, &run).layer, Layer::Guard);
+}
+
+#[test]
+fn a_guards_deny_beats_any_allow() {
+    let w = ws();
+    let p = policy(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"all-files\"\ndecision = \"allow\"\npath = \"**\"\n",
+    );
+    let e = p.evaluate(&call(&w, "read_file", json!({"path": "/etc/passwd"})));
+    assert_eq!(
+        (e.decision, e.layer, e.rule_name()),
+        (Decision::Deny, Layer::Guard, Some("path-outside-workspace"))
+    );
+    let e = p.evaluate(&call(&w, "read_file", json!({"path": "src/main.rs"})));
+    assert_eq!(
+        (e.decision, e.rule_name()),
+        (Decision::Allow, Some("all-files"))
+    );
+}
+
+#[test]
+fn mentions_are_seen_by_deny_rules_only() {
+    let w = ws();
+    let p = policy(
+        r#"
+[[rule]]
+name = "no-env"
+decision = "deny"
+path = "**/.env"
+
+[[rule]]
+name = "cat"
+decision = "allow"
+command = "cat"
+
+[[rule]]
+name = "src-files"
+decision = "allow"
+path = "src/**"
+"#,
+    );
+    let e = p.evaluate(&call(&w, "bash", json!({"command": "cat .env"})));
+    assert_eq!(
+        (e.decision, e.rule_name()),
+        (Decision::Deny, Some("no-env"))
+    );
+    // Through a symlink with an innocent name.
+    let e = p.evaluate(&call(&w, "bash", json!({"command": "cat notes.txt"})));
+    assert_eq!(
+        (e.decision, e.rule_name()),
+        (Decision::Deny, Some("no-env"))
+    );
+    // A mention no deny rule speaks to adds nothing: `cat` decides.
+    let e = p.evaluate(&call(&w, "bash", json!({"command": "cat src/main.rs"})));
+    assert_eq!((e.decision, e.rule_name()), (Decision::Allow, Some("cat")));
+    assert!(
+        e.subjects
+            .iter()
+            .all(|s| matches!(s.subject, Subject::Command(_)))
+    );
+    // A path argument of a file tool is not a mention: allow rules see it.
+    let e = p.evaluate(&call(
+        &w,
+        "write_file",
+        json!({"path": "src/main.rs", "content": ""}),
+    ));
+    assert_eq!(e.rule_name(), Some("src-files"));
+}
+
+#[test]
+fn allow_path_rules_match_the_resolved_path_only() {
+    let w = ws();
+    let p = policy(
+        "[[rule]]\nname = \"notes\"\ndecision = \"allow\"\npath = \"*.txt\"\naccess = \"write\"\n",
+    );
+    // notes.txt is a symlink to .env: the allow rule sees `.env`, not `notes.txt`.
+    let e = p.evaluate(&call(
+        &w,
+        "write_file",
+        json!({"path": "notes.txt", "content": ""}),
+    ));
+    assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Default));
+}
+
+#[test]
+fn string_examples_are_checked_by_the_resource_condition() {
+    let bad = "[[rule]]\nname = \"git\"\ndecision = \"allow\"\ncommand = \"git status\"\nexamples = { match = [\"git log\"], not_match = [\"git status -s\"] }\n";
+    let err = Policy::from_toml("p.toml", bad).unwrap_err();
+    let messages: Vec<&str> = err.diagnostics.iter().map(|d| d.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "example does not match rule `git`: `git log` is not matched by command `git status`",
+            "example `git status -s` matches rule `git`, but is listed under `not_match`",
+        ]
+    );
+    // An allow rule must match every command of a compound example; a deny rule any one.
+    let allow = "[[rule]]\nname = \"a\"\ndecision = \"allow\"\ncommand = \"ls\"\nexamples = { not_match = [\"ls && rm x\"] }\n";
+    assert!(Policy::from_toml("p.toml", allow).is_ok());
+    let deny = "[[rule]]\nname = \"d\"\ndecision = \"deny\"\ncommand = \"rm\"\nexamples = { match = [\"ls && rm x\"] }\n";
+    assert!(Policy::from_toml("p.toml", deny).is_ok());
+    let path = "[[rule]]\nname = \"p\"\ndecision = \"deny\"\npath = \"**/.env\"\nexamples = { match = [\"a/.env\", \"/workspace/.env\"], not_match = [\"../x/.envrc\"] }\n";
+    assert!(Policy::from_toml("p.toml", path).is_ok());
+    let url = "[[rule]]\nname = \"u\"\ndecision = \"allow\"\ndomain = \"*.rs\"\nexamples = { match = [\"https://docs.rs/\"], not_match = [\"https://docs.rs.evil/\"] }\n";
+    assert!(Policy::from_toml("p.toml", url).is_ok());
+}
+
+#[test]
+fn one_kind_of_resource_condition_per_rule() {
+    let err = Policy::from_toml(
+        "p.toml",
+        "[[rule]]\ndecision = \"deny\"\npath = \"x\"\ndomain = \"y.example\"\n",
+    )
+    .unwrap_err();
+    let d = &err.diagnostics[0];
+    assert_eq!(
+        d.message,
+        "a rule holds one kind of resource condition, this one has `path` and `domain, scheme, port or address`"
+    );
+    assert_eq!((d.line(), d.column()), (4, 1));
+}
+
+#[test]
+fn lint_knows_resource_rules() {
+    let p = policy(
+        r#"
+[[rule]]
+name = "git"
+decision = "allow"
+command = "git"
+examples = { match = ["git status"] }
+
+[[rule]]
+name = "no-push"
+decision = "deny"
+command = "git push"
+examples = { match = ["git push"] }
+"#,
+    );
+    let lint = p.lint();
+    // `git push` starts with `git`: the allow decides first, so the deny never stops a push.
+    let shadowed: Vec<(&str, toolgate_policy::Severity)> = lint
+        .iter()
+        .filter(|d| d.code == Some("shadowed"))
+        .map(|d| (d.message.as_str(), d.severity))
+        .collect();
+    assert_eq!(
+        shadowed,
+        [(
+            "rule `no-push` never applies: rule `git` (line 2) matches every call it could and decides `allow` first",
+            toolgate_policy::Severity::Error
+        )]
+    );
+    let p = policy(
+        "[[rule]]\nname = \"no-git\"\ndecision = \"deny\"\ncommand = \"git\"\n[[rule]]\nname = \"git-log\"\ndecision = \"allow\"\ncommand = \"git log\"\n",
+    );
+    assert!(
+        p.lint()
+            .iter()
+            .any(|d| d.code == Some("shadowed") && d.message.starts_with("rule `git-log`"))
+    );
+}
+
+#[test]
+fn network_turn_commands_merge_across_files() {
+    let w = ws();
+    let p = Policy::load(
+        vec![
+            PolicySource::given("a.toml", "[network_turns]\ncommands = [\"git status\"]\n"),
+            PolicySource::given(
+                "b.toml",
+                "[network_turns]\ncommands = [[\"agh\", \"network\", [\"send\", \"status\"]]]\n",
+            ),
+        ],
+        LoadOptions::default(),
+    )
+    .unwrap();
+    let net = |command: &str| {
+        let c = Call::from_value(json!({"tool": "bash", "args": {"command": command},
+            "context": {"workspace": w.root, "origin": "network", "mode": "approve-all"}}))
+        .unwrap();
+        p.evaluate(&c).decision
+    };
+    assert_eq!(net("git status"), Decision::Allow);
+    assert_eq!(net("agh network send hello"), Decision::Allow);
+    assert_eq!(net("agh network delete"), Decision::Deny);
+    assert_eq!(net("git status && rm -rf x"), Decision::Deny);
+    let write = Call::from_value(
+        json!({"tool": "write_file", "args": {"path": "src/a.rs", "content": ""},
+        "context": {"workspace": w.root, "origin": "network", "mode": "approve-all"}}),
+    )
+    .unwrap();
+    assert_eq!(p.evaluate(&write).rule_name(), Some("network-origin"));
+}
+
+#[test]
+fn the_json_form_of_resource_subjects() {
+    let w = ws();
+    let p = policy("mode = \"approve-all\"\n");
+    let e = p.evaluate(&call(&w, "bash", json!({"command": "sudo ls > out.txt"})));
+    let v = serde_json::to_value(&e).unwrap();
+    assert_eq!(v["subjects"][0]["kind"], "command");
+    assert_eq!(v["subjects"][0]["command"], "ls");
+    assert_eq!(v["subjects"][0]["text"], "sudo ls");
+    assert_eq!(
+        v["subjects"][0]["findings"][0],
+        "`sudo` runs a command with elevated permissions"
+    );
+    assert_eq!(v["subjects"][1]["kind"], "path");
+    assert_eq!(v["subjects"][1]["path"], "out.txt");
+    assert_eq!(v["subjects"][1]["access"], "write");
+    assert_eq!(v["subjects"][1]["role"], "redirect");
+    assert_eq!(v["subjects"][1]["root"], json!(w.root));
+    assert_eq!(v["grant"], "command");
+    let e = p.evaluate(&call(&w, "fetch", json!({"url": "HTTPS://Docs.RS./x"})));
+    let v = serde_json::to_value(&e).unwrap();
+    assert_eq!(
+        (
+            v["subjects"][0]["kind"].clone(),
+            v["subjects"][0]["host"].clone()
+        ),
+        (json!("url"), json!("docs.rs"))
+    );
+}
