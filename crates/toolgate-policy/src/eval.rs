@@ -134,22 +134,22 @@ impl Policy {
 
     /// The facts about a call every rule reads: its profile's access and whether it is a read.
     pub(crate) fn facts<'c>(&self, call: &'c Call, profile: Option<&Profile>) -> Facts<'c> {
-        let trusted_source = call.context.server.is_none() || call.context.trusted_server;
-        let (access, access_trusted) = match profile.and_then(|p| p.access.map(|a| (p, a))) {
-            Some((profile, access)) => (Some(access), !profile.info.is_builtin() || trusted_source),
-            None if call.has_tag(&Tag::ReadOnly) => (Some(Access::Read), true),
+        // A profile is the policy's (or toolgate's) word about a tool; tags come from whoever
+        // registered the tool; annotations count only from a trusted server.
+        let access = match profile.and_then(|p| p.access) {
+            Some(access) => Some(access),
+            None if call.has_tag(&Tag::ReadOnly) => Some(Access::Read),
             None if call.context.trusted_server
                 && call.annotations.get("readOnlyHint") == Some(&Value::Bool(true)) =>
             {
-                (Some(Access::Read), true)
+                Some(Access::Read)
             }
-            None => (None, true),
+            None => None,
         };
         Facts {
             call,
             access,
-            access_trusted,
-            read: access == Some(Access::Read) && access_trusted,
+            read: access == Some(Access::Read),
             annotations_trusted: call.context.trusted_server,
             roots: Vec::new(),
         }
@@ -232,7 +232,7 @@ impl Policy {
         }
         let read = match subject {
             Subject::Call => facts.read,
-            Subject::Path(p) => p.access == Access::Read && facts.access_trusted,
+            Subject::Path(p) => p.access == Access::Read,
             Subject::Command(_) | Subject::Url(_) => false,
         };
         match mode {

@@ -155,10 +155,6 @@ impl Policy {
             .map(|r| format!("`{}`", r.display()))
             .collect();
         let detail = match (&profile, facts.access) {
-            (Some(p), Some(access)) if !facts.access_trusted => format!(
-                "{p} says `{access}`, but the call comes from the untrusted server `{}`: that can make a decision stricter, never looser",
-                call.context.server.as_deref().unwrap_or("")
-            ),
             (Some(p), Some(access)) if roots.is_empty() => format!("{p} says `{access}`"),
             (Some(p), Some(access)) => {
                 format!("{p} says `{access}`; workspace roots {}", roots.join(", "))
@@ -262,12 +258,18 @@ pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> Strin
     match miss {
         Miss::SubjectKind => match &when.resource {
             Some(r) => format!("the rule is about {} subjects", r.kind()),
-            None => "the subject is only mentioned, and only resource rules that deny or ask see those".into(),
+            None => {
+                "the subject is only mentioned, and only resource rules that deny or ask see those"
+                    .into()
+            }
         },
         Miss::Resource => format!(
             "the {} does not match {}",
             when.resource.as_ref().map_or("resource", |r| r.kind()),
-            when.resource.as_ref().map(|r| r.describe()).unwrap_or_default()
+            when.resource
+                .as_ref()
+                .map(|r| r.describe())
+                .unwrap_or_default()
         ),
         Miss::Tool => format!(
             "tool `{}` does not match {}",
@@ -288,14 +290,20 @@ pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> Strin
         Miss::Agent => match &call.context.agent {
             Some(agent) => format!(
                 "agent `{agent}` does not match {}",
-                when.agent.as_ref().map(|a| a.describe()).unwrap_or_default()
+                when.agent
+                    .as_ref()
+                    .map(|a| a.describe())
+                    .unwrap_or_default()
             ),
             None => "the call names no agent".into(),
         },
         Miss::Server => match &call.context.server {
             Some(server) => format!(
                 "server `{server}` does not match {}",
-                when.server.as_ref().map(|s| s.describe()).unwrap_or_default()
+                when.server
+                    .as_ref()
+                    .map(|s| s.describe())
+                    .unwrap_or_default()
             ),
             None => "the call names no server".into(),
         },
@@ -314,11 +322,7 @@ pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> Strin
                 )
             }
         }
-        Miss::Access { untrusted: true } => {
-            "the call's access comes from a built-in profile for an untrusted server, which cannot allow"
-                .into()
-        }
-        Miss::Access { untrusted: false } => {
+        Miss::Access => {
             let wanted = when
                 .access
                 .as_ref()
@@ -336,7 +340,9 @@ pub(crate) fn describe_miss(rule: &Rule, facts: &Facts<'_>, miss: Miss) -> Strin
             let expected = when.annotations.as_deref().unwrap_or_default();
             for (key, value) in expected {
                 match call.annotations.get(key) {
-                    None => return format!("annotation `{key}` is missing (the rule needs {value})"),
+                    None => {
+                        return format!("annotation `{key}` is missing (the rule needs {value})");
+                    }
                     Some(actual) if !crate::matcher::json_eq(actual, value) => {
                         return format!("annotation `{key}` is {actual}, not {value}");
                     }

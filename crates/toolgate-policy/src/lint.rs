@@ -256,11 +256,11 @@ pub(crate) fn covers(a: &Rule, b: &Rule) -> bool {
     if x.predicate.is_some() {
         return false;
     }
-    // An allow's access and annotation conditions ignore untrusted facts, so it cannot cover a
-    // rule that reads them when that rule is not an allow.
+    // An allow's annotation conditions ignore untrusted servers, so it cannot cover a rule that
+    // reads them when that rule is not an allow.
     let trust_differs =
         a.decision == crate::Decision::Allow && b.decision != crate::Decision::Allow;
-    if trust_differs && (x.access.is_some() || x.annotations.is_some()) {
+    if trust_differs && x.annotations.is_some() {
         return false;
     }
     // Deny and ask rules also reach mentions and wrapped commands, but an earlier rule that takes

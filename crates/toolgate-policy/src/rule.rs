@@ -154,9 +154,6 @@ pub(crate) struct Facts<'c> {
     pub(crate) call: &'c Call,
     /// The access the call makes, from its profile, its tags or trusted annotations.
     pub(crate) access: Option<Access>,
-    /// Whether `access` can loosen a decision (false for a built-in profile keyed only by a
-    /// tool name when the call comes from an untrusted server).
-    pub(crate) access_trusted: bool,
     /// Whether the call counts as a read for approve-reads.
     pub(crate) read: bool,
     /// Whether annotations can loosen a decision.
@@ -177,10 +174,7 @@ pub(crate) enum Miss {
     Agent,
     Server,
     Tags,
-    /// `untrusted`: the access is known but cannot satisfy an allow rule.
-    Access {
-        untrusted: bool,
-    },
+    Access,
     Annotations {
         untrusted: bool,
     },
@@ -360,10 +354,7 @@ impl Rule {
         if let Some(access) = &when.access {
             let subject_access = subject.access().or(facts.access);
             if !subject_access.is_some_and(|a| access.contains(&a)) {
-                return Ok(Some(Miss::Access { untrusted: false }));
-            }
-            if loosens && !facts.access_trusted {
-                return Ok(Some(Miss::Access { untrusted: true }));
+                return Ok(Some(Miss::Access));
             }
         }
         if let Some(expected) = &when.annotations {

@@ -562,32 +562,23 @@ annotations = { destructiveHint = true }
 }
 
 #[test]
-fn builtin_profiles_make_reads_only_for_trusted_sources() {
+fn profiles_decide_reads_whatever_the_server() {
     let local = json!({"tool": "read_file", "args": {"path": "a"}});
-    let untrusted =
-        json!({"tool": "read_file", "args": {"path": "a"}, "context": {"server": "random"}});
-    let trusted = json!({"tool": "read_file", "args": {"path": "a"}, "context": {"server": "fs", "trusted_server": true}});
+    let mcp = json!({"tool": "read_file", "args": {"path": "a"}, "context": {"server": "fs"}});
     assert_eq!(eval("", local).decision, Decision::Allow);
-    assert_eq!(eval("", untrusted.clone()).decision, Decision::Ask);
-    assert_eq!(eval("", trusted).decision, Decision::Allow);
-    // The policy's own profile is trusted: its author wrote it.
-    let own = "[[tool]]\nmatch = \"read_*\"\naccess = \"read\"\n";
-    assert_eq!(eval(own, untrusted.clone()).decision, Decision::Allow);
+    assert_eq!(eval("", mcp.clone()).decision, Decision::Allow);
     // A policy profile replaces the built-in one.
     let replaced = "[[tool]]\nmatch = \"read_file\"\naccess = \"write\"\n";
     assert_eq!(
         eval(replaced, json!({"tool": "read_file"})).decision,
         Decision::Ask
     );
-    // Access conditions: a deny rule reads untrusted access, an allow rule does not.
-    let rules = "[[rule]]\nname = \"reads\"\ndecision = \"allow\"\naccess = \"read\"\nfallback = \"deny\"\n";
-    let rules = rules.replace("fallback = \"deny\"\n", "");
+    // Access conditions read the profile.
+    let reads = "[[rule]]\nname = \"reads\"\ndecision = \"allow\"\naccess = \"read\"\n";
     assert_eq!(
-        eval(&format!("fallback = \"deny\"\n{rules}"), untrusted.clone()).decision,
-        Decision::Deny
+        eval(&format!("fallback = \"deny\"\n{reads}"), mcp).rule_name(),
+        Some("reads")
     );
-    let deny = "[[rule]]\nname = \"no-reads\"\ndecision = \"deny\"\naccess = \"read\"\n";
-    assert_eq!(eval(deny, untrusted).rule_name(), Some("no-reads"));
     // A profile's access beats the read_only tag.
     let tagged_write = json!({"tool": "write_file", "tags": ["read_only"]});
     assert_eq!(eval("", tagged_write).decision, Decision::Ask);

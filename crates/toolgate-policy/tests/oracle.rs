@@ -420,36 +420,29 @@ fn tags_of(call: &Value) -> Vec<&str> {
 
 struct Facts {
     access: Option<&'static str>,
-    access_trusted: bool,
     read: bool,
 }
 
+/// A call's access: the first policy profile, else the built-in one, else a `read_only` tag or a
+/// trusted server's `readOnlyHint`.
 fn facts(files: &[MFile], call: &Value) -> Facts {
     let tool = call["tool"].as_str().unwrap();
-    let ctx = &call["context"];
-    let trusted = ctx["trusted_server"].as_bool().unwrap_or(false);
-    let trusted_source = ctx.get("server").is_none() || trusted;
+    let trusted = call["context"]["trusted_server"].as_bool().unwrap_or(false);
     let own = files
         .iter()
         .flat_map(|f| f.profiles.iter())
-        .find(|(p, _)| wildcard(p, tool));
-    let builtin = BUILTIN_PROFILES.iter().find(|(name, _)| *name == tool);
-    let tags = tags_of(call);
-    let (access, access_trusted) = if let Some((_, a)) = own {
-        (Some(*a), true)
-    } else if let Some((_, a)) = builtin {
-        (Some(*a), trusted_source)
-    } else if tags.contains(&"read_only")
-        || (trusted && call["annotations"]["readOnlyHint"] == json!(true))
-    {
-        (Some("read"), true)
-    } else {
-        (None, true)
-    };
+        .find(|(p, _)| wildcard(p, tool))
+        .map(|(_, a)| *a);
+    let builtin = BUILTIN_PROFILES
+        .iter()
+        .find(|(name, _)| *name == tool)
+        .map(|(_, a)| *a);
+    let hinted = tags_of(call).contains(&"read_only")
+        || (trusted && call["annotations"]["readOnlyHint"] == json!(true));
+    let access = own.or(builtin).or(hinted.then_some("read"));
     Facts {
         access,
-        access_trusted,
-        read: access == Some("read") && access_trusted,
+        read: access == Some("read"),
     }
 }
 
@@ -479,9 +472,7 @@ fn rule_outcome(rule: &MRule, call: &Value, facts: &Facts) -> Outcome {
         holds.push(Some(t.iter().any(|x| tags.contains(x))));
     }
     if let Some(a) = &rule.access {
-        holds.push(Some(
-            facts.access.is_some_and(|x| a.contains(&x)) && (!allow || facts.access_trusted),
-        ));
+        holds.push(Some(facts.access.is_some_and(|x| a.contains(&x))));
     }
     if let Some(o) = &rule.origin {
         holds.push(Some(ctx["origin"].as_str().is_some_and(|x| o.contains(&x))));
