@@ -16,7 +16,9 @@ struct Fixture {
 fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("toolgate-fuzz-{}", std::process::id()));
+        // One fixed folder, rebuilt by every run, so runs leave nothing behind but it.
+        let dir = std::env::temp_dir().join("toolgate-fuzz-path-resolve");
+        let _ = std::fs::remove_dir_all(&dir);
         let ws = dir.join("ws");
         let _ = std::fs::create_dir_all(ws.join("src"));
         let _ = std::fs::create_dir_all(dir.join("outside"));

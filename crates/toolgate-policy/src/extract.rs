@@ -272,14 +272,7 @@ impl Policy {
         let sources: Vec<String> = commands.iter().map(|c| format!("`{}`", c.text)).collect();
         if commands.is_empty() {
             out.push(Subject::Command(CommandSubject {
-                command: SimpleCommand {
-                    text: text.to_owned(),
-                    argv: Vec::new(),
-                    wrappers: Vec::new(),
-                    findings: Vec::new(),
-                    network: false,
-                    cwd: None,
-                },
+                command: SimpleCommand::placeholder(text),
                 line_findings: findings.clone(),
             }));
         }
@@ -331,14 +324,7 @@ pub(crate) struct MentionRules {
 
 fn unanalysable(text: &str, why: &str) -> Subject {
     Subject::Command(CommandSubject {
-        command: SimpleCommand {
-            text: text.to_owned(),
-            argv: Vec::new(),
-            wrappers: Vec::new(),
-            findings: Vec::new(),
-            network: false,
-            cwd: None,
-        },
+        command: SimpleCommand::placeholder(text),
         line_findings: vec![shell::Finding {
             kind: shell::FindingKind::Unsupported,
             detail: why.to_owned(),

@@ -112,6 +112,19 @@ pub struct SimpleCommand {
 }
 
 impl SimpleCommand {
+    /// A command line that yielded no command toolgate could name (empty, only assignments, or
+    /// not analysable): a subject that carries the line's findings.
+    pub(crate) fn placeholder(text: &str) -> SimpleCommand {
+        SimpleCommand {
+            text: text.to_owned(),
+            argv: Vec::new(),
+            wrappers: Vec::new(),
+            findings: Vec::new(),
+            network: false,
+            cwd: None,
+        }
+    }
+
     /// The program's name as written (`git`, `./cat`, `/tmp/git`), if known.
     pub fn program(&self) -> Option<&str> {
         self.argv.first().and_then(Word::value)
