@@ -1,0 +1,335 @@
+//! Approvers: whoever answers requests in process — a closure, a policy of the application's,
+//! or a person at the terminal ([`TerminalApprover`]).
+//!
+//! An [`Approver`] is async; a [`SyncApprover`] blocks (it runs on tokio's blocking pool,
+//! see [`blocking`]). Closures are both: `|request: Arc<PermissionRequest>| async { … }` is an
+//! `Approver`, `|request: &PermissionRequest| …` a `SyncApprover`. Whatever an approver
+//! returns, the broker checks it: an error or an answer that was not offered denies.
+
+use std::fmt;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use toolgate_policy::Choice;
+
+use crate::broker::{Answer, ContinuationAnswer, ContinuationRequest, PermissionRequest};
+use crate::grants::ScopeKind;
+
+/// Why an approver could not answer. The request is denied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApproverError(pub String);
+
+impl fmt::Display for ApproverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ApproverError {}
+
+impl From<String> for ApproverError {
+    fn from(message: String) -> ApproverError {
+        ApproverError(message)
+    }
+}
+
+impl From<&str> for ApproverError {
+    fn from(message: &str) -> ApproverError {
+        ApproverError(message.to_owned())
+    }
+}
+
+fn no_continuation() -> ApproverError {
+    ApproverError("this approver does not answer continuation requests".into())
+}
+
+/// Answers requests asynchronously.
+#[async_trait]
+pub trait Approver: Send + Sync + 'static {
+    /// Answers a permission request.
+    async fn approve(&self, request: Arc<PermissionRequest>) -> Result<Answer, ApproverError>;
+
+    /// Answers a continuation request. By default: an error, which denies.
+    async fn approve_continuation(
+        &self,
+        request: Arc<ContinuationRequest>,
+    ) -> Result<ContinuationAnswer, ApproverError> {
+        let _ = request;
+        Err(no_continuation())
+    }
+}
+
+#[async_trait]
+impl<F, Fut> Approver for F
+where
+    F: Fn(Arc<PermissionRequest>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Answer, ApproverError>> + Send + 'static,
+{
+    async fn approve(&self, request: Arc<PermissionRequest>) -> Result<Answer, ApproverError> {
+        self(request).await
+    }
+}
+
+/// Answers requests synchronously (a terminal prompt, a dialog, a rule of the application's).
+pub trait SyncApprover: Send + Sync + 'static {
+    /// Answers a permission request.
+    fn approve(&self, request: &PermissionRequest) -> Result<Answer, ApproverError>;
+
+    /// Answers a continuation request. By default: an error, which denies.
+    fn approve_continuation(
+        &self,
+        request: &ContinuationRequest,
+    ) -> Result<ContinuationAnswer, ApproverError> {
+        let _ = request;
+        Err(no_continuation())
+    }
+}
+
+impl<F> SyncApprover for F
+where
+    F: Fn(&PermissionRequest) -> Result<Answer, ApproverError> + Send + Sync + 'static,
+{
+    fn approve(&self, request: &PermissionRequest) -> Result<Answer, ApproverError> {
+        self(request)
+    }
+}
+
+/// Runs a [`SyncApprover`] on tokio's blocking pool.
+pub fn blocking(approver: impl SyncApprover) -> Arc<dyn Approver> {
+    Arc::new(Blocking(Arc::new(approver)))
+}
+
+struct Blocking<A>(Arc<A>);
+
+#[async_trait]
+impl<A: SyncApprover> Approver for Blocking<A> {
+    async fn approve(&self, request: Arc<PermissionRequest>) -> Result<Answer, ApproverError> {
+        let approver = Arc::clone(&self.0);
+        tokio::task::spawn_blocking(move || approver.approve(&request))
+            .await
+            .map_err(|e| ApproverError(format!("the approver panicked or was cancelled: {e}")))?
+    }
+
+    async fn approve_continuation(
+        &self,
+        request: Arc<ContinuationRequest>,
+    ) -> Result<ContinuationAnswer, ApproverError> {
+        let approver = Arc::clone(&self.0);
+        tokio::task::spawn_blocking(move || approver.approve_continuation(&request))
+            .await
+            .map_err(|e| ApproverError(format!("the approver panicked or was cancelled: {e}")))?
+    }
+}
+
+/// How many times the terminal approver asks again after an answer it cannot read.
+const TERMINAL_ATTEMPTS: usize = 5;
+
+/// How much of the arguments the terminal approver shows.
+const TERMINAL_ARGS: usize = 400;
+
+type Terminal = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
+
+/// Asks a person at a terminal: shows the call, the reason, the rule and exactly what each
+/// "always" answer would cover, then reads a line. One prompt at a time.
+///
+/// Answers: the number shown, the choice's name (`allow-once`, …), `y` (allow once) or `n`
+/// (reject once). End of input is an error, which denies.
+pub struct TerminalApprover {
+    terminal: Mutex<Terminal>,
+}
+
+impl fmt::Debug for TerminalApprover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TerminalApprover").finish_non_exhaustive()
+    }
+}
+
+impl TerminalApprover {
+    /// Prompts on standard error and reads standard input.
+    pub fn stdio() -> TerminalApprover {
+        TerminalApprover::new(std::io::BufReader::new(std::io::stdin()), std::io::stderr())
+    }
+
+    /// Prompts on `output` and reads `input`.
+    pub fn new(
+        input: impl BufRead + Send + 'static,
+        output: impl Write + Send + 'static,
+    ) -> TerminalApprover {
+        TerminalApprover {
+            terminal: Mutex::new((Box::new(input), Box::new(output))),
+        }
+    }
+
+    /// The prompt shown for a request.
+    pub fn render(request: &PermissionRequest) -> String {
+        let mut args = request.arguments.to_string();
+        if args.len() > TERMINAL_ARGS {
+            let mut end = TERMINAL_ARGS;
+            while !args.is_char_boundary(end) {
+                end -= 1;
+            }
+            args.truncate(end);
+            args.push_str(" …");
+        }
+        let mut out = String::new();
+        out.push_str("\n── toolgate: permission needed ──\n");
+        out.push_str(&format!(
+            "  tool    {}  (call {})\n",
+            request.tool, request.call_id
+        ));
+        out.push_str(&format!("  args    {args}\n"));
+        out.push_str(&format!("  reason  {}\n", request.reason));
+        match &request.rule {
+            Some(rule) => out.push_str(&format!("  rule    {rule} ({})\n", request.layer)),
+            None => out.push_str(&format!("  layer   {}\n", request.layer)),
+        }
+        for (n, choice) in request.choices.iter().enumerate() {
+            out.push_str(&format!("  [{}] {}", n + 1, choice_label(*choice)));
+            if let Some(targets) = request.covers(*choice) {
+                let scope = request
+                    .always
+                    .iter()
+                    .find(|a| a.choice == *choice)
+                    .map_or(ScopeKind::Session, |a| a.scope);
+                let what: Vec<String> = targets.iter().map(ToString::to_string).collect();
+                out.push_str(&format!(
+                    " — covers {} of `{}`, {}",
+                    what.join("; "),
+                    request.tool,
+                    scope_label(scope)
+                ));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!("answer [1-{}]: ", request.choices.len()));
+        out
+    }
+
+    fn exchange<T>(
+        &self,
+        prompt: &str,
+        mut read: impl FnMut(&str) -> Option<T>,
+    ) -> Result<T, ApproverError> {
+        let mut terminal = self.terminal.lock().unwrap_or_else(PoisonError::into_inner);
+        let (input, output) = &mut *terminal;
+        for _ in 0..TERMINAL_ATTEMPTS {
+            output
+                .write_all(prompt.as_bytes())
+                .and_then(|()| output.flush())
+                .map_err(|e| ApproverError(format!("cannot write to the terminal: {e}")))?;
+            let mut line = String::new();
+            let n = input
+                .read_line(&mut line)
+                .map_err(|e| ApproverError(format!("cannot read the terminal: {e}")))?;
+            if n == 0 {
+                return Err("the terminal closed before answering".into());
+            }
+            if let Some(answer) = read(line.trim()) {
+                return Ok(answer);
+            }
+            let _ = output.write_all(b"  (not an answer; try again)\n");
+        }
+        Err(ApproverError(format!(
+            "no readable answer after {TERMINAL_ATTEMPTS} attempts"
+        )))
+    }
+}
+
+fn choice_label(choice: Choice) -> &'static str {
+    match choice {
+        Choice::AllowOnce => "allow once",
+        Choice::AllowAlways => "allow always",
+        Choice::RejectOnce => "reject once",
+        Choice::RejectAlways => "reject always",
+    }
+}
+
+fn scope_label(scope: ScopeKind) -> &'static str {
+    match scope {
+        ScopeKind::Once => "for the next call only",
+        ScopeKind::Turn => "for the rest of this turn",
+        ScopeKind::Session => "for this session",
+        ScopeKind::Workspace => "in this workspace",
+        ScopeKind::User => "everywhere, for this user",
+    }
+}
+
+/// Reads a terminal answer against the offered choices.
+fn read_choice(text: &str, offered: &[Choice]) -> Option<Choice> {
+    if let Ok(n) = text.parse::<usize>() {
+        return n.checked_sub(1).and_then(|i| offered.get(i)).copied();
+    }
+    let choice = match text.to_ascii_lowercase().as_str() {
+        "y" | "yes" => Choice::AllowOnce,
+        "n" | "no" => Choice::RejectOnce,
+        other => other.parse().ok()?,
+    };
+    offered.contains(&choice).then_some(choice)
+}
+
+impl SyncApprover for TerminalApprover {
+    fn approve(&self, request: &PermissionRequest) -> Result<Answer, ApproverError> {
+        let prompt = TerminalApprover::render(request);
+        self.exchange(&prompt, |text| read_choice(text, &request.choices))
+            .map(Answer::from)
+    }
+
+    fn approve_continuation(
+        &self,
+        request: &ContinuationRequest,
+    ) -> Result<ContinuationAnswer, ApproverError> {
+        let prompt = format!(
+            "\n── toolgate: the agent reached its limit of {} iterations ──\n  \
+             continue? [y] yes  [n] no  [N] N more iterations: ",
+            request.max_iterations
+        );
+        self.exchange(&prompt, |text| match text.to_ascii_lowercase().as_str() {
+            "y" | "yes" => Some(ContinuationAnswer {
+                approved: true,
+                extension: 0,
+            }),
+            "n" | "no" => Some(ContinuationAnswer {
+                approved: false,
+                extension: 0,
+            }),
+            n => n.parse::<u32>().ok().map(|extension| ContinuationAnswer {
+                approved: extension > 0,
+                extension,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_answers_are_read_against_the_offer() {
+        let offered = [Choice::AllowOnce, Choice::RejectOnce];
+        assert_eq!(read_choice("1", &offered), Some(Choice::AllowOnce));
+        assert_eq!(read_choice("2", &offered), Some(Choice::RejectOnce));
+        assert_eq!(read_choice("3", &offered), None);
+        assert_eq!(read_choice("0", &offered), None);
+        assert_eq!(read_choice("y", &offered), Some(Choice::AllowOnce));
+        assert_eq!(read_choice("allow-always", &offered), None);
+        assert_eq!(
+            read_choice("reject-once", &offered),
+            Some(Choice::RejectOnce)
+        );
+        assert_eq!(read_choice("maybe", &offered), None);
+    }
+
+    #[test]
+    fn the_terminal_asks_again_then_fails_closed_at_end_of_input() {
+        let approver = TerminalApprover::new(std::io::Cursor::new("what\n2\n"), Vec::new());
+        let request = PermissionRequest::example("rm");
+        assert_eq!(
+            approver.approve(&request).map(|a| a.decision),
+            Ok(Choice::AllowAlways)
+        );
+        let approver = TerminalApprover::new(std::io::Cursor::new(""), Vec::new());
+        assert!(approver.approve(&request).is_err());
+    }
+}

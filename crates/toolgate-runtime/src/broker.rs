@@ -1,0 +1,698 @@
+//! The approval broker: requests that wait for a person, and the answers that end them.
+//!
+//! A request is registered before it is published (so an answer can never arrive before its
+//! waiter), then waits for the first valid answer, its timeout, or the turn's cancellation.
+//! Answers are matched by id: the first valid answer wins; a second answer, an answer for an id
+//! that was never asked, or one that arrives after the timeout is a [`Conflict`] and changes
+//! nothing. An answer that was not offered is refused and the request stays pending.
+//!
+//! ```rust,standalone_crate
+//! use std::time::Duration;
+//! use toolgate_runtime::{Answer, ApprovalBroker, EventBus, EventKind, Resolution};
+//! use toolgate_policy::Choice;
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let events = EventBus::new();
+//! let broker = ApprovalBroker::new(events.clone());
+//! // A UI: answer every permission request as it is published.
+//! let ui = broker.clone();
+//! events.subscribe_fn(move |event| {
+//!     if let EventKind::PermissionRequested(request) = &event.kind {
+//!         ui.respond(&request.id, Answer::from(Choice::AllowOnce).into(), "alice").unwrap();
+//!     }
+//! });
+//! let request = toolgate_runtime::PermissionRequest::example("delete_file");
+//! let resolution = broker
+//!     .request_permission(Default::default(), request, None, Duration::from_secs(5), &Default::default())
+//!     .await;
+//! assert!(matches!(resolution, Resolution::Answered { .. }));
+//! assert_eq!(broker.pending().len(), 0);
+//! # });
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use toolgate_policy::{Choice, Layer};
+
+use crate::approver::Approver;
+use crate::events::{EventBus, EventKind, Scope};
+use crate::grants::{GrantTarget, ScopeKind};
+
+/// What an "always" answer would store, shown with the request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AlwaysCovers {
+    /// The answer (`allow-always` or `reject-always`).
+    pub choice: Choice,
+    /// What it would cover, exactly.
+    pub targets: Vec<GrantTarget>,
+    /// For how long and where.
+    pub scope: ScopeKind,
+}
+
+/// A tool call waiting for a person's approval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PermissionRequest {
+    /// Unique id; answers name it.
+    pub id: String,
+    /// Who asks (the middleware's name; HPD's `SourceName`).
+    pub source: String,
+    /// The tool.
+    pub tool: String,
+    /// The tool's description (`"No description available"` when it has none).
+    pub description: String,
+    /// The call's id.
+    pub call_id: String,
+    /// A copy of the arguments.
+    pub arguments: Value,
+    /// Why the call needs approval.
+    pub reason: String,
+    /// The rule that asked, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The layer that asked.
+    pub layer: Layer,
+    /// What the person may answer.
+    pub choices: Vec<Choice>,
+    /// For each "always" answer offered, exactly what it would cover.
+    pub always: Vec<AlwaysCovers>,
+    /// How long the request waits before it resolves as reject-once.
+    pub timeout_ms: u64,
+}
+
+impl PermissionRequest {
+    /// A request for `tool` with every choice offered, for examples and tests.
+    pub fn example(tool: &str) -> PermissionRequest {
+        PermissionRequest {
+            id: new_id(),
+            source: "example".into(),
+            tool: tool.into(),
+            description: "No description available".into(),
+            call_id: "call-1".into(),
+            arguments: Value::Object(Default::default()),
+            reason: "needs approval".into(),
+            rule: None,
+            layer: Layer::Rule,
+            choices: Choice::ALL.to_vec(),
+            always: Vec::new(),
+            timeout_ms: 300_000,
+        }
+    }
+
+    /// What an answer would cover, when it is an "always".
+    pub fn covers(&self, choice: Choice) -> Option<&[GrantTarget]> {
+        self.always
+            .iter()
+            .find(|a| a.choice == choice)
+            .map(|a| a.targets.as_slice())
+    }
+}
+
+/// The run asks whether it may go on past its iteration limit (HPD's
+/// `ContinuationRequestEvent`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ContinuationRequest {
+    /// Unique id; answers name it.
+    pub id: String,
+    /// Who asks.
+    pub source: String,
+    /// The iteration about to run (1-based).
+    pub current_iteration: u32,
+    /// The limit it would pass.
+    pub max_iterations: u32,
+}
+
+/// A request, of either kind.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    /// A tool call's approval.
+    Permission(Arc<PermissionRequest>),
+    /// Going on past the iteration limit.
+    Continuation(Arc<ContinuationRequest>),
+}
+
+impl Request {
+    /// Its id.
+    pub fn id(&self) -> &str {
+        match self {
+            Request::Permission(r) => &r.id,
+            Request::Continuation(r) => &r.id,
+        }
+    }
+
+    const fn kind(&self) -> &'static str {
+        match self {
+            Request::Permission(_) => "permission",
+            Request::Continuation(_) => "continuation",
+        }
+    }
+}
+
+/// An answer to a permission request.
+///
+/// Its JSON form is either toolgate's (`{"decision": "allow-always", "reason": "…"}`, or just
+/// the decision string) or HPD's (`{"approved": true, "choice": "alwaysAllow"}`), where
+/// `approved` with `ask` is allow-once, with `alwaysAllow` allow-always; not approved with
+/// `ask` is reject-once, with `alwaysDeny` reject-always. The two contradictory HPD forms fail
+/// closed: approved with `alwaysDeny` is reject-always (HPD ran the call anyway), not approved
+/// with `alwaysAllow` is reject-once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Answer {
+    /// The choice.
+    pub decision: Choice,
+    /// Why, in the answerer's words (a refusal's reason is what the model reads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl From<Choice> for Answer {
+    fn from(decision: Choice) -> Answer {
+        Answer {
+            decision,
+            reason: None,
+        }
+    }
+}
+
+impl Answer {
+    /// An answer with a reason.
+    pub fn with_reason(decision: Choice, reason: impl Into<String>) -> Answer {
+        Answer {
+            decision,
+            reason: Some(reason.into()),
+        }
+    }
+
+    /// Reads an answer from its JSON form (see the type's documentation).
+    pub fn from_json(value: &Value) -> Result<Answer, String> {
+        if let Some(text) = value.as_str() {
+            return text
+                .parse::<Choice>()
+                .map(Answer::from)
+                .map_err(|e| e.to_string());
+        }
+        let Some(object) = value.as_object() else {
+            return Err("an answer is a decision string or an object".into());
+        };
+        let reason = match object.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("`reason` must be a string".into()),
+        };
+        if let Some(decision) = object.get("decision") {
+            let decision = decision
+                .as_str()
+                .ok_or("`decision` must be a string")?
+                .parse::<Choice>()
+                .map_err(|e| e.to_string())?;
+            return Ok(Answer { decision, reason });
+        }
+        let approved = match object.get("approved") {
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err("`approved` must be true or false".into()),
+            None => return Err("an answer needs `decision` (or HPD's `approved`)".into()),
+        };
+        let choice = match object.get("choice") {
+            None | Some(Value::Null) => "ask".to_owned(),
+            Some(Value::String(s)) => s
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+                .to_ascii_lowercase(),
+            Some(_) => return Err("`choice` must be a string".into()),
+        };
+        let decision = match (approved, choice.as_str()) {
+            (true, "ask") => Choice::AllowOnce,
+            (true, "alwaysallow") => Choice::AllowAlways,
+            (false, "ask" | "alwaysallow") => Choice::RejectOnce,
+            (_, "alwaysdeny") => Choice::RejectAlways,
+            (_, other) => {
+                return Err(format!(
+                    "unknown choice `{other}`; expected ask, alwaysAllow or alwaysDeny"
+                ));
+            }
+        };
+        Ok(Answer { decision, reason })
+    }
+}
+
+/// An answer to a continuation request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContinuationAnswer {
+    /// Whether the run may go on.
+    pub approved: bool,
+    /// How many more iterations (0: the middleware's default extension).
+    #[serde(default, alias = "extensionAmount")]
+    pub extension: u32,
+}
+
+/// An answer, of either kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Response {
+    /// For a permission request.
+    Permission(Answer),
+    /// For a continuation request.
+    Continuation(ContinuationAnswer),
+}
+
+impl From<Answer> for Response {
+    fn from(answer: Answer) -> Response {
+        Response::Permission(answer)
+    }
+}
+
+impl From<ContinuationAnswer> for Response {
+    fn from(answer: ContinuationAnswer) -> Response {
+        Response::Continuation(answer)
+    }
+}
+
+/// How a request ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "kebab-case")]
+pub enum Resolution {
+    /// Someone answered.
+    Answered {
+        /// The answer.
+        response: Response,
+        /// Who.
+        by: String,
+    },
+    /// Nobody answered in time.
+    TimedOut,
+    /// The turn was cancelled.
+    Cancelled,
+    /// The handler failed or gave an answer that was not offered.
+    Failed {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl Resolution {
+    const fn status(&self) -> &'static str {
+        match self {
+            Resolution::Answered { .. } => "answered",
+            Resolution::TimedOut => "timed out",
+            Resolution::Cancelled => "cancelled",
+            Resolution::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// Why an answer changed nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "conflict", rename_all = "kebab-case")]
+pub enum Conflict {
+    /// No request with this id was ever pending here.
+    Unknown {
+        /// The id.
+        id: String,
+    },
+    /// The request was already resolved (answered, timed out or cancelled).
+    AlreadyResolved {
+        /// The id.
+        id: String,
+        /// How it ended.
+        status: &'static str,
+    },
+    /// The answer is for the other kind of request.
+    WrongKind {
+        /// The id.
+        id: String,
+        /// The request's kind.
+        expected: &'static str,
+    },
+    /// The answer was not among the offered choices; the request is still pending.
+    NotOffered {
+        /// The id.
+        id: String,
+        /// The answer given.
+        choice: Choice,
+        /// What was offered.
+        offered: Vec<Choice>,
+    },
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Conflict::Unknown { id } => write!(f, "no request `{id}` is pending"),
+            Conflict::AlreadyResolved { id, status } => {
+                write!(f, "request `{id}` is no longer pending: it was {status}")
+            }
+            Conflict::WrongKind { id, expected } => {
+                write!(f, "request `{id}` is a {expected} request")
+            }
+            Conflict::NotOffered {
+                id,
+                choice,
+                offered,
+            } => {
+                let offered: Vec<&str> = offered.iter().map(|c| c.as_str()).collect();
+                write!(
+                    f,
+                    "`{choice}` was not offered for request `{id}` (offered: {})",
+                    offered.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Conflict {}
+
+/// A request that is waiting.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    /// The request.
+    pub request: Request,
+    /// Where it comes from.
+    pub scope: Scope,
+}
+
+struct Waiter {
+    pending: Pending,
+    sender: oneshot::Sender<Resolution>,
+}
+
+/// How many resolved ids are remembered, to tell a late answer from an unknown one.
+const REMEMBERED: usize = 4096;
+
+#[derive(Default)]
+struct Registry {
+    waiting: HashMap<String, Waiter>,
+    resolved: VecDeque<(String, &'static str)>,
+}
+
+impl Registry {
+    fn remember(&mut self, id: String, status: &'static str) {
+        if self.resolved.len() == REMEMBERED {
+            self.resolved.pop_front();
+        }
+        self.resolved.push_back((id, status));
+    }
+}
+
+/// The registry of pending requests. Cheap to clone; clones share it.
+#[derive(Clone)]
+pub struct ApprovalBroker {
+    registry: Arc<Mutex<Registry>>,
+    events: EventBus,
+}
+
+impl fmt::Debug for ApprovalBroker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApprovalBroker")
+            .field("pending", &self.lock().waiting.len())
+            .finish()
+    }
+}
+
+/// A fresh request id.
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl ApprovalBroker {
+    /// A broker that publishes its requests on `events`.
+    pub fn new(events: EventBus) -> ApprovalBroker {
+        ApprovalBroker {
+            registry: Arc::default(),
+            events,
+        }
+    }
+
+    /// The requests waiting now, oldest first is not guaranteed.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.lock()
+            .waiting
+            .values()
+            .map(|w| w.pending.clone())
+            .collect()
+    }
+
+    /// How many requests are waiting.
+    pub fn len(&self) -> usize {
+        self.lock().waiting.len()
+    }
+
+    /// Whether no request is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Publishes a permission request and waits for its resolution. With an `approver`, the
+    /// approver is asked too (its answer races answers given through
+    /// [`respond`](Self::respond); the first valid one wins).
+    pub async fn request_permission(
+        &self,
+        scope: Scope,
+        request: PermissionRequest,
+        approver: Option<Arc<dyn Approver>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Resolution {
+        let request = Arc::new(request);
+        let ask = approver.map(|approver| {
+            let request = Arc::clone(&request);
+            async move {
+                approver
+                    .approve(request)
+                    .await
+                    .map(Response::Permission)
+                    .map_err(|e| format!("the approval handler failed: {e}"))
+            }
+        });
+        self.wait(scope, Request::Permission(request), ask, timeout, cancel)
+            .await
+    }
+
+    /// Publishes a continuation request and waits for its resolution.
+    pub async fn request_continuation(
+        &self,
+        scope: Scope,
+        request: ContinuationRequest,
+        approver: Option<Arc<dyn Approver>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Resolution {
+        let request = Arc::new(request);
+        let ask = approver.map(|approver| {
+            let request = Arc::clone(&request);
+            async move {
+                approver
+                    .approve_continuation(request)
+                    .await
+                    .map(Response::Continuation)
+                    .map_err(|e| format!("the approval handler failed: {e}"))
+            }
+        });
+        self.wait(scope, Request::Continuation(request), ask, timeout, cancel)
+            .await
+    }
+
+    async fn wait<F>(
+        &self,
+        scope: Scope,
+        request: Request,
+        ask: Option<F>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Resolution
+    where
+        F: Future<Output = Result<Response, String>>,
+    {
+        let id = request.id().to_owned();
+        let (sender, mut receiver) = oneshot::channel();
+        {
+            let mut registry = self.lock();
+            if registry.waiting.contains_key(&id) {
+                return Resolution::Failed {
+                    message: format!("a request `{id}` is already pending"),
+                };
+            }
+            registry.waiting.insert(
+                id.clone(),
+                Waiter {
+                    pending: Pending {
+                        request: request.clone(),
+                        scope: scope.clone(),
+                    },
+                    sender,
+                },
+            );
+        }
+        let kind = match &request {
+            Request::Permission(r) => EventKind::PermissionRequested(Arc::clone(r)),
+            Request::Continuation(r) => EventKind::ContinuationRequested(Arc::clone(r)),
+        };
+        self.events.publish(scope.clone(), kind);
+        let handler = async {
+            if let Some(ask) = ask {
+                let resolution = match ask.await {
+                    Ok(response) => match self.respond(&id, response, "handler") {
+                        Ok(()) | Err(Conflict::AlreadyResolved { .. }) => None,
+                        Err(conflict) => Some(Resolution::Failed {
+                            message: format!(
+                                "the approval handler's answer was refused: {conflict}"
+                            ),
+                        }),
+                    },
+                    Err(message) => Some(Resolution::Failed { message }),
+                };
+                if let Some(resolution) = resolution {
+                    self.finish(&id, &scope, resolution);
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        let ended = tokio::select! {
+            resolution = &mut receiver => return resolution.unwrap_or(Resolution::Failed {
+                message: "the request was dropped".into(),
+            }),
+            () = cancel.cancelled() => Resolution::Cancelled,
+            () = tokio::time::sleep(timeout) => Resolution::TimedOut,
+            () = handler => Resolution::Failed { message: "unreachable".into() },
+        };
+        self.finish(&id, &scope, ended);
+        receiver.await.unwrap_or(Resolution::Failed {
+            message: "the request was dropped".into(),
+        })
+    }
+
+    /// Ends a waiting request with `resolution`, unless something already ended it.
+    fn finish(&self, id: &str, scope: &Scope, resolution: Resolution) {
+        let waiter = {
+            let mut registry = self.lock();
+            let waiter = registry.waiting.remove(id);
+            if waiter.is_some() {
+                registry.remember(id.to_owned(), resolution.status());
+            }
+            waiter
+        };
+        if let Some(waiter) = waiter {
+            self.events.publish(
+                scope.clone(),
+                EventKind::RequestResolved {
+                    request_id: id.to_owned(),
+                    resolution: resolution.clone(),
+                },
+            );
+            let _ = waiter.sender.send(resolution);
+        }
+    }
+
+    /// Answers a waiting request. The first valid answer wins; anything else is a conflict and
+    /// changes nothing.
+    pub fn respond(&self, id: &str, response: Response, by: &str) -> Result<(), Conflict> {
+        let waiter = {
+            let mut registry = self.lock();
+            let Some(waiter) = registry.waiting.get(id) else {
+                let status = registry
+                    .resolved
+                    .iter()
+                    .rev()
+                    .find(|(r, _)| r == id)
+                    .map(|(_, s)| *s);
+                return Err(match status {
+                    Some(status) => Conflict::AlreadyResolved {
+                        id: id.to_owned(),
+                        status,
+                    },
+                    None => Conflict::Unknown { id: id.to_owned() },
+                });
+            };
+            match (&waiter.pending.request, &response) {
+                (Request::Permission(request), Response::Permission(answer)) => {
+                    if !request.choices.contains(&answer.decision) {
+                        return Err(Conflict::NotOffered {
+                            id: id.to_owned(),
+                            choice: answer.decision,
+                            offered: request.choices.clone(),
+                        });
+                    }
+                }
+                (Request::Continuation(_), Response::Continuation(_)) => {}
+                (request, _) => {
+                    return Err(Conflict::WrongKind {
+                        id: id.to_owned(),
+                        expected: request.kind(),
+                    });
+                }
+            }
+            let waiter = registry.waiting.remove(id);
+            registry.remember(id.to_owned(), "answered");
+            waiter
+        };
+        if let Some(waiter) = waiter {
+            let resolution = Resolution::Answered {
+                response,
+                by: by.to_owned(),
+            };
+            self.events.publish(
+                waiter.pending.scope.clone(),
+                EventKind::RequestResolved {
+                    request_id: id.to_owned(),
+                    resolution: resolution.clone(),
+                },
+            );
+            let _ = waiter.sender.send(resolution);
+        }
+        Ok(())
+    }
+
+    /// Answers a waiting request from JSON: a permission answer (see [`Answer::from_json`]) or
+    /// a continuation answer (`{"approved": true, "extension": 3}`).
+    pub fn respond_json(&self, id: &str, answer: &Value, by: &str) -> Result<(), RespondError> {
+        let kind = {
+            let registry = self.lock();
+            registry
+                .waiting
+                .get(id)
+                .map(|w| matches!(w.pending.request, Request::Permission(_)))
+        };
+        let response = match kind {
+            Some(false) => Response::Continuation(
+                serde_json::from_value(answer.clone())
+                    .map_err(|e| RespondError::Invalid(e.to_string()))?,
+            ),
+            // Unknown ids fall through to `respond`, which names the conflict.
+            Some(true) | None => {
+                Response::Permission(Answer::from_json(answer).map_err(RespondError::Invalid)?)
+            }
+        };
+        self.respond(id, response, by)
+            .map_err(RespondError::Conflict)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Why [`ApprovalBroker::respond_json`] refused an answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RespondError {
+    /// The answer could not be read.
+    Invalid(String),
+    /// The answer was read but changed nothing.
+    Conflict(Conflict),
+}
+
+impl fmt::Display for RespondError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RespondError::Invalid(e) => write!(f, "invalid answer: {e}"),
+            RespondError::Conflict(c) => c.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RespondError {}

@@ -1,0 +1,566 @@
+//! Grants: remembered "always" answers (DESIGN §6).
+//!
+//! A grant says that a tool, or a tool on one subject (a command prefix, a path, a domain), is
+//! allowed or denied within a scope. Both answers are stored, at decision time. A grant is only
+//! consulted when the policy asks; it never loosens a guard (an ask from a guard is never
+//! answered by an allow grant) and never turns a deny into an allow.
+//!
+//! toolgate never offers an "always" broader than the prompt shows: the targets of a request are
+//! computed here, shown in the request, and are exactly what is stored. For a command whose
+//! natural prefix is interpreter-wide (`bash`, `sh -c`, `python -c`, `node -e`, `env`, `sudo`,
+//! a bare `git`), the target is the exact command.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use toolgate_policy::{Decision, GrantKind, Layer, Subject, SubjectOutcome};
+
+/// Whether a grant allows or denies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effect {
+    /// The call runs without asking.
+    Allow,
+    /// The call is refused without asking.
+    Deny,
+}
+
+/// What a grant covers, besides the tool's name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum GrantTarget {
+    /// Every call of the tool.
+    Tool,
+    /// Commands that start with these words (or are exactly them, when `exact`).
+    Command {
+        /// The words.
+        prefix: Vec<String>,
+        /// Whether only the exact command is covered.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        exact: bool,
+    },
+    /// This path (absolute, resolved).
+    Path {
+        /// The path.
+        path: PathBuf,
+    },
+    /// This host.
+    Domain {
+        /// The host, as normalised by the policy.
+        host: String,
+    },
+}
+
+impl GrantTarget {
+    /// Whether the target covers one subject of a call.
+    pub fn covers(&self, subject: &Subject) -> bool {
+        match (self, subject) {
+            (GrantTarget::Tool, _) => true,
+            (GrantTarget::Command { prefix, exact }, Subject::Command(c)) => {
+                let argv = &c.command.argv;
+                if argv.len() < prefix.len() || (*exact && argv.len() != prefix.len()) {
+                    return false;
+                }
+                prefix
+                    .iter()
+                    .zip(argv)
+                    .all(|(p, w)| w.value() == Some(p.as_str()))
+            }
+            (GrantTarget::Path { path }, Subject::Path(p)) => p
+                .resolved
+                .as_ref()
+                .is_some_and(|r| &r.resolved == path && r.alternative.is_none()),
+            (GrantTarget::Domain { host }, Subject::Url(u)) => {
+                u.checked.as_ref().is_some_and(|c| &c.host == host)
+            }
+            (
+                GrantTarget::Command { .. } | GrantTarget::Path { .. } | GrantTarget::Domain { .. },
+                _,
+            ) => false,
+        }
+    }
+}
+
+impl fmt::Display for GrantTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GrantTarget::Tool => f.write_str("every call of the tool"),
+            GrantTarget::Command { prefix, exact } => {
+                let words = prefix.join(" ");
+                if *exact {
+                    write!(f, "exactly the command `{words}`")
+                } else {
+                    write!(f, "commands starting with `{words}`")
+                }
+            }
+            GrantTarget::Path { path } => write!(f, "the path `{}`", path.display()),
+            GrantTarget::Domain { host } => write!(f, "the host `{host}`"),
+        }
+    }
+}
+
+/// How long a grant lasts, and where it applies.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "scope", rename_all = "lowercase")]
+pub enum GrantScope {
+    /// The next matching call in the session, then gone.
+    Once {
+        /// The session.
+        session: String,
+    },
+    /// The rest of one turn of one branch.
+    Turn {
+        /// The session.
+        session: String,
+        /// The branch.
+        branch: String,
+        /// The turn.
+        turn: u64,
+    },
+    /// The session, all its branches.
+    Session {
+        /// The session.
+        session: String,
+    },
+    /// Every session working in this workspace.
+    Workspace {
+        /// The workspace root.
+        root: PathBuf,
+    },
+    /// Every session of the user.
+    User,
+}
+
+/// Which scope an "always" answer makes (the session by default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeKind {
+    /// See [`GrantScope::Once`].
+    Once,
+    /// See [`GrantScope::Turn`].
+    Turn,
+    /// See [`GrantScope::Session`].
+    #[default]
+    Session,
+    /// See [`GrantScope::Workspace`].
+    Workspace,
+    /// See [`GrantScope::User`].
+    User,
+}
+
+/// Where a call is being decided: what a grant's scope is compared with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantContext {
+    /// The session.
+    pub session: String,
+    /// The branch.
+    pub branch: String,
+    /// The turn.
+    pub turn: u64,
+    /// The workspace root, when the call has one.
+    pub workspace: Option<PathBuf>,
+}
+
+impl GrantContext {
+    /// The scope of a new grant made here.
+    pub fn scope(&self, kind: ScopeKind) -> GrantScope {
+        match kind {
+            ScopeKind::Once => GrantScope::Once {
+                session: self.session.clone(),
+            },
+            ScopeKind::Turn => GrantScope::Turn {
+                session: self.session.clone(),
+                branch: self.branch.clone(),
+                turn: self.turn,
+            },
+            ScopeKind::Session => GrantScope::Session {
+                session: self.session.clone(),
+            },
+            ScopeKind::Workspace => match &self.workspace {
+                Some(root) => GrantScope::Workspace { root: root.clone() },
+                None => GrantScope::Session {
+                    session: self.session.clone(),
+                },
+            },
+            ScopeKind::User => GrantScope::User,
+        }
+    }
+
+    fn within(&self, scope: &GrantScope) -> bool {
+        match scope {
+            GrantScope::Once { session } | GrantScope::Session { session } => {
+                *session == self.session
+            }
+            GrantScope::Turn {
+                session,
+                branch,
+                turn,
+            } => *session == self.session && *branch == self.branch && *turn == self.turn,
+            GrantScope::Workspace { root } => self.workspace.as_ref() == Some(root),
+            GrantScope::User => true,
+        }
+    }
+}
+
+/// A remembered answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// Its id.
+    pub id: String,
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The tool.
+    pub tool: String,
+    /// What it covers.
+    pub target: GrantTarget,
+    /// Where and how long it applies.
+    #[serde(flatten)]
+    pub scope: GrantScope,
+    /// When it stops applying.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_time")]
+    pub expires_at: Option<SystemTime>,
+    /// How many more calls it covers (`None`: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses_left: Option<u32>,
+    /// Who made it (the request's answerer).
+    pub created_by: String,
+    /// When.
+    #[serde(with = "time")]
+    pub created_at: SystemTime,
+    /// The request it answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+impl Grant {
+    /// A grant made now, by `created_by`.
+    pub fn new(
+        effect: Effect,
+        tool: impl Into<String>,
+        target: GrantTarget,
+        scope: GrantScope,
+        created_by: impl Into<String>,
+    ) -> Grant {
+        let uses_left = matches!(scope, GrantScope::Once { .. }).then_some(1);
+        Grant {
+            id: uuid::Uuid::new_v4().to_string(),
+            effect,
+            tool: tool.into(),
+            target,
+            scope,
+            expires_at: None,
+            uses_left,
+            created_by: created_by.into(),
+            created_at: SystemTime::now(),
+            request_id: None,
+        }
+    }
+
+    /// Whether the grant applies to a call of `tool` in `context` at `now`.
+    pub fn is_live(&self, tool: &str, context: &GrantContext, now: SystemTime) -> bool {
+        self.tool == tool
+            && context.within(&self.scope)
+            && self.expires_at.is_none_or(|at| now < at)
+            && self.uses_left != Some(0)
+    }
+}
+
+mod time {
+    use std::time::SystemTime;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_rfc3339_micros(*t).to_string())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_rfc3339(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+mod opt_time {
+    use std::time::SystemTime;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        t: &Option<SystemTime>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => super::time::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<SystemTime>, D::Error> {
+        match Option::<String>::deserialize(d)? {
+            Some(text) => humantime::parse_rfc3339(&text)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Why a grant store failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Where grants are kept. [`MemoryGrants`] keeps them in memory; the daemon keeps them in its
+/// database.
+#[async_trait]
+pub trait GrantStore: Send + Sync + 'static {
+    /// Stores a grant.
+    async fn insert(&self, grant: Grant) -> Result<(), StoreError>;
+    /// The grants for `tool` (live or not; the caller filters).
+    async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, StoreError>;
+    /// Spends one use of a grant with a use count. Returns false when none was left.
+    async fn use_once(&self, id: &str) -> Result<bool, StoreError>;
+    /// Every grant.
+    async fn list(&self) -> Result<Vec<Grant>, StoreError>;
+    /// Removes a grant. Returns whether it existed.
+    async fn revoke(&self, id: &str) -> Result<bool, StoreError>;
+}
+
+/// Grants in memory.
+#[derive(Debug, Default)]
+pub struct MemoryGrants {
+    grants: Mutex<HashMap<String, Vec<Grant>>>,
+}
+
+impl MemoryGrants {
+    /// An empty store.
+    pub fn new() -> MemoryGrants {
+        MemoryGrants::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Grant>>> {
+        self.grants.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl GrantStore for MemoryGrants {
+    async fn insert(&self, grant: Grant) -> Result<(), StoreError> {
+        self.lock()
+            .entry(grant.tool.clone())
+            .or_default()
+            .push(grant);
+        Ok(())
+    }
+
+    async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, StoreError> {
+        Ok(self.lock().get(tool).cloned().unwrap_or_default())
+    }
+
+    async fn use_once(&self, id: &str) -> Result<bool, StoreError> {
+        let mut grants = self.lock();
+        for grant in grants.values_mut().flatten() {
+            if grant.id == id {
+                return Ok(match &mut grant.uses_left {
+                    None => true,
+                    Some(0) => false,
+                    Some(n) => {
+                        *n -= 1;
+                        true
+                    }
+                });
+            }
+        }
+        Ok(false)
+    }
+
+    async fn list(&self) -> Result<Vec<Grant>, StoreError> {
+        let mut all: Vec<Grant> = self.lock().values().flatten().cloned().collect();
+        all.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        Ok(all)
+    }
+
+    async fn revoke(&self, id: &str) -> Result<bool, StoreError> {
+        let mut grants = self.lock();
+        let mut found = false;
+        for list in grants.values_mut() {
+            let before = list.len();
+            list.retain(|g| g.id != id);
+            found |= list.len() != before;
+        }
+        Ok(found)
+    }
+}
+
+/// The subjects of an evaluation that asked.
+pub fn asking(subjects: &[SubjectOutcome]) -> impl Iterator<Item = &SubjectOutcome> {
+    subjects.iter().filter(|s| s.decision == Decision::Ask)
+}
+
+/// What stored grants say about an ask: the first deny grant covering any asking subject, else
+/// allow when allow grants cover every asking subject (never for a guard's ask).
+pub fn match_grants<'g>(
+    grants: &'g [Grant],
+    tool: &str,
+    subjects: &[SubjectOutcome],
+    context: &GrantContext,
+    now: SystemTime,
+) -> Option<&'g Grant> {
+    let live: Vec<&Grant> = grants
+        .iter()
+        .filter(|g| g.is_live(tool, context, now))
+        .collect();
+    let asking: Vec<&SubjectOutcome> = asking(subjects).collect();
+    let covers = |g: &Grant, s: &SubjectOutcome| g.target.covers(&s.subject);
+    if let Some(deny) = live
+        .iter()
+        .find(|g| g.effect == Effect::Deny && asking.iter().any(|s| covers(g, s)))
+    {
+        return Some(deny);
+    }
+    if asking.is_empty() || asking.iter().any(|s| s.layer == Layer::Guard) {
+        return None;
+    }
+    let allows: Vec<&&Grant> = live.iter().filter(|g| g.effect == Effect::Allow).collect();
+    let first = allows
+        .iter()
+        .find(|g| asking.iter().any(|s| covers(g, s)))?;
+    asking
+        .iter()
+        .all(|s| allows.iter().any(|g| covers(g, s)))
+        .then_some(**first)
+}
+
+/// Programs whose prefix would allow anything: an "always" for them covers the exact command.
+const INTERPRETERS: &[&str] = &[
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "csh",
+    "tcsh",
+    "busybox",
+    "python",
+    "python2",
+    "python3",
+    "pypy",
+    "pypy3",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "ruby",
+    "perl",
+    "php",
+    "lua",
+    "tclsh",
+    "pwsh",
+    "powershell",
+    "osascript",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "xargs",
+    "nohup",
+    "timeout",
+    "nice",
+    "exec",
+    "eval",
+    "command",
+    "npx",
+    "bunx",
+    "uvx",
+    "pipx",
+];
+
+fn is_interpreter(program: &str) -> bool {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    INTERPRETERS.contains(&base)
+        || base
+            .strip_prefix("python")
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
+fn looks_like_subcommand(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'))
+        && !word.contains("..")
+}
+
+/// The target an "always" answer covers for one subject, under the rule's grant kind. `None`
+/// when nothing narrower than the prompt can be named (an unknown word in a command, a path that
+/// could not be resolved): then "allow-always" is not offered.
+pub fn target_for(kind: GrantKind, subject: &Subject) -> Option<GrantTarget> {
+    if kind == GrantKind::Tool {
+        return Some(GrantTarget::Tool);
+    }
+    match subject {
+        Subject::Call => Some(GrantTarget::Tool),
+        Subject::Command(c) => {
+            let words: Option<Vec<String>> = c
+                .command
+                .argv
+                .iter()
+                .map(|w| w.value().map(str::to_owned))
+                .collect();
+            let words = words?;
+            let program = words.first()?;
+            let second = words.get(1).filter(|w| looks_like_subcommand(w));
+            if is_interpreter(program) || (program == "git" && second.is_none()) {
+                return Some(GrantTarget::Command {
+                    prefix: words,
+                    exact: true,
+                });
+            }
+            let mut prefix = vec![program.clone()];
+            prefix.extend(second.cloned());
+            Some(GrantTarget::Command {
+                prefix,
+                exact: false,
+            })
+        }
+        Subject::Path(p) => {
+            let resolved = p.resolved.as_ref()?;
+            (resolved.alternative.is_none()).then(|| GrantTarget::Path {
+                path: resolved.resolved.clone(),
+            })
+        }
+        Subject::Url(u) => u.checked.as_ref().map(|c| GrantTarget::Domain {
+            host: c.host.clone(),
+        }),
+    }
+}
+
+/// The targets an "always" answer to this ask would store, one per asking subject (deduplicated),
+/// or `None` when some subject has no safe target.
+pub fn targets_for(kind: GrantKind, subjects: &[SubjectOutcome]) -> Option<Vec<GrantTarget>> {
+    let mut targets: Vec<GrantTarget> = Vec::new();
+    for s in asking(subjects) {
+        let target = target_for(kind, &s.subject)?;
+        if !targets.contains(&target) {
+            targets.push(target);
+        }
+    }
+    (!targets.is_empty()).then_some(targets)
+}
+
+/// Shared handle to a store.
+pub type Grants = Arc<dyn GrantStore>;

@@ -1,0 +1,670 @@
+//! The permission middleware: the policy decides every call; on ask, stored grants answer
+//! first, then a person through the approval broker.
+//!
+//! It keeps HPD-Agent's flow and messages and fixes what the seeds got wrong:
+//!
+//! - "always deny" is remembered on the deny path too (HPD stored only approvals);
+//! - a parallel batch is decided one call at a time in the model's order, and the decisions are
+//!   kept per call id, so a refused call never runs because a sibling of the same name was
+//!   approved (HPD kept them per function name);
+//! - asking with nobody to answer denies ("Permission required but no handler configured");
+//!   a timeout, a cancellation, a failing handler or an answer that was not offered deny;
+//! - an "always" covers exactly the subject the prompt shows (see [`crate::grants`]).
+//!
+//! Denials are ordinary tool results the model reads; [`PermissionMiddleware::interrupt_on_denial`]
+//! ends the turn instead.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use toolgate_policy::{
+    Call, Choice, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy,
+    RunOptions, Subject,
+};
+
+use crate::approver::{Approver, SyncApprover, blocking};
+use crate::broker::{AlwaysCovers, PermissionRequest, Resolution, Response, new_id};
+use crate::context::RunContext;
+use crate::events::EventKind;
+use crate::grants::{Effect, Grant, ScopeKind, asking, match_grants, targets_for};
+use crate::message::{Outcome, ToolCall};
+use crate::messages;
+use crate::middleware::{
+    BatchContext, FunctionContext, HookError, IterationContext, Middleware, Verdict,
+};
+use crate::state::{MiddlewareState, StateScope};
+use crate::tool::ToolInfo;
+
+/// One permission decision, as published and audited (DESIGN §7).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DecisionRecord {
+    /// What was attempted: the tool's name.
+    pub action: String,
+    /// What it touched: the deciding subject (a path, a command, a URL), when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Allow or deny (asks are `permission_requested` events, then a decision).
+    pub decision: Decision,
+    /// The rule involved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// The layer that decided.
+    pub layer: Layer,
+    /// Why.
+    pub reason: String,
+    /// Who decided: `policy`, `grant:<id>`, the answerer, `timeout`, `cancelled`, `nobody`.
+    pub actor: String,
+    /// The permission request, when a person was asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+}
+
+/// What a refused call does to its turn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DeniedBehavior {
+    /// The refusal is the call's result and the model carries on (the default).
+    #[default]
+    ReturnToModel,
+    /// The turn ends once the iteration's calls are done.
+    InterruptTurn,
+}
+
+/// A decided call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Decided {
+    /// Run, with rewritten arguments when the policy supplied them.
+    Allow(Option<Map<String, Value>>),
+    /// Do not run; the model reads the text.
+    Refuse(Outcome, String),
+}
+
+/// Decisions made for a parallel batch, by call id (transient, reset every iteration).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct BatchDecisions {
+    by_call: HashMap<String, (Map<String, Value>, Decided)>,
+}
+
+impl MiddlewareState for BatchDecisions {
+    const KEY: &'static str = "toolgate.permission.batch";
+    const SCOPE: StateScope = StateScope::Branch;
+}
+
+/// Gates every tool call with a [`Policy`].
+///
+/// ```rust,standalone_crate
+/// use std::sync::Arc;
+/// use toolgate_policy::{Choice, Policy};
+/// use toolgate_runtime::{Agent, Answer, FnTool, PermissionMiddleware, Reply, ScriptedModel, ToolInfo};
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let policy = Policy::from_toml("policy.toml", r#"
+///     version = 1
+///     [[rule]]
+///     name = "ask-deletes"
+///     decision = "ask"
+///     tool = "delete_file"
+/// "#)?;
+/// let model = ScriptedModel::new([
+///     Reply::call("delete_file", serde_json::json!({"path": "a.txt"})),
+///     Reply::text("Done."),
+/// ]);
+/// let delete = FnTool::new(ToolInfo::new("delete_file", "Deletes a file."), |_, _| async {
+///     Ok("deleted".into())
+/// });
+/// let agent = Agent::builder(model)
+///     .tool(delete)
+///     .middleware(PermissionMiddleware::new(policy))
+///     .approver(|_request| async { Ok(Answer::from(Choice::RejectOnce)) })
+///     .build()?;
+/// let turn = agent.run(&agent.session("s1"), "delete a.txt").await?;
+/// assert_eq!(turn.results[0].text(), "Permission denied by user.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub struct PermissionMiddleware {
+    name: String,
+    policy: Arc<Policy>,
+    approver: Option<Arc<dyn Approver>>,
+    on_denial: DeniedBehavior,
+    grant_scope: ScopeKind,
+    denied_message: Option<String>,
+}
+
+impl fmt::Debug for PermissionMiddleware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PermissionMiddleware")
+            .field("name", &self.name)
+            .field("on_denial", &self.on_denial)
+            .field("grant_scope", &self.grant_scope)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PermissionMiddleware {
+    /// Gates calls with `policy`.
+    pub fn new(policy: impl Into<Arc<Policy>>) -> PermissionMiddleware {
+        PermissionMiddleware {
+            name: "PermissionMiddleware".to_owned(),
+            policy: policy.into(),
+            approver: None,
+            on_denial: DeniedBehavior::ReturnToModel,
+            grant_scope: ScopeKind::Session,
+            denied_message: None,
+        }
+    }
+
+    /// HPD's built-in function-level policy: everything runs, except tools that require
+    /// permission (their `requires_permission`, or an agent or run override), which ask.
+    pub fn function_level() -> PermissionMiddleware {
+        PermissionMiddleware::new(Policy::builder().mode(Mode::ApproveAll).build())
+    }
+
+    /// Renames it (its name is the requests' `source`).
+    #[must_use]
+    pub fn named(mut self, name: impl Into<String>) -> PermissionMiddleware {
+        self.name = name.into();
+        self
+    }
+
+    /// Asks this approver instead of the agent's.
+    #[must_use]
+    pub fn with_approver(mut self, approver: impl Approver) -> PermissionMiddleware {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Asks this blocking approver instead of the agent's.
+    #[must_use]
+    pub fn with_blocking_approver(mut self, approver: impl SyncApprover) -> PermissionMiddleware {
+        self.approver = Some(blocking(approver));
+        self
+    }
+
+    /// Ends the turn when a call is refused (HPD's `InterruptTurn`).
+    #[must_use]
+    pub fn interrupt_on_denial(mut self) -> PermissionMiddleware {
+        self.on_denial = DeniedBehavior::InterruptTurn;
+        self
+    }
+
+    /// The scope "always" answers are stored with (default: the session).
+    #[must_use]
+    pub fn grant_scope(mut self, scope: ScopeKind) -> PermissionMiddleware {
+        self.grant_scope = scope;
+        self
+    }
+
+    /// What the model reads when a person refuses without a reason (default
+    /// "Permission denied by user.").
+    #[must_use]
+    pub fn denied_message(mut self, message: impl Into<String>) -> PermissionMiddleware {
+        self.denied_message = Some(message.into());
+        self
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Evaluates a call under the run's options.
+    fn evaluate(
+        &self,
+        run: &RunContext,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        tool: &ToolInfo,
+    ) -> Evaluation {
+        let config = run.config();
+        let policy_call = Call {
+            tool: call.name.clone(),
+            args: Value::Object(args.clone()),
+            tags: tool.tags.clone(),
+            annotations: Map::new(),
+            context: Context {
+                session: Some(run.session_id().to_owned()),
+                branch: Some(run.branch().to_owned()),
+                agent: Some(run.agent_name().to_owned()),
+                origin: config.origin,
+                workspace: config.workspace.as_ref().map(|p| p.display().to_string()),
+                cwd: config.cwd.as_ref().map(|p| p.display().to_string()),
+                mode: None,
+                server: None,
+                trusted_server: false,
+            },
+        };
+        let mut options = RunOptions::default().with_full_access(config.full_access);
+        if let Some(mode) = config.mode {
+            options = options.with_mode(mode);
+        }
+        match run.permission_override(&call.name) {
+            Some(PermissionOverride::Require) => {
+                options.require_permission_for(call.name.clone());
+            }
+            Some(PermissionOverride::Disable) => {
+                options.disable_permission_for(call.name.clone());
+            }
+            None => {}
+        }
+        self.policy.evaluate_with(&policy_call, &options)
+    }
+
+    async fn decide(
+        &self,
+        run: &RunContext,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        tool: &ToolInfo,
+    ) -> Decided {
+        let evaluation = self.evaluate(run, call, args, tool);
+        match evaluation.decision {
+            Decision::Allow => {
+                record(
+                    run,
+                    call,
+                    &evaluation,
+                    Decision::Allow,
+                    evaluation.layer,
+                    &evaluation.reason,
+                    "policy",
+                    None,
+                );
+                Decided::Allow(evaluation.args.clone())
+            }
+            Decision::Deny => {
+                record(
+                    run,
+                    call,
+                    &evaluation,
+                    Decision::Deny,
+                    evaluation.layer,
+                    &evaluation.reason,
+                    "policy",
+                    None,
+                );
+                Decided::Refuse(Outcome::Denied, evaluation.reason.to_string())
+            }
+            Decision::Ask => self.resolve_ask(run, call, args, tool, &evaluation).await,
+        }
+    }
+
+    async fn resolve_ask(
+        &self,
+        run: &RunContext,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        tool: &ToolInfo,
+        evaluation: &Evaluation,
+    ) -> Decided {
+        let grant_cx = run.grant_context();
+        match run.grants().for_tool(&call.name).await {
+            Ok(grants) => {
+                if let Some(grant) = match_grants(
+                    &grants,
+                    &call.name,
+                    &evaluation.subjects,
+                    &grant_cx,
+                    SystemTime::now(),
+                ) {
+                    let usable = grant.uses_left.is_none()
+                        || run.grants().use_once(&grant.id).await.unwrap_or(false);
+                    if usable {
+                        let actor = format!("grant:{}", grant.id);
+                        return match grant.effect {
+                            Effect::Deny => {
+                                let text = messages::stored_denial(&call.name);
+                                record(
+                                    run,
+                                    call,
+                                    evaluation,
+                                    Decision::Deny,
+                                    Layer::Grant,
+                                    &text,
+                                    &actor,
+                                    None,
+                                );
+                                Decided::Refuse(Outcome::Denied, text)
+                            }
+                            Effect::Allow => {
+                                let reason =
+                                    format!("allowed by a stored grant ({})", grant.target);
+                                record(
+                                    run,
+                                    call,
+                                    evaluation,
+                                    Decision::Allow,
+                                    Layer::Grant,
+                                    &reason,
+                                    &actor,
+                                    None,
+                                );
+                                Decided::Allow(evaluation.args.clone())
+                            }
+                        };
+                    }
+                }
+            }
+            Err(e) => report(
+                run,
+                call,
+                &self.name,
+                format!("the grant store failed: {e}"),
+            ),
+        }
+
+        let approver = match &self.approver {
+            Some(approver) => Some(Some(Arc::clone(approver))),
+            None => run.approver(),
+        };
+        let Some(approver) = approver else {
+            let text = messages::NO_HANDLER_REASON;
+            record(
+                run,
+                call,
+                evaluation,
+                Decision::Deny,
+                Layer::Handler,
+                text,
+                "nobody",
+                None,
+            );
+            return Decided::Refuse(Outcome::Denied, text.to_owned());
+        };
+
+        let (timeout, kind, offered) = match &evaluation.ask {
+            Some(ask) => (ask.timeout, ask.grant, ask.choices.to_vec()),
+            None => (
+                toolgate_policy::DEFAULT_APPROVAL_TIMEOUT,
+                toolgate_policy::GrantKind::Tool,
+                Choice::ALL.to_vec(),
+            ),
+        };
+        let targets = targets_for(kind, &evaluation.subjects);
+        let guard_asked = asking(&evaluation.subjects).any(|s| s.layer == Layer::Guard);
+        let mut choices = offered.clone();
+        if guard_asked || targets.is_none() {
+            choices.retain(|c| *c != Choice::AllowAlways);
+        }
+        if targets.is_none() {
+            choices.retain(|c| *c != Choice::RejectAlways);
+        }
+        if offered.contains(&Choice::AllowAlways) && !choices.iter().any(|c| c.allows()) {
+            choices.insert(0, Choice::AllowOnce);
+        }
+        if !choices.iter().any(|c| !c.allows()) {
+            choices.push(Choice::RejectOnce);
+        }
+        let always = [Choice::AllowAlways, Choice::RejectAlways]
+            .into_iter()
+            .filter(|c| choices.contains(c))
+            .map(|choice| AlwaysCovers {
+                choice,
+                targets: targets.clone().unwrap_or_default(),
+                scope: self.grant_scope,
+            })
+            .collect();
+        let request = PermissionRequest {
+            id: new_id(),
+            source: self.name.clone(),
+            tool: call.name.clone(),
+            description: if tool.description.is_empty() {
+                messages::NO_DESCRIPTION.to_owned()
+            } else {
+                tool.description.clone()
+            },
+            call_id: call.id.clone(),
+            arguments: Value::Object(args.clone()),
+            reason: evaluation.reason.to_string(),
+            rule: evaluation.rule_name().map(str::to_owned),
+            layer: evaluation.layer,
+            choices,
+            always,
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        };
+        let request_id = request.id.clone();
+        let resolution = run
+            .broker()
+            .request_permission(
+                run.call_scope(&call.id),
+                request,
+                approver,
+                timeout,
+                run.cancellation(),
+            )
+            .await;
+        let request_id = Some(request_id.as_str());
+        match resolution {
+            Resolution::Answered {
+                response: Response::Permission(answer),
+                by,
+            } => {
+                let effect = match answer.decision {
+                    Choice::AllowAlways => Some(Effect::Allow),
+                    Choice::RejectAlways => Some(Effect::Deny),
+                    Choice::AllowOnce | Choice::RejectOnce => None,
+                };
+                if let (Some(effect), Some(targets)) = (effect, &targets) {
+                    for target in targets {
+                        let mut grant = Grant::new(
+                            effect,
+                            call.name.clone(),
+                            target.clone(),
+                            grant_cx.scope(self.grant_scope),
+                            by.clone(),
+                        );
+                        grant.request_id = request_id.map(str::to_owned);
+                        if let Err(e) = run.grants().insert(grant).await {
+                            report(
+                                run,
+                                call,
+                                &self.name,
+                                format!("the grant store failed: {e}"),
+                            );
+                        }
+                    }
+                }
+                if answer.decision.allows() {
+                    let reason = format!("approved by {by} ({})", answer.decision);
+                    record(
+                        run,
+                        call,
+                        evaluation,
+                        Decision::Allow,
+                        Layer::Handler,
+                        &reason,
+                        &by,
+                        request_id,
+                    );
+                    Decided::Allow(evaluation.args.clone())
+                } else {
+                    let text = answer
+                        .reason
+                        .filter(|r| !r.is_empty())
+                        .or_else(|| self.denied_message.clone())
+                        .unwrap_or_else(|| messages::USER_DENIED.to_owned());
+                    record(
+                        run,
+                        call,
+                        evaluation,
+                        Decision::Deny,
+                        Layer::Handler,
+                        &text,
+                        &by,
+                        request_id,
+                    );
+                    Decided::Refuse(Outcome::Denied, text)
+                }
+            }
+            Resolution::Answered { by, .. } => {
+                let text = "the answer was not a permission answer".to_owned();
+                record(
+                    run,
+                    call,
+                    evaluation,
+                    Decision::Deny,
+                    Layer::Handler,
+                    &text,
+                    &by,
+                    request_id,
+                );
+                Decided::Refuse(Outcome::Denied, text)
+            }
+            Resolution::TimedOut => {
+                record(
+                    run,
+                    call,
+                    evaluation,
+                    Decision::Deny,
+                    Layer::Timeout,
+                    messages::TIMED_OUT,
+                    "timeout",
+                    request_id,
+                );
+                Decided::Refuse(Outcome::TimedOut, messages::TIMED_OUT.to_owned())
+            }
+            Resolution::Cancelled => {
+                record(
+                    run,
+                    call,
+                    evaluation,
+                    Decision::Deny,
+                    Layer::Handler,
+                    messages::CANCELLED,
+                    "cancelled",
+                    request_id,
+                );
+                Decided::Refuse(Outcome::Cancelled, messages::CANCELLED.to_owned())
+            }
+            Resolution::Failed { message } => {
+                record(
+                    run,
+                    call,
+                    evaluation,
+                    Decision::Deny,
+                    Layer::Handler,
+                    &message,
+                    "handler",
+                    request_id,
+                );
+                Decided::Refuse(Outcome::Denied, message)
+            }
+        }
+    }
+
+    fn apply(&self, cx: &mut FunctionContext<'_>, decided: Decided) -> Verdict {
+        match decided {
+            Decided::Allow(args) => Verdict::Allow { args },
+            Decided::Refuse(outcome, text) => {
+                if self.on_denial == DeniedBehavior::InterruptTurn {
+                    cx.interrupt_turn(text.clone());
+                }
+                cx.block_with(outcome, text);
+                Verdict::Continue
+            }
+        }
+    }
+}
+
+/// Publishes a decision.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    run: &RunContext,
+    call: &ToolCall,
+    evaluation: &Evaluation,
+    decision: Decision,
+    layer: Layer,
+    reason: &str,
+    actor: &str,
+    request_id: Option<&str>,
+) {
+    if !run.events().is_observed() {
+        return;
+    }
+    let resource = evaluation
+        .subjects
+        .iter()
+        .find(|s| s.decision == evaluation.decision && !matches!(s.subject, Subject::Call))
+        .and_then(|s| match &s.subject {
+            Subject::Call => None,
+            Subject::Path(p) => Some(
+                p.resolved
+                    .as_ref()
+                    .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
+            ),
+            Subject::Command(c) => Some(c.command.text.clone()),
+            Subject::Url(u) => Some(u.given.clone()),
+        });
+    run.emit_for_call(
+        &call.id,
+        EventKind::Decision(DecisionRecord {
+            action: call.name.clone(),
+            resource,
+            decision,
+            rule: evaluation.rule_name().map(str::to_owned),
+            layer,
+            reason: reason.to_owned(),
+            actor: actor.to_owned(),
+            request_id: request_id.map(str::to_owned),
+        }),
+    );
+}
+
+fn report(run: &RunContext, call: &ToolCall, middleware: &str, message: String) {
+    run.emit_for_call(
+        &call.id,
+        EventKind::MiddlewareFailed {
+            middleware: middleware.to_owned(),
+            hook: "before_function",
+            message,
+        },
+    );
+}
+
+#[async_trait]
+impl Middleware for PermissionMiddleware {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn before_iteration(&self, cx: &mut IterationContext<'_>) -> Result<(), HookError> {
+        cx.update_state::<BatchDecisions, _>(|b| b.by_call.clear());
+        Ok(())
+    }
+
+    async fn before_parallel_batch(&self, cx: &mut BatchContext<'_>) -> Result<(), HookError> {
+        for call in cx.calls {
+            let (Some(tool), Value::Object(args)) = (cx.run.tool(&call.name), &call.arguments)
+            else {
+                continue; // the call is refused by validation before any middleware
+            };
+            let decided = self.decide(cx.run, call, args, tool).await;
+            cx.update_state::<BatchDecisions, _>(|b| {
+                b.by_call.insert(call.id.clone(), (args.clone(), decided));
+            });
+        }
+        Ok(())
+    }
+
+    async fn before_function(&self, cx: &mut FunctionContext<'_>) -> Result<Verdict, HookError> {
+        let (call_id, args) = (cx.call.id.clone(), cx.args.clone());
+        let recorded = if cx.in_batch {
+            cx.update_state::<BatchDecisions, _>(|b| match b.by_call.remove(&call_id) {
+                // A decision applies only to the arguments it was made on: a middleware before
+                // this one may have rewritten them.
+                Some((decided_args, decided)) if decided_args == args => Some(decided),
+                _ => None,
+            })
+        } else {
+            None
+        };
+        let decided = match recorded {
+            Some(decided) => decided,
+            None => self.decide(cx.run, cx.call, cx.args, cx.tool).await,
+        };
+        Ok(self.apply(cx, decided))
+    }
+}
