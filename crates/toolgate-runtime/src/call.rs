@@ -209,14 +209,18 @@ async fn gate(
             Ok(Verdict::Ask {
                 reason,
                 args: replacement,
-            }) => match ask(run, &**middleware, call, tool.info(), &args, &reason).await {
-                Ok(()) => {
-                    if let Some(replacement) = replacement {
-                        args = replacement;
+            }) => {
+                // The person approves what will run: the replacement when there is one.
+                let shown = replacement.as_ref().unwrap_or(&args);
+                match ask(run, &**middleware, call, tool.info(), shown, &reason).await {
+                    Ok(()) => {
+                        if let Some(replacement) = replacement {
+                            args = replacement;
+                        }
                     }
+                    Err((outcome, text)) => return (refuse(outcome, text), interrupt),
                 }
-                Err((outcome, text)) => return (refuse(outcome, text), interrupt),
-            },
+            }
         }
     }
     (

@@ -406,9 +406,13 @@ impl GrantStore for MemoryGrants {
     }
 }
 
-/// The subjects of an evaluation that asked.
+/// The subjects an ask is about: those that asked, or, when the ask came from the whole call
+/// (a run override, the deny-all ceiling), every subject.
 pub fn asking(subjects: &[SubjectOutcome]) -> impl Iterator<Item = &SubjectOutcome> {
-    subjects.iter().filter(|s| s.decision == Decision::Ask)
+    let any_asked = subjects.iter().any(|s| s.decision == Decision::Ask);
+    subjects.iter().filter(move |s| {
+        s.decision == Decision::Ask || (!any_asked && s.decision == Decision::Allow)
+    })
 }
 
 /// What stored grants say about an ask: the first deny grant covering any asking subject, else

@@ -89,6 +89,7 @@ pub use permission::{DecisionRecord, DeniedBehavior, PermissionMiddleware};
 pub use runtime::Runtime;
 pub use session::{BranchFork, MAIN_BRANCH, Session, SessionError};
 pub use state::{MiddlewareState, StateScope};
+pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool, ToolContext, ToolError, ToolInfo};
 pub use toolgate_macros::tool;
 
