@@ -352,6 +352,9 @@ fn expand(options: Options, mut function: ItemFn) -> syn::Result<TokenStream2> {
                     if let ::core::option::Option::Some(object) = parameters.as_object_mut() {
                         object.remove("$schema");
                         object.remove("title");
+                        object
+                            .entry("properties")
+                            .or_insert_with(|| #private::serde_json::json!({}));
                     }
                     ::toolgate_runtime::ToolInfo::new(#tool_name, #description)
                         .with_parameters(parameters)

@@ -1,0 +1,8 @@
+use toolgate_runtime::tool;
+
+#[tool]
+fn undocumented(path: String) -> String {
+    path
+}
+
+fn main() {}
