@@ -194,9 +194,9 @@ impl TerminalApprover {
                     .map_or(ScopeKind::Session, |a| a.scope);
                 let what: Vec<String> = targets.iter().map(ToString::to_string).collect();
                 out.push_str(&format!(
-                    " — covers {} of `{}`, {}",
-                    what.join("; "),
+                    " — covers `{}` for {}, {}",
                     request.tool,
+                    what.join("; "),
                     scope_label(scope)
                 ));
             }

@@ -320,6 +320,8 @@ async fn run_call(
             session: run.session().id_arc(),
             branch: run.branch().into(),
             cancellation: run.cancellation().child_token(),
+            workspace: run.config().workspace.clone(),
+            cwd: run.config().cwd.clone(),
         },
         run: run.clone(),
     };

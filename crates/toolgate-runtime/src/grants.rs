@@ -89,7 +89,7 @@ impl GrantTarget {
 impl fmt::Display for GrantTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            GrantTarget::Tool => f.write_str("every call of the tool"),
+            GrantTarget::Tool => f.write_str("every call"),
             GrantTarget::Command { prefix, exact } => {
                 let words = prefix.join(" ");
                 if *exact {

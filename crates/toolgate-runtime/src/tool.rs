@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -76,6 +77,11 @@ pub struct ToolContext {
     pub branch: Arc<str>,
     /// Cancelled when the turn is cancelled: long-running tools should stop.
     pub cancellation: CancellationToken,
+    /// The run's workspace root, when it has one (open files under it with
+    /// [`toolgate_policy::ConfinedDir`]).
+    pub workspace: Option<PathBuf>,
+    /// The folder relative paths resolve against (the workspace when not set).
+    pub cwd: Option<PathBuf>,
 }
 
 /// Why a tool failed. The message is what the model reads.

@@ -50,6 +50,8 @@ fn context() -> ToolContext {
         session: "s".into(),
         branch: "main".into(),
         cancellation: Default::default(),
+        workspace: None,
+        cwd: None,
     }
 }
 
