@@ -73,8 +73,3 @@ pub use resolve::{AskHandler, AskRequest, HANDLER_DENIED_REASON, NO_HANDLER_REAS
 pub use resource::{path, shell, url};
 pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
 pub use subject::{CommandSubject, PathRole, PathSubject, Subject, UrlSubject};
-
-/// The README's Rust examples, compiled and run as doctests.
-#[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;

@@ -93,6 +93,16 @@ pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool, ToolContext, ToolError, ToolInfo};
 pub use toolgate_macros::tool;
 
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+/// The runtime guide's examples (`docs/runtime.md`), compiled and run as doctests.
+#[doc = include_str!("../../../docs/runtime.md")]
+#[cfg(doctest)]
+pub struct RuntimeGuideDoctests;
+
 /// What `#[tool]` expands to refers to these; not part of the API.
 #[doc(hidden)]
 pub mod __private {
