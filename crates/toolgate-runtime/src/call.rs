@@ -319,6 +319,7 @@ async fn run_call(
             call_id: call.id.clone(),
             session: run.session().id_arc(),
             branch: run.branch().into(),
+            run: run.run_id().into(),
             cancellation: run.cancellation().child_token(),
             workspace: run.config().workspace.clone(),
             cwd: run.config().cwd.clone(),

@@ -55,6 +55,7 @@ mod permission;
 mod runtime;
 mod session;
 mod state;
+mod subagent;
 mod tool;
 
 pub use agent::{Agent, AgentBuilder, BuildError, DEFAULT_MAX_ITERATIONS, RunError, TurnResult};
@@ -89,6 +90,7 @@ pub use permission::{DecisionRecord, DeniedBehavior, PermissionMiddleware};
 pub use runtime::Runtime;
 pub use session::{BranchFork, MAIN_BRANCH, Session, SessionError};
 pub use state::{MiddlewareState, StateScope};
+pub use subagent::AgentTool;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool, ToolContext, ToolError, ToolInfo};
 pub use toolgate_macros::tool;

@@ -1,6 +1,7 @@
 //! The runtime's input loop: turns submitted from anywhere, run as tasks, with the lifecycle
 //! hooks around the loop's start and stop.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use tokio::sync::{mpsc, oneshot};
@@ -45,16 +46,31 @@ impl Runtime {
         let (jobs, mut inbox) = mpsc::unbounded_channel::<Job>();
         let worker = agent.clone();
         let task = tokio::spawn(async move {
+            // One queue per branch keeps its turns in submission order; branches run side by
+            // side.
+            let mut branches: HashMap<(String, String), mpsc::UnboundedSender<Job>> =
+                HashMap::new();
             let mut running = JoinSet::new();
             while let Some(job) = inbox.recv().await {
-                let agent = worker.clone();
-                running.spawn(async move {
-                    let result = agent
-                        .run_on(&job.session, &job.branch, &job.input, job.config)
-                        .await;
-                    let _ = job.reply.send(result);
+                let key = (job.session.id().to_owned(), job.branch.clone());
+                let queue = branches.entry(key).or_insert_with(|| {
+                    let (queue, mut jobs) = mpsc::unbounded_channel::<Job>();
+                    let agent = worker.clone();
+                    running.spawn(async move {
+                        while let Some(job) = jobs.recv().await {
+                            let result = agent
+                                .run_on(&job.session, &job.branch, &job.input, job.config)
+                                .await;
+                            let _ = job.reply.send(result);
+                        }
+                    });
+                    queue
                 });
+                if let Err(mpsc::error::SendError(job)) = queue.send(job) {
+                    let _ = job.reply.send(Err(RunError::Stopped));
+                }
             }
+            drop(branches);
             while running.join_next().await.is_some() {}
         });
         agent

@@ -75,6 +75,8 @@ pub struct ToolContext {
     pub session: Arc<str>,
     /// The branch the call belongs to.
     pub branch: Arc<str>,
+    /// The run the call belongs to (a child run names it as its parent).
+    pub run: Arc<str>,
     /// Cancelled when the turn is cancelled: long-running tools should stop.
     pub cancellation: CancellationToken,
     /// The run's workspace root, when it has one (open files under it with

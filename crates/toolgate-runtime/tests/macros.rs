@@ -49,6 +49,7 @@ fn context() -> ToolContext {
         call_id: "call-7".into(),
         session: "s".into(),
         branch: "main".into(),
+        run: "run-1".into(),
         cancellation: Default::default(),
         workspace: None,
         cwd: None,
