@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::{Choice, Layer};
@@ -43,6 +43,9 @@ use toolgate_policy::{Choice, Layer};
 use crate::approver::Approver;
 use crate::events::{EventBus, EventKind, Scope};
 use crate::grants::{GrantTarget, ScopeKind};
+use crate::message::ToolCall;
+use crate::messages;
+use crate::tool::ToolInfo;
 
 /// What an "always" answer would store, shown with the request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -86,6 +89,35 @@ pub struct PermissionRequest {
 }
 
 impl PermissionRequest {
+    /// A request from `source` about one call, with a fresh id, offering allow-once and
+    /// reject-once until the caller says otherwise.
+    pub(crate) fn for_call(
+        source: &str,
+        call: &ToolCall,
+        tool: &ToolInfo,
+        args: &Map<String, Value>,
+        timeout: Duration,
+    ) -> PermissionRequest {
+        PermissionRequest {
+            id: new_id(),
+            source: source.to_owned(),
+            tool: call.name.clone(),
+            description: if tool.description.is_empty() {
+                messages::NO_DESCRIPTION.to_owned()
+            } else {
+                tool.description.clone()
+            },
+            call_id: call.id.clone(),
+            arguments: Value::Object(args.clone()),
+            reason: String::new(),
+            rule: None,
+            layer: Layer::Rule,
+            choices: vec![Choice::AllowOnce, Choice::RejectOnce],
+            always: Vec::new(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
     /// A request for `tool` with every choice offered, for examples and tests.
     pub fn example(tool: &str) -> PermissionRequest {
         PermissionRequest {
@@ -459,18 +491,8 @@ impl ApprovalBroker {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Resolution {
-        let request = Arc::new(request);
-        let ask = approver.map(|approver| {
-            let request = Arc::clone(&request);
-            async move {
-                approver
-                    .approve(request)
-                    .await
-                    .map(Response::Permission)
-                    .map_err(|e| format!("the approval handler failed: {e}"))
-            }
-        });
-        self.wait(scope, Request::Permission(request), ask, timeout, cancel)
+        let request = Request::Permission(Arc::new(request));
+        self.request(scope, request, approver, timeout, cancel)
             .await
     }
 
@@ -483,19 +505,33 @@ impl ApprovalBroker {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Resolution {
-        let request = Arc::new(request);
+        let request = Request::Continuation(Arc::new(request));
+        self.request(scope, request, approver, timeout, cancel)
+            .await
+    }
+
+    async fn request(
+        &self,
+        scope: Scope,
+        request: Request,
+        approver: Option<Arc<dyn Approver>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Resolution {
         let ask = approver.map(|approver| {
-            let request = Arc::clone(&request);
+            let request = request.clone();
             async move {
-                approver
-                    .approve_continuation(request)
-                    .await
-                    .map(Response::Continuation)
-                    .map_err(|e| format!("the approval handler failed: {e}"))
+                let answer = match request {
+                    Request::Permission(r) => approver.approve(r).await.map(Response::Permission),
+                    Request::Continuation(r) => approver
+                        .approve_continuation(r)
+                        .await
+                        .map(Response::Continuation),
+                };
+                answer.map_err(|e| format!("the approval handler failed: {e}"))
             }
         });
-        self.wait(scope, Request::Continuation(request), ask, timeout, cancel)
-            .await
+        self.wait(scope, request, ask, timeout, cancel).await
     }
 
     async fn wait<F>(

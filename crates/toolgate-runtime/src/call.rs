@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use serde_json::{Map, Value};
-use toolgate_policy::{Choice, DEFAULT_APPROVAL_TIMEOUT, Layer};
+use toolgate_policy::DEFAULT_APPROVAL_TIMEOUT;
 
 use crate::agent::{RunError, hook_failed, report_hook_failure};
 use crate::broker::{PermissionRequest, Resolution, Response, new_id};
@@ -256,22 +256,9 @@ async fn ask(
     };
     let timeout = DEFAULT_APPROVAL_TIMEOUT;
     let request = PermissionRequest {
-        id: new_id(),
-        source: middleware.name().to_owned(),
-        tool: call.name.clone(),
-        description: if tool.description.is_empty() {
-            messages::NO_DESCRIPTION.to_owned()
-        } else {
-            tool.description.clone()
-        },
-        call_id: call.id.clone(),
-        arguments: Value::Object(args.clone()),
         reason: reason.to_owned(),
         rule: Some(middleware.name().to_owned()),
-        layer: Layer::Rule,
-        choices: vec![Choice::AllowOnce, Choice::RejectOnce],
-        always: Vec::new(),
-        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        ..PermissionRequest::for_call(middleware.name(), call, tool, args, timeout)
     };
     let resolution = run
         .broker()

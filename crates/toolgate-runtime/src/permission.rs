@@ -28,7 +28,7 @@ use toolgate_policy::{
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
-use crate::broker::{AlwaysCovers, PermissionRequest, Resolution, Response, new_id};
+use crate::broker::{AlwaysCovers, PermissionRequest, Resolution, Response};
 use crate::context::RunContext;
 use crate::events::EventKind;
 use crate::grants::{Effect, Grant, ScopeKind, asking, match_grants, targets_for};
@@ -261,88 +261,58 @@ impl PermissionMiddleware {
         tool: &ToolInfo,
     ) -> Decided {
         let evaluation = self.evaluate(run, call, args, tool);
+        let judge = Judge {
+            run,
+            call,
+            evaluation: &evaluation,
+            request_id: None,
+        };
         match evaluation.decision {
-            Decision::Allow => {
-                record(
-                    run,
-                    call,
-                    &evaluation,
-                    Decision::Allow,
-                    evaluation.layer,
-                    &evaluation.reason,
-                    "policy",
-                    None,
-                );
-                Decided::Allow(evaluation.args.clone())
-            }
-            Decision::Deny => {
-                record(
-                    run,
-                    call,
-                    &evaluation,
-                    Decision::Deny,
-                    evaluation.layer,
-                    &evaluation.reason,
-                    "policy",
-                    None,
-                );
-                Decided::Refuse(Outcome::Denied, evaluation.reason.to_string())
-            }
-            Decision::Ask => self.resolve_ask(run, call, args, tool, &evaluation).await,
+            Decision::Allow => judge.allow(evaluation.layer, &evaluation.reason, "policy"),
+            Decision::Deny => judge.refuse(
+                Outcome::Denied,
+                evaluation.layer,
+                evaluation.reason.to_string(),
+                "policy",
+            ),
+            Decision::Ask => self.resolve_ask(judge, args, tool).await,
         }
     }
 
     async fn resolve_ask(
         &self,
-        run: &RunContext,
-        call: &ToolCall,
+        judge: Judge<'_>,
         args: &Map<String, Value>,
         tool: &ToolInfo,
-        evaluation: &Evaluation,
     ) -> Decided {
+        let Judge {
+            run,
+            call,
+            evaluation,
+            ..
+        } = judge;
         let grant_cx = run.grant_context();
         match run.grants().for_tool(&call.name).await {
             Ok(grants) => {
-                if let Some(grant) = match_grants(
-                    &grants,
-                    &call.name,
-                    &evaluation.subjects,
-                    &grant_cx,
-                    SystemTime::now(),
-                ) {
+                let now = SystemTime::now();
+                if let Some(grant) =
+                    match_grants(&grants, &call.name, &evaluation.subjects, &grant_cx, now)
+                {
                     let usable = grant.uses_left.is_none()
                         || run.grants().use_once(&grant.id).await.unwrap_or(false);
                     if usable {
                         let actor = format!("grant:{}", grant.id);
                         return match grant.effect {
-                            Effect::Deny => {
-                                let text = messages::stored_denial(&call.name);
-                                record(
-                                    run,
-                                    call,
-                                    evaluation,
-                                    Decision::Deny,
-                                    Layer::Grant,
-                                    &text,
-                                    &actor,
-                                    None,
-                                );
-                                Decided::Refuse(Outcome::Denied, text)
-                            }
+                            Effect::Deny => judge.refuse(
+                                Outcome::Denied,
+                                Layer::Grant,
+                                messages::stored_denial(&call.name),
+                                &actor,
+                            ),
                             Effect::Allow => {
                                 let reason =
                                     format!("allowed by a stored grant ({})", grant.target);
-                                record(
-                                    run,
-                                    call,
-                                    evaluation,
-                                    Decision::Allow,
-                                    Layer::Grant,
-                                    &reason,
-                                    &actor,
-                                    None,
-                                );
-                                Decided::Allow(evaluation.args.clone())
+                                judge.allow(Layer::Grant, &reason, &actor)
                             }
                         };
                     }
@@ -361,18 +331,8 @@ impl PermissionMiddleware {
             None => run.approver(),
         };
         let Some(approver) = approver else {
-            let text = messages::NO_HANDLER_REASON;
-            record(
-                run,
-                call,
-                evaluation,
-                Decision::Deny,
-                Layer::Handler,
-                text,
-                "nobody",
-                None,
-            );
-            return Decided::Refuse(Outcome::Denied, text.to_owned());
+            let text = messages::NO_HANDLER_REASON.to_owned();
+            return judge.refuse(Outcome::Denied, Layer::Handler, text, "nobody");
         };
 
         let (timeout, kind, offered) = match &evaluation.ask {
@@ -408,22 +368,12 @@ impl PermissionMiddleware {
             })
             .collect();
         let request = PermissionRequest {
-            id: new_id(),
-            source: self.name.clone(),
-            tool: call.name.clone(),
-            description: if tool.description.is_empty() {
-                messages::NO_DESCRIPTION.to_owned()
-            } else {
-                tool.description.clone()
-            },
-            call_id: call.id.clone(),
-            arguments: Value::Object(args.clone()),
             reason: evaluation.reason.to_string(),
             rule: evaluation.rule_name().map(str::to_owned),
             layer: evaluation.layer,
             choices,
             always,
-            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            ..PermissionRequest::for_call(&self.name, call, tool, args, timeout)
         };
         let request_id = request.id.clone();
         let resolution = run
@@ -436,7 +386,10 @@ impl PermissionMiddleware {
                 run.cancellation(),
             )
             .await;
-        let request_id = Some(request_id.as_str());
+        let judge = Judge {
+            request_id: Some(&request_id),
+            ..judge
+        };
         match resolution {
             Resolution::Answered {
                 response: Response::Permission(answer),
@@ -456,7 +409,7 @@ impl PermissionMiddleware {
                             grant_cx.scope(self.grant_scope),
                             by.clone(),
                         );
-                        grant.request_id = request_id.map(str::to_owned);
+                        grant.request_id = Some(request_id.clone());
                         if let Err(e) = run.grants().insert(grant).await {
                             report(
                                 run,
@@ -469,88 +422,34 @@ impl PermissionMiddleware {
                 }
                 if answer.decision.allows() {
                     let reason = format!("approved by {by} ({})", answer.decision);
-                    record(
-                        run,
-                        call,
-                        evaluation,
-                        Decision::Allow,
-                        Layer::Handler,
-                        &reason,
-                        &by,
-                        request_id,
-                    );
-                    Decided::Allow(evaluation.args.clone())
+                    judge.allow(Layer::Handler, &reason, &by)
                 } else {
                     let text = answer
                         .reason
                         .filter(|r| !r.is_empty())
                         .or_else(|| self.denied_message.clone())
                         .unwrap_or_else(|| messages::USER_DENIED.to_owned());
-                    record(
-                        run,
-                        call,
-                        evaluation,
-                        Decision::Deny,
-                        Layer::Handler,
-                        &text,
-                        &by,
-                        request_id,
-                    );
-                    Decided::Refuse(Outcome::Denied, text)
+                    judge.refuse(Outcome::Denied, Layer::Handler, text, &by)
                 }
             }
             Resolution::Answered { by, .. } => {
                 let text = "the answer was not a permission answer".to_owned();
-                record(
-                    run,
-                    call,
-                    evaluation,
-                    Decision::Deny,
-                    Layer::Handler,
-                    &text,
-                    &by,
-                    request_id,
-                );
-                Decided::Refuse(Outcome::Denied, text)
+                judge.refuse(Outcome::Denied, Layer::Handler, text, &by)
             }
-            Resolution::TimedOut => {
-                record(
-                    run,
-                    call,
-                    evaluation,
-                    Decision::Deny,
-                    Layer::Timeout,
-                    messages::TIMED_OUT,
-                    "timeout",
-                    request_id,
-                );
-                Decided::Refuse(Outcome::TimedOut, messages::TIMED_OUT.to_owned())
-            }
-            Resolution::Cancelled => {
-                record(
-                    run,
-                    call,
-                    evaluation,
-                    Decision::Deny,
-                    Layer::Handler,
-                    messages::CANCELLED,
-                    "cancelled",
-                    request_id,
-                );
-                Decided::Refuse(Outcome::Cancelled, messages::CANCELLED.to_owned())
-            }
+            Resolution::TimedOut => judge.refuse(
+                Outcome::TimedOut,
+                Layer::Timeout,
+                messages::TIMED_OUT.to_owned(),
+                "timeout",
+            ),
+            Resolution::Cancelled => judge.refuse(
+                Outcome::Cancelled,
+                Layer::Handler,
+                messages::CANCELLED.to_owned(),
+                "cancelled",
+            ),
             Resolution::Failed { message } => {
-                record(
-                    run,
-                    call,
-                    evaluation,
-                    Decision::Deny,
-                    Layer::Handler,
-                    &message,
-                    "handler",
-                    request_id,
-                );
-                Decided::Refuse(Outcome::Denied, message)
+                judge.refuse(Outcome::Denied, Layer::Handler, message, "handler")
             }
         }
     }
@@ -569,48 +468,59 @@ impl PermissionMiddleware {
     }
 }
 
-/// Publishes a decision.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    run: &RunContext,
-    call: &ToolCall,
-    evaluation: &Evaluation,
-    decision: Decision,
-    layer: Layer,
-    reason: &str,
-    actor: &str,
-    request_id: Option<&str>,
-) {
-    if !run.events().is_observed() {
-        return;
+/// Gives a call its final word and publishes it as a decision event.
+#[derive(Clone, Copy)]
+struct Judge<'a> {
+    run: &'a RunContext,
+    call: &'a ToolCall,
+    evaluation: &'a Evaluation,
+    request_id: Option<&'a str>,
+}
+
+impl Judge<'_> {
+    fn allow(&self, layer: Layer, reason: &str, actor: &str) -> Decided {
+        self.record(Decision::Allow, layer, reason, actor);
+        Decided::Allow(self.evaluation.args.clone())
     }
-    let resource = evaluation
-        .subjects
-        .iter()
-        .find(|s| s.decision == evaluation.decision && !matches!(s.subject, Subject::Call))
-        .and_then(|s| match &s.subject {
-            Subject::Call => None,
-            Subject::Path(p) => Some(
-                p.resolved
-                    .as_ref()
-                    .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
-            ),
-            Subject::Command(c) => Some(c.command.text.clone()),
-            Subject::Url(u) => Some(u.given.clone()),
-        });
-    run.emit_for_call(
-        &call.id,
-        EventKind::Decision(DecisionRecord {
-            action: call.name.clone(),
-            resource,
-            decision,
-            rule: evaluation.rule_name().map(str::to_owned),
-            layer,
-            reason: reason.to_owned(),
-            actor: actor.to_owned(),
-            request_id: request_id.map(str::to_owned),
-        }),
-    );
+
+    fn refuse(&self, outcome: Outcome, layer: Layer, text: String, actor: &str) -> Decided {
+        self.record(Decision::Deny, layer, &text, actor);
+        Decided::Refuse(outcome, text)
+    }
+
+    fn record(&self, decision: Decision, layer: Layer, reason: &str, actor: &str) {
+        let (run, evaluation) = (self.run, self.evaluation);
+        if !run.events().is_observed() {
+            return;
+        }
+        let resource = evaluation
+            .subjects
+            .iter()
+            .find(|s| s.decision == evaluation.decision && !matches!(s.subject, Subject::Call))
+            .and_then(|s| match &s.subject {
+                Subject::Call => None,
+                Subject::Path(p) => Some(
+                    p.resolved
+                        .as_ref()
+                        .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
+                ),
+                Subject::Command(c) => Some(c.command.text.clone()),
+                Subject::Url(u) => Some(u.given.clone()),
+            });
+        run.emit_for_call(
+            &self.call.id,
+            EventKind::Decision(DecisionRecord {
+                action: self.call.name.clone(),
+                resource,
+                decision,
+                rule: evaluation.rule_name().map(str::to_owned),
+                layer,
+                reason: reason.to_owned(),
+                actor: actor.to_owned(),
+                request_id: self.request_id.map(str::to_owned),
+            }),
+        );
+    }
 }
 
 fn report(run: &RunContext, call: &ToolCall, middleware: &str, message: String) {
