@@ -99,6 +99,21 @@ tool = "delete"
     )
 }
 
+/// Like [`ask_delete`], offering no "always" answer.
+fn ask_delete_without_always() -> Policy {
+    policy(
+        r#"
+version = 1
+mode = "approve-all"
+[[rule]]
+name = "ask-deletes"
+decision = "ask"
+tool = "delete"
+choices = ["allow-once", "reject-once"]
+"#,
+    )
+}
+
 fn agent(model: ScriptedModel, policy: Policy, log: &Log) -> AgentBuilder {
     Agent::builder(model)
         .tool(recording_tool("delete", log))
@@ -416,17 +431,7 @@ async fn asking_with_nobody_to_answer_denies() {
 async fn a_failing_or_unoffered_answer_denies() {
     let log = Log::default();
     // The rule offers no "always": an allow-always answer was not offered.
-    let policy = policy(
-        r#"
-version = 1
-mode = "approve-all"
-[[rule]]
-name = "ask-deletes"
-decision = "ask"
-tool = "delete"
-choices = ["allow-once", "reject-once"]
-"#,
-    );
+    let policy = ask_delete_without_always();
     let model = ScriptedModel::new([
         Reply::call("delete", path("a")),
         Reply::call("delete", path("b")),
@@ -503,17 +508,7 @@ tool = "delete"
 #[tokio::test]
 async fn the_first_valid_answer_wins_and_later_ones_conflict() {
     let log = Log::default();
-    let policy = policy(
-        r#"
-version = 1
-mode = "approve-all"
-[[rule]]
-name = "ask-deletes"
-decision = "ask"
-tool = "delete"
-choices = ["allow-once", "reject-once"]
-"#,
-    );
+    let policy = ask_delete_without_always();
     let model = ScriptedModel::new([Reply::call("delete", path("a")), Reply::text("done")]);
     let agent = agent(model, policy, &log)
         .approve_through_events()
