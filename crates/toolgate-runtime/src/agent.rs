@@ -120,7 +120,7 @@ pub(crate) fn report_hook_failure(
         events.publish(
             scope,
             EventKind::MiddlewareFailed {
-                middleware: middleware.name().to_owned(),
+                middleware: error.member().unwrap_or(middleware.name()).to_owned(),
                 hook,
                 message: message.clone(),
             },
@@ -138,7 +138,7 @@ pub(crate) fn hook_failed(
     error: &HookError,
 ) -> RunError {
     RunError::Middleware {
-        middleware: middleware.name().to_owned(),
+        middleware: error.member().unwrap_or(middleware.name()).to_owned(),
         hook,
         message: report_hook_failure(events, scope, middleware, hook, error),
     }
@@ -178,6 +178,7 @@ pub struct AgentBuilder {
     approvals: Approvals,
     grants: Arc<dyn GrantStore>,
     events: EventBus,
+    broker: Option<ApprovalBroker>,
     max_iterations: u32,
     overrides: HashMap<String, PermissionOverride>,
 }
@@ -280,6 +281,16 @@ impl AgentBuilder {
     #[must_use]
     pub fn events(mut self, events: EventBus) -> AgentBuilder {
         self.events = events;
+        self.broker = None;
+        self
+    }
+
+    /// Shares another agent's broker, and so its pending requests and its events (a sub-agent
+    /// whose prompts a parent's UI answers).
+    #[must_use]
+    pub fn broker(mut self, broker: ApprovalBroker) -> AgentBuilder {
+        self.events = broker.events().clone();
+        self.broker = Some(broker);
         self
     }
 
@@ -324,7 +335,9 @@ impl AgentBuilder {
                 )));
             }
         }
-        let broker = ApprovalBroker::new(self.events.clone());
+        let broker = self
+            .broker
+            .unwrap_or_else(|| ApprovalBroker::new(self.events.clone()));
         Ok(Agent {
             core: Arc::new(AgentCore {
                 name: self.name,
@@ -586,7 +599,7 @@ impl Agent {
                 branch: branch.into(),
                 turn,
                 run: new_id().into(),
-                config,
+                config: Arc::new(config),
                 cancel,
                 iteration: AtomicU32::new(0),
             }),
@@ -764,10 +777,15 @@ impl Agent {
                 }
             }
             if cx.skip_tool_execution {
-                let kept = cx.override_response.take().unwrap_or_else(|| Message {
+                let kept = cx
+                    .override_response
+                    .take()
+                    .unwrap_or_else(|| response.clone());
+                // No call of the skipped response may stand in the history without a result.
+                let kept = Message {
                     tool_calls: Vec::new(),
-                    ..response.clone()
-                });
+                    ..kept
+                };
                 history.push(kept.clone());
                 self.after_iteration(run, iteration, &kept, &[]).await?;
                 break (
@@ -778,7 +796,7 @@ impl Agent {
             }
 
             history.push(response.clone());
-            let (batch, interrupt) = execute_batch(run, &calls).await?;
+            let (batch, interrupt) = execute_batch(run, &calls).await;
             for result in &batch {
                 history.push(Message::tool_result(result));
             }
@@ -894,6 +912,7 @@ impl AgentBuilder {
             approvals: Approvals::None,
             grants: Arc::new(MemoryGrants::new()),
             events: EventBus::new(),
+            broker: None,
             max_iterations: DEFAULT_MAX_ITERATIONS,
             overrides: HashMap::new(),
         }

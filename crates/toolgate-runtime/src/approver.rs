@@ -125,9 +125,6 @@ impl<A: SyncApprover> Approver for Blocking<A> {
 /// How many times the terminal approver asks again after an answer it cannot read.
 const TERMINAL_ATTEMPTS: usize = 5;
 
-/// How much of the arguments the terminal approver shows.
-const TERMINAL_ARGS: usize = 400;
-
 type Terminal = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 
 /// Asks a person at a terminal: shows the call, the reason, the rule and exactly what each
@@ -161,27 +158,24 @@ impl TerminalApprover {
         }
     }
 
-    /// The prompt shown for a request.
+    /// The prompt shown for a request. Every field is shown whole, with control and
+    /// direction-changing characters escaped, so a model-chosen name or argument cannot draw
+    /// fake lines on the terminal or hide part of what is approved.
     pub fn render(request: &PermissionRequest) -> String {
-        let mut args = request.arguments.to_string();
-        if args.len() > TERMINAL_ARGS {
-            let mut end = TERMINAL_ARGS;
-            while !args.is_char_boundary(end) {
-                end -= 1;
-            }
-            args.truncate(end);
-            args.push_str(" …");
-        }
         let mut out = String::new();
         out.push_str("\n── toolgate: permission needed ──\n");
         out.push_str(&format!(
             "  tool    {}  (call {})\n",
-            request.tool, request.call_id
+            shown(&request.tool),
+            shown(&request.call_id)
         ));
-        out.push_str(&format!("  args    {args}\n"));
-        out.push_str(&format!("  reason  {}\n", request.reason));
+        out.push_str(&format!(
+            "  args    {}\n",
+            shown(&request.arguments.to_string())
+        ));
+        out.push_str(&format!("  reason  {}\n", shown(&request.reason)));
         match &request.rule {
-            Some(rule) => out.push_str(&format!("  rule    {rule} ({})\n", request.layer)),
+            Some(rule) => out.push_str(&format!("  rule    {} ({})\n", shown(rule), request.layer)),
             None => out.push_str(&format!("  layer   {}\n", request.layer)),
         }
         for (n, choice) in request.choices.iter().enumerate() {
@@ -192,10 +186,10 @@ impl TerminalApprover {
                     .iter()
                     .find(|a| a.choice == *choice)
                     .map_or(ScopeKind::Session, |a| a.scope);
-                let what: Vec<String> = targets.iter().map(ToString::to_string).collect();
+                let what: Vec<String> = targets.iter().map(|t| shown(&t.to_string())).collect();
                 out.push_str(&format!(
                     " — covers `{}` for {}, {}",
-                    request.tool,
+                    shown(&request.tool),
                     what.join("; "),
                     scope_label(scope)
                 ));
@@ -234,6 +228,27 @@ impl TerminalApprover {
             "no readable answer after {TERMINAL_ATTEMPTS} attempts"
         )))
     }
+}
+
+/// Text safe to print on a terminal: control characters, and characters that change the
+/// direction or hide text, escaped as `\u{…}` (newlines and tabs as `\n`, `\t`).
+fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
+            {
+                out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn choice_label(choice: Choice) -> &'static str {
@@ -319,6 +334,32 @@ mod tests {
             Some(Choice::RejectOnce)
         );
         assert_eq!(read_choice("maybe", &offered), None);
+    }
+
+    #[test]
+    fn the_prompt_escapes_what_could_fake_or_hide_lines_and_cuts_nothing() {
+        let long = "x".repeat(5000);
+        let request = PermissionRequest {
+            tool: "rm\x1b[8m".into(),
+            call_id: "c1\n  [1] allow always".into(),
+            arguments: serde_json::json!({"path": long, "note": "\u{202e}txt.exe"}),
+            reason: "line\rover".into(),
+            ..PermissionRequest::example("rm")
+        };
+        let prompt = TerminalApprover::render(&request);
+        assert!(
+            prompt.contains("tool    rm\\u{1b}[8m  (call c1\\n  [1] allow always)"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("reason  line\\rover"));
+        assert!(prompt.contains("\\u{202e}txt.exe"));
+        assert!(prompt.contains(&long), "the arguments are shown whole");
+        assert_eq!(
+            prompt.matches('\n').count(),
+            10,
+            "no line but the prompt's own"
+        );
+        assert!(!prompt.contains('\x1b') && !prompt.contains('\r') && !prompt.contains('\u{202e}'));
     }
 
     #[test]

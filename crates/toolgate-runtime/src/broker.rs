@@ -461,7 +461,12 @@ impl ApprovalBroker {
         }
     }
 
-    /// The requests waiting now, oldest first is not guaranteed.
+    /// The bus its requests are published on.
+    pub fn events(&self) -> &EventBus {
+        &self.events
+    }
+
+    /// The requests waiting now, in no particular order.
     pub fn pending(&self) -> Vec<Pending> {
         self.lock()
             .waiting
@@ -565,6 +570,13 @@ impl ApprovalBroker {
                 },
             );
         }
+        // However this wait ends — even dropped mid-way (a timed-out middleware, a cancelled
+        // child run) — the request does not outlive it.
+        let _cleanup = Cleanup {
+            broker: self,
+            id: &id,
+            scope: &scope,
+        };
         let kind = match &request {
             Request::Permission(r) => EventKind::PermissionRequested(Arc::clone(r)),
             Request::Continuation(r) => EventKind::ContinuationRequested(Arc::clone(r)),
@@ -710,6 +722,20 @@ impl ApprovalBroker {
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
         self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Resolves a request as cancelled when its waiter goes away without resolving it.
+struct Cleanup<'a> {
+    broker: &'a ApprovalBroker,
+    id: &'a str,
+    scope: &'a Scope,
+}
+
+impl Drop for Cleanup<'_> {
+    fn drop(&mut self) {
+        self.broker
+            .finish(self.id, self.scope, Resolution::Cancelled);
     }
 }
 

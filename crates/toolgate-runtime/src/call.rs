@@ -16,7 +16,7 @@ use futures_util::future::join_all;
 use serde_json::{Map, Value};
 use toolgate_policy::DEFAULT_APPROVAL_TIMEOUT;
 
-use crate::agent::{RunError, hook_failed, report_hook_failure};
+use crate::agent::report_hook_failure;
 use crate::broker::{PermissionRequest, Resolution, Response, new_id};
 use crate::context::RunContext;
 use crate::events::EventKind;
@@ -24,29 +24,34 @@ use crate::message::{Outcome, ToolCall, ToolResult};
 use crate::messages;
 use crate::middleware::{
     AfterFunctionContext, BatchContext, ErrorContext, FunctionContext, FunctionNext,
-    FunctionRequest, FunctionThen, Middleware, Verdict,
+    FunctionRequest, FunctionThen, Middleware, Verdict, changed_after_seal,
 };
 use crate::tool::{Tool, ToolContext};
 
 /// A call after its `before_function` phase.
 enum Gate {
-    /// It runs, with these arguments.
+    /// It runs, with these arguments (and, when a middleware sealed them, only with these).
     Run {
         tool: Arc<dyn Tool>,
         args: Map<String, Value>,
+        sealed: Option<Map<String, Value>>,
     },
-    /// It does not; this is its result. `checked` is false for calls refused by validation
-    /// (they skip `after_function`).
+    /// It does not; this is its result. `checked` is false for calls refused before any
+    /// middleware saw them (they skip `after_function`).
     Done { result: ToolResult, checked: bool },
 }
 
 /// Runs one model response's calls. Returns the results in the model's order and, when a
 /// middleware asked for it, the reason to interrupt the turn.
+///
+/// Nothing here fails the turn: a batch hook that fails refuses every call of the batch, so
+/// the history always has a result for each call the model made.
 pub(crate) async fn execute_batch(
     run: &RunContext,
     calls: &[ToolCall],
-) -> Result<(Vec<ToolResult>, Option<String>), RunError> {
+) -> (Vec<ToolResult>, Option<String>) {
     let core = &run.inner.core;
+    let mut refused_batch: Option<(Arc<str>, String)> = None;
     if calls.len() > 1 {
         let batch_id = new_id();
         let mut cx = BatchContext {
@@ -56,55 +61,75 @@ pub(crate) async fn execute_batch(
         };
         for middleware in &core.middleware {
             if let Err(e) = middleware.before_parallel_batch(&mut cx).await {
-                return Err(hook_failed(
+                let message = report_hook_failure(
                     &core.events,
                     run.scope(),
                     &**middleware,
                     "before_parallel_batch",
                     &e,
-                ));
+                );
+                refused_batch = Some((middleware.name().into(), message));
+                break;
             }
         }
     }
     let in_batch = calls.len() > 1;
     let mut seen = HashSet::new();
     let mut gates = Vec::with_capacity(calls.len());
-    let mut interrupt = None;
+    let mut interrupt: Option<String> = None;
     for call in calls {
         let duplicate = !seen.insert(call.id.as_str());
-        let (gate, stop) = gate(run, call, in_batch, duplicate).await;
+        if let Some((by, message)) = &refused_batch {
+            run.emit_for_call(&call.id, EventKind::ToolCallStarted { call: call.clone() });
+            let result =
+                ToolResult::refused(call, Outcome::Denied, message.clone(), Some(Arc::clone(by)));
+            gates.push(Gate::Done {
+                result,
+                checked: false,
+            });
+            continue;
+        }
+        let (gate, stop) = gate(run, call, in_batch, duplicate, interrupt.is_some()).await;
         interrupt = interrupt.or(stop);
         gates.push(gate);
     }
-    let results = join_all(gates.into_iter().zip(calls).map(|(gate, call)| async move {
-        match gate {
-            Gate::Run { tool, args } => {
-                let result = run_call(run, call, &tool, args).await;
-                finish(run, call, result, true).await
-            }
-            Gate::Done { result, checked } => finish(run, call, result, checked).await,
-        }
-    }))
+    let results = join_all(
+        gates
+            .into_iter()
+            .zip(calls)
+            .map(|(gate, call)| complete(run, call, gate)),
+    )
     .await;
-    Ok((results, interrupt))
+    (results, interrupt)
 }
 
 /// Runs one call on its own (no batch hooks).
 pub(crate) async fn execute_one(run: &RunContext, call: &ToolCall) -> (ToolResult, Option<String>) {
-    let (gate, interrupt) = gate(run, call, false, false).await;
-    let result = match gate {
-        Gate::Run { tool, args } => {
-            let result = run_call(run, call, &tool, args).await;
+    let (gate, interrupt) = gate(run, call, false, false, false).await;
+    (complete(run, call, gate).await, interrupt)
+}
+
+/// Runs a call that passed its gate, then `after_function`.
+async fn complete(run: &RunContext, call: &ToolCall, gate: Gate) -> ToolResult {
+    match gate {
+        Gate::Run { tool, args, sealed } => {
+            let result = run_call(run, call, &tool, args, sealed).await;
             finish(run, call, result, true).await
         }
         Gate::Done { result, checked } => finish(run, call, result, checked).await,
-    };
-    (result, interrupt)
+    }
 }
 
 fn invalid(call: &ToolCall, text: String) -> Gate {
     Gate::Done {
         result: ToolResult::refused(call, Outcome::Invalid, text, None),
+        checked: false,
+    }
+}
+
+fn not_run(call: &ToolCall, outcome: Outcome, text: &str) -> Gate {
+    Gate::Done {
+        result: ToolResult::refused(call, outcome, text, None),
         checked: false,
     }
 }
@@ -126,11 +151,19 @@ fn describe_arguments(value: &Value) -> String {
     }
 }
 
+/// The text of a call not run because an earlier call of its batch interrupted the turn.
+pub(crate) const SKIPPED_AFTER_INTERRUPT: &str =
+    "not run: an earlier call of this batch was refused and the turn was interrupted";
+
+/// The text of a call not run because the turn was cancelled.
+pub(crate) const CANCELLED_BEFORE_RUN: &str = "not run: the turn was cancelled";
+
 async fn gate(
     run: &RunContext,
     call: &ToolCall,
     in_batch: bool,
     duplicate: bool,
+    interrupted: bool,
 ) -> (Gate, Option<String>) {
     run.emit_for_call(&call.id, EventKind::ToolCallStarted { call: call.clone() });
     if duplicate || call.id.is_empty() {
@@ -155,7 +188,20 @@ async fn gate(
             return (invalid(call, text), None);
         }
     };
+    if interrupted {
+        return (
+            not_run(call, Outcome::Skipped, SKIPPED_AFTER_INTERRUPT),
+            None,
+        );
+    }
+    if run.cancellation().is_cancelled() {
+        return (
+            not_run(call, Outcome::Cancelled, CANCELLED_BEFORE_RUN),
+            None,
+        );
+    }
     let mut interrupt = None;
+    let mut sealed: Option<Map<String, Value>> = None;
     for middleware in &core.middleware {
         if !middleware.applies_to(&call.name) {
             continue;
@@ -168,9 +214,10 @@ async fn gate(
             in_batch,
             blocked: None,
             interrupt: None,
+            seal: false,
         };
         let verdict = middleware.before_function(&mut cx).await;
-        let (blocked, stop) = (cx.blocked.take(), cx.interrupt.take());
+        let (blocked, stop, seal) = (cx.blocked.take(), cx.interrupt.take(), cx.seal);
         interrupt = interrupt.or(stop);
         let by: Arc<str> = middleware.name().into();
         let refuse = |outcome: Outcome, text: String| Gate::Done {
@@ -180,7 +227,7 @@ async fn gate(
         if let Some(block) = blocked {
             return (refuse(block.outcome, block.text), interrupt);
         }
-        match verdict {
+        let replacement = match verdict {
             Err(e) => {
                 let message = report_hook_failure(
                     &core.events,
@@ -191,10 +238,8 @@ async fn gate(
                 );
                 return (refuse(Outcome::Denied, message), interrupt);
             }
-            Ok(Verdict::Continue | Verdict::Allow { args: None }) => {}
-            Ok(Verdict::Allow {
-                args: Some(replacement),
-            }) => args = replacement,
+            Ok(Verdict::Continue | Verdict::Allow { args: None }) => None,
+            Ok(Verdict::Allow { args: replacement }) => replacement,
             Ok(Verdict::Deny { reason }) => {
                 let reason = if reason.is_empty() {
                     messages::DENIED
@@ -212,21 +257,30 @@ async fn gate(
             }) => {
                 // The person approves what will run: the replacement when there is one.
                 let shown = replacement.as_ref().unwrap_or(&args);
-                match ask(run, &**middleware, call, tool.info(), shown, &reason).await {
-                    Ok(()) => {
-                        if let Some(replacement) = replacement {
-                            args = replacement;
-                        }
-                    }
-                    Err((outcome, text)) => return (refuse(outcome, text), interrupt),
+                if let Err((outcome, text)) =
+                    ask(run, &**middleware, call, tool.info(), shown, &reason).await
+                {
+                    return (refuse(outcome, text), interrupt);
                 }
+                replacement
             }
+        };
+        if let Some(replacement) = replacement {
+            if sealed.as_ref().is_some_and(|s| *s != replacement) {
+                let text = changed_after_seal(middleware.name());
+                return (refuse(Outcome::Denied, text), interrupt);
+            }
+            args = replacement;
+        }
+        if seal && sealed.is_none() {
+            sealed = Some(args.clone());
         }
     }
     (
         Gate::Run {
             tool: Arc::clone(tool),
             args,
+            sealed,
         },
         interrupt,
     )
@@ -292,7 +346,11 @@ async fn run_call(
     call: &ToolCall,
     tool: &Arc<dyn Tool>,
     args: Map<String, Value>,
+    sealed: Option<Map<String, Value>>,
 ) -> ToolResult {
+    if run.cancellation().is_cancelled() {
+        return ToolResult::refused(call, Outcome::Cancelled, CANCELLED_BEFORE_RUN, None);
+    }
     let core = &run.inner.core;
     let next = FunctionNext {
         rest: &core.middleware,
@@ -310,14 +368,17 @@ async fn run_call(
             cancellation: run.cancellation().child_token(),
             workspace: run.config().workspace.clone(),
             cwd: run.config().cwd.clone(),
+            run_config: run.config_arc(),
         },
         run: run.clone(),
+        sealed: sealed.map(Arc::new),
     };
     let outcome = tokio::select! {
-        outcome = next.run(request) => outcome,
+        biased;
         () = run.cancellation().cancelled() => {
             return ToolResult::refused(call, Outcome::Cancelled, "the turn was cancelled while the tool ran", None);
         }
+        outcome = next.run(request) => outcome,
     };
     match outcome {
         Ok(value) => ToolResult::completed(call, value),

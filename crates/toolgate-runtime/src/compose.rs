@@ -32,7 +32,7 @@ use crate::middleware::{
     AfterFunctionContext, BatchContext, ErrorContext, ForkContext, FunctionContext, FunctionNext,
     FunctionRequest, HookError, HookResult, IterationContext, IterationEndContext,
     LifecycleContext, Middleware, ModelNext, ModelStream, ToolExecutionContext, TurnContext,
-    TurnEndContext, Verdict,
+    TurnEndContext, Verdict, changed_after_seal,
 };
 use crate::model::ModelRequest;
 use crate::tool::ToolError;
@@ -40,7 +40,10 @@ use crate::tool::ToolError;
 macro_rules! in_order {
     ($members:expr, $hook:ident, $cx:expr) => {{
         for member in $members.iter() {
-            member.$hook($cx).await?;
+            member
+                .$hook($cx)
+                .await
+                .map_err(|e| e.of_member(member.name()))?;
         }
         Ok(())
     }};
@@ -49,7 +52,10 @@ macro_rules! in_order {
 macro_rules! in_reverse {
     ($members:expr, $hook:ident, $cx:expr) => {{
         for member in $members.iter().rev() {
-            member.$hook($cx).await?;
+            member
+                .$hook($cx)
+                .await
+                .map_err(|e| e.of_member(member.name()))?;
         }
         Ok(())
     }};
@@ -59,7 +65,10 @@ macro_rules! in_reverse_for_call {
     ($members:expr, $hook:ident, $cx:expr) => {{
         for member in $members.iter().rev() {
             if member.applies_to(&$cx.call.name) {
-                member.$hook($cx).await?;
+                member
+                    .$hook($cx)
+                    .await
+                    .map_err(|e| e.of_member(member.name()))?;
             }
         }
         Ok(())
@@ -72,6 +81,7 @@ async fn chain_before_function(
     cx: &mut FunctionContext<'_>,
 ) -> Result<Verdict, HookError> {
     let mut args: Option<Map<String, Value>> = None;
+    let mut sealed: Option<Map<String, Value>> = None;
     let mut strictest = Verdict::Continue;
     for member in members {
         if !member.applies_to(&cx.call.name) {
@@ -86,9 +96,13 @@ async fn chain_before_function(
             in_batch: cx.in_batch,
             blocked: None,
             interrupt: None,
+            seal: false,
         };
-        let verdict = member.before_function(&mut inner).await?;
-        let (blocked, interrupt) = (inner.blocked.take(), inner.interrupt.take());
+        let verdict = member
+            .before_function(&mut inner)
+            .await
+            .map_err(|e| e.of_member(member.name()))?;
+        let (blocked, interrupt, seal) = (inner.blocked.take(), inner.interrupt.take(), inner.seal);
         if let Some(reason) = interrupt {
             cx.interrupt = Some(reason);
         }
@@ -96,28 +110,35 @@ async fn chain_before_function(
             cx.blocked = Some(block);
             return Ok(Verdict::Continue);
         }
-        match verdict {
-            Verdict::Continue => {}
+        let replacement = match verdict {
+            Verdict::Continue => None,
             Verdict::Deny { .. } => return Ok(verdict),
             Verdict::Allow { args: replacement } => {
-                if replacement.is_some() {
-                    args = replacement;
-                }
                 if strictest.rank() < 1 {
                     strictest = Verdict::allow();
                 }
+                replacement
             }
             Verdict::Ask {
                 reason,
                 args: replacement,
             } => {
-                if replacement.is_some() {
-                    args = replacement;
-                }
                 if strictest.rank() < 2 {
                     strictest = Verdict::Ask { reason, args: None };
                 }
+                replacement
             }
+        };
+        if let Some(replacement) = replacement {
+            if sealed.as_ref().is_some_and(|s| *s != replacement) {
+                cx.block(changed_after_seal(member.name()));
+                return Ok(Verdict::Continue);
+            }
+            args = Some(replacement);
+        }
+        if seal && sealed.is_none() {
+            sealed = Some(args.clone().unwrap_or_else(|| cx.args.clone()));
+            cx.seal = true;
         }
     }
     Ok(match strictest {
@@ -326,7 +347,7 @@ const NOTHING: ConditionInput<'static> = ConditionInput {
 macro_rules! routed {
     ($self:ident, $input:expr, $hook:ident, $cx:expr) => {
         match $self.pick($input) {
-            Some(m) => m.$hook($cx).await,
+            Some(m) => m.$hook($cx).await.map_err(|e| e.of_member(m.name())),
             None => Ok(()),
         }
     };
@@ -381,21 +402,29 @@ impl Middleware for Conditional {
             args: Some(cx.args),
         };
         match self.pick(input) {
-            Some(m) if m.applies_to(&cx.call.name) => m.before_function(cx).await,
+            Some(m) if m.applies_to(&cx.call.name) => m
+                .before_function(cx)
+                .await
+                .map_err(|e| e.of_member(m.name())),
             _ => Ok(Verdict::Continue),
         }
     }
     async fn after_function(&self, cx: &mut AfterFunctionContext<'_>) -> HookResult {
         let (run, call) = (cx.run, cx.call);
         match self.pick(for_call(run, call)) {
-            Some(m) if m.applies_to(&call.name) => m.after_function(cx).await,
+            Some(m) if m.applies_to(&call.name) => m
+                .after_function(cx)
+                .await
+                .map_err(|e| e.of_member(m.name())),
             _ => Ok(()),
         }
     }
     async fn on_error(&self, cx: &mut ErrorContext<'_>) -> HookResult {
         let (run, call) = (cx.run, cx.call);
         match self.pick(for_call(run, call)) {
-            Some(m) if m.applies_to(&call.name) => m.on_error(cx).await,
+            Some(m) if m.applies_to(&call.name) => {
+                m.on_error(cx).await.map_err(|e| e.of_member(m.name()))
+            }
             _ => Ok(()),
         }
     }
@@ -475,14 +504,17 @@ list_middleware!(Parallel, {
                         in_batch,
                         blocked: None,
                         interrupt: None,
+                        seal: false,
                     };
                     let verdict = member.before_function(&mut inner).await;
-                    (member, verdict, inner.blocked, inner.interrupt)
+                    (member, verdict, inner.blocked, inner.interrupt, inner.seal)
                 }),
         )
         .await;
         let mut chosen: Option<(u8, Verdict)> = None;
-        for (member, verdict, blocked, interrupt) in outcomes {
+        let mut any_sealed = false;
+        for (member, verdict, blocked, interrupt, seal) in outcomes {
+            any_sealed |= seal;
             if let Some(reason) = interrupt {
                 cx.interrupt.get_or_insert(reason);
             }
@@ -509,10 +541,24 @@ list_middleware!(Parallel, {
                 chosen = Some((rank, verdict));
             }
         }
-        Ok(match chosen {
+        let verdict = match chosen {
             Some((_, verdict)) => verdict,
             None => Verdict::Continue,
-        })
+        };
+        if any_sealed {
+            // A member approved the arguments as they are: the chosen verdict may not change
+            // them.
+            let replaced = match &verdict {
+                Verdict::Allow { args: Some(a) } | Verdict::Ask { args: Some(a), .. } => a != args,
+                _ => false,
+            };
+            if replaced && cx.blocked.is_none() {
+                cx.block(changed_after_seal("Parallel"));
+                return Ok(Verdict::Continue);
+            }
+            cx.seal = true;
+        }
+        Ok(verdict)
     }
 });
 
@@ -553,10 +599,6 @@ macro_rules! delegate_middleware {
         }
         async fn before_tool_execution(&self, cx: &mut ToolExecutionContext<'_>) -> HookResult {
             self.$wrap("before_tool_execution", self.inner.before_tool_execution(cx))
-                .await
-        }
-        async fn before_parallel_batch(&self, cx: &mut BatchContext<'_>) -> HookResult {
-            self.$wrap("before_parallel_batch", self.inner.before_parallel_batch(cx))
                 .await
         }
         async fn before_function(
@@ -642,6 +684,25 @@ delegate_middleware!(ForTools, pass, {
         self.patterns.iter().any(|p| wildcard(p, tool)) && self.inner.applies_to(tool)
     }
 
+    /// The batch hook sees only the calls this middleware applies to (none: not called).
+    async fn before_parallel_batch(&self, cx: &mut BatchContext<'_>) -> HookResult {
+        let calls: Vec<ToolCall> = cx
+            .calls
+            .iter()
+            .filter(|c| self.applies_to(&c.name))
+            .cloned()
+            .collect();
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let mut inner = BatchContext {
+            run: cx.run,
+            batch_id: cx.batch_id,
+            calls: &calls,
+        };
+        self.inner.before_parallel_batch(&mut inner).await
+    }
+
     async fn wrap_function_call(
         &self,
         request: FunctionRequest,
@@ -686,6 +747,14 @@ delegate_middleware!(WithTimeout, timed, {
 
     fn applies_to(&self, tool: &str) -> bool {
         self.inner.applies_to(tool)
+    }
+
+    async fn before_parallel_batch(&self, cx: &mut BatchContext<'_>) -> HookResult {
+        self.timed(
+            "before_parallel_batch",
+            self.inner.before_parallel_batch(cx),
+        )
+        .await
     }
 
     async fn wrap_function_call(

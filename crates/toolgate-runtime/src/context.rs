@@ -117,7 +117,7 @@ pub(crate) struct RunInner {
     pub(crate) branch: Arc<str>,
     pub(crate) turn: u64,
     pub(crate) run: Arc<str>,
-    pub(crate) config: RunConfig,
+    pub(crate) config: Arc<RunConfig>,
     pub(crate) cancel: CancellationToken,
     pub(crate) iteration: AtomicU32,
 }
@@ -177,6 +177,10 @@ impl RunContext {
     /// The run's options.
     pub fn config(&self) -> &RunConfig {
         &self.inner.config
+    }
+
+    pub(crate) fn config_arc(&self) -> Arc<RunConfig> {
+        Arc::clone(&self.inner.config)
     }
 
     /// The agent's name.

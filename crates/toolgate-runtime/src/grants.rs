@@ -7,8 +7,9 @@
 //!
 //! toolgate never offers an "always" broader than the prompt shows: the targets of a request are
 //! computed here, shown in the request, and are exactly what is stored. For a command whose
-//! natural prefix is interpreter-wide (`bash`, `sh -c`, `python -c`, `node -e`, `env`, `sudo`,
-//! a bare `git`), the target is the exact command.
+//! natural prefix would be interpreter-wide (`bash`, `sh -c`, `python -c`, `node -e`, `env`,
+//! `sudo`, a bare `git`) or that has no subcommand (`rm -rf build`), the target is the exact
+//! command.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,7 +19,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use toolgate_policy::{Decision, GrantKind, Layer, Subject, SubjectOutcome};
+use toolgate_policy::{Decision, GrantKind, Layer, Subject, SubjectOutcome, shell};
 
 /// Whether a grant allows or denies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -415,6 +416,15 @@ pub fn asking(subjects: &[SubjectOutcome]) -> impl Iterator<Item = &SubjectOutco
     })
 }
 
+/// What stored grants say about an ask, and which grants said it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GrantMatch<'g> {
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The grants that decide: the deny grant, or one allow grant per asking subject.
+    pub grants: Vec<&'g Grant>,
+}
+
 /// What stored grants say about an ask: the first deny grant covering any asking subject, else
 /// allow when allow grants cover every asking subject (never for a guard's ask).
 pub fn match_grants<'g>(
@@ -423,83 +433,37 @@ pub fn match_grants<'g>(
     subjects: &[SubjectOutcome],
     context: &GrantContext,
     now: SystemTime,
-) -> Option<&'g Grant> {
+) -> Option<GrantMatch<'g>> {
     let live: Vec<&Grant> = grants
         .iter()
         .filter(|g| g.is_live(tool, context, now))
         .collect();
     let asking: Vec<&SubjectOutcome> = asking(subjects).collect();
-    let covers = |g: &Grant, s: &SubjectOutcome| g.target.covers(&s.subject);
     if let Some(deny) = live
         .iter()
-        .find(|g| g.effect == Effect::Deny && asking.iter().any(|s| covers(g, s)))
+        .find(|g| g.effect == Effect::Deny && asking.iter().any(|s| g.target.covers(&s.subject)))
     {
-        return Some(deny);
+        return Some(GrantMatch {
+            effect: Effect::Deny,
+            grants: vec![*deny],
+        });
     }
     if asking.is_empty() || asking.iter().any(|s| s.layer == Layer::Guard) {
         return None;
     }
-    let allows: Vec<&&Grant> = live.iter().filter(|g| g.effect == Effect::Allow).collect();
-    let first = allows
-        .iter()
-        .find(|g| asking.iter().any(|s| covers(g, s)))?;
-    asking
-        .iter()
-        .all(|s| allows.iter().any(|g| covers(g, s)))
-        .then_some(**first)
-}
-
-/// Programs whose prefix would allow anything: an "always" for them covers the exact command.
-const INTERPRETERS: &[&str] = &[
-    "bash",
-    "sh",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "csh",
-    "tcsh",
-    "busybox",
-    "python",
-    "python2",
-    "python3",
-    "pypy",
-    "pypy3",
-    "node",
-    "nodejs",
-    "deno",
-    "bun",
-    "ruby",
-    "perl",
-    "php",
-    "lua",
-    "tclsh",
-    "pwsh",
-    "powershell",
-    "osascript",
-    "env",
-    "sudo",
-    "doas",
-    "su",
-    "xargs",
-    "nohup",
-    "timeout",
-    "nice",
-    "exec",
-    "eval",
-    "command",
-    "npx",
-    "bunx",
-    "uvx",
-    "pipx",
-];
-
-fn is_interpreter(program: &str) -> bool {
-    let base = program.rsplit('/').next().unwrap_or(program);
-    INTERPRETERS.contains(&base)
-        || base
-            .strip_prefix("python")
-            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    let mut used: Vec<&Grant> = Vec::new();
+    for subject in &asking {
+        let grant = live
+            .iter()
+            .find(|g| g.effect == Effect::Allow && g.target.covers(&subject.subject))?;
+        if !used.iter().any(|u| u.id == grant.id) {
+            used.push(grant);
+        }
+    }
+    Some(GrantMatch {
+        effect: Effect::Allow,
+        grants: used,
+    })
 }
 
 fn looks_like_subcommand(word: &str) -> bool {
@@ -511,7 +475,12 @@ fn looks_like_subcommand(word: &str) -> bool {
 
 /// The target an "always" answer covers for one subject, under the rule's grant kind. `None`
 /// when nothing narrower than the prompt can be named (an unknown word in a command, a path that
-/// could not be resolved): then "allow-always" is not offered.
+/// could not be resolved): then no "always" is offered.
+///
+/// A command's target is its program and subcommand (`git push`, `cargo test`); the exact
+/// command when the program runs whatever it is given (shells, interpreters, `env`, `sudo`,
+/// `xargs`, … — see [`toolgate_policy::shell::runs_anything`]), when there is no subcommand
+/// (`rm -rf build`, `ls`), or for a bare `git` followed by an option.
 pub fn target_for(kind: GrantKind, subject: &Subject) -> Option<GrantTarget> {
     if kind == GrantKind::Tool {
         return Some(GrantTarget::Tool);
@@ -527,19 +496,18 @@ pub fn target_for(kind: GrantKind, subject: &Subject) -> Option<GrantTarget> {
                 .collect();
             let words = words?;
             let program = words.first()?;
-            let second = words.get(1).filter(|w| looks_like_subcommand(w));
-            if is_interpreter(program) || (program == "git" && second.is_none()) {
-                return Some(GrantTarget::Command {
+            match words.get(1) {
+                Some(second) if looks_like_subcommand(second) && !shell::runs_anything(program) => {
+                    Some(GrantTarget::Command {
+                        prefix: vec![program.clone(), second.clone()],
+                        exact: false,
+                    })
+                }
+                _ => Some(GrantTarget::Command {
                     prefix: words,
                     exact: true,
-                });
+                }),
             }
-            let mut prefix = vec![program.clone()];
-            prefix.extend(second.cloned());
-            Some(GrantTarget::Command {
-                prefix,
-                exact: false,
-            })
         }
         Subject::Path(p) => {
             let resolved = p.resolved.as_ref()?;
@@ -568,3 +536,191 @@ pub fn targets_for(kind: GrantKind, subjects: &[SubjectOutcome]) -> Option<Vec<G
 
 /// Shared handle to a store.
 pub type Grants = Arc<dyn GrantStore>;
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use toolgate_policy::{CommandSubject, shell};
+
+    use super::*;
+
+    fn command(line: &str) -> Subject {
+        let analysis = shell::analyze(line);
+        let command = analysis.commands.into_iter().next().unwrap();
+        Subject::Command(CommandSubject {
+            command,
+            line_findings: Vec::new(),
+        })
+    }
+
+    fn target(line: &str) -> Option<GrantTarget> {
+        target_for(GrantKind::Command, &command(line))
+    }
+
+    fn prefix(words: &[&str], exact: bool) -> Option<GrantTarget> {
+        Some(GrantTarget::Command {
+            prefix: words.iter().map(|w| (*w).to_owned()).collect(),
+            exact,
+        })
+    }
+
+    #[test]
+    fn a_command_always_covers_its_subcommand_or_else_exactly_the_command() {
+        for (line, expected) in [
+            ("git push origin main", prefix(&["git", "push"], false)),
+            ("cargo test --workspace", prefix(&["cargo", "test"], false)),
+            ("rm -rf build", prefix(&["rm", "-rf", "build"], true)),
+            ("ls", prefix(&["ls"], true)),
+            (
+                "git --no-pager log",
+                prefix(&["git", "--no-pager", "log"], true),
+            ),
+            (
+                "/usr/bin/git --version",
+                prefix(&["/usr/bin/git", "--version"], true),
+            ),
+            (
+                "python3 manage.py migrate",
+                prefix(&["python3", "manage.py", "migrate"], true),
+            ),
+            ("awk program", prefix(&["awk", "program"], true)),
+            ("npx prettier .", prefix(&["npx", "prettier", "."], true)),
+            ("cat $FILE", None),
+        ] {
+            assert_eq!(target(line), expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn prefixes_and_exact_commands_cover_what_they_say() {
+        let push = prefix(&["git", "push"], false).unwrap();
+        assert!(push.covers(&command("git push origin main")));
+        assert!(push.covers(&command("git push")));
+        assert!(!push.covers(&command("git pull")));
+        assert!(
+            !push.covers(&command("/tmp/git push")),
+            "a program path is not the program"
+        );
+        let exact = prefix(&["rm", "-rf", "build"], true).unwrap();
+        assert!(exact.covers(&command("rm -rf build")));
+        assert!(!exact.covers(&command("rm -rf build /")));
+        assert!(!GrantTarget::Domain { host: "x".into() }.covers(&command("ls")));
+        assert!(GrantTarget::Tool.covers(&command("ls")));
+    }
+
+    fn context(session: &str, branch: &str, turn: u64, workspace: Option<&str>) -> GrantContext {
+        GrantContext {
+            session: session.into(),
+            branch: branch.into(),
+            turn,
+            workspace: workspace.map(PathBuf::from),
+        }
+    }
+
+    #[test]
+    fn a_grant_lives_in_its_scope_until_it_expires_or_is_spent() {
+        let here = context("s", "main", 3, Some("/ws"));
+        let now = SystemTime::now();
+        let grant = |kind: ScopeKind| {
+            Grant::new(
+                Effect::Allow,
+                "t",
+                GrantTarget::Tool,
+                here.scope(kind),
+                "me",
+            )
+        };
+        for (kind, elsewhere, expected) in [
+            (ScopeKind::Turn, context("s", "main", 3, None), true),
+            (ScopeKind::Turn, context("s", "main", 4, Some("/ws")), false),
+            (ScopeKind::Turn, context("s", "alt", 3, Some("/ws")), false),
+            (ScopeKind::Session, context("s", "alt", 9, None), true),
+            (
+                ScopeKind::Session,
+                context("s2", "main", 3, Some("/ws")),
+                false,
+            ),
+            (
+                ScopeKind::Workspace,
+                context("s2", "x", 1, Some("/ws")),
+                true,
+            ),
+            (
+                ScopeKind::Workspace,
+                context("s", "main", 3, Some("/other")),
+                false,
+            ),
+            (ScopeKind::User, context("s9", "x", 1, None), true),
+            (ScopeKind::Once, context("s", "alt", 1, None), true),
+        ] {
+            assert_eq!(
+                grant(kind).is_live("t", &elsewhere, now),
+                expected,
+                "{kind:?} {elsewhere:?}"
+            );
+        }
+        assert!(!grant(ScopeKind::User).is_live("other-tool", &here, now));
+        let mut expiring = grant(ScopeKind::User);
+        expiring.expires_at = Some(now + Duration::from_secs(60));
+        assert!(expiring.is_live("t", &here, now));
+        assert!(!expiring.is_live("t", &here, now + Duration::from_secs(61)));
+        let once = grant(ScopeKind::Once);
+        assert_eq!(once.uses_left, Some(1));
+        let spent = Grant {
+            uses_left: Some(0),
+            ..once
+        };
+        assert!(!spent.is_live("t", &here, now));
+        // Without a workspace, a workspace grant falls back to the session.
+        let no_workspace = context("s", "main", 1, None);
+        assert_eq!(
+            no_workspace.scope(ScopeKind::Workspace),
+            GrantScope::Session {
+                session: "s".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn the_memory_store_spends_lists_and_revokes() {
+        let store = MemoryGrants::new();
+        let here = context("s", "main", 1, None);
+        let once = Grant::new(
+            Effect::Deny,
+            "t",
+            GrantTarget::Tool,
+            here.scope(ScopeKind::Once),
+            "me",
+        );
+        let id = once.id.clone();
+        store.insert(once).await.unwrap();
+        assert!(store.use_once(&id).await.unwrap());
+        assert!(!store.use_once(&id).await.unwrap(), "spent");
+        assert!(!store.use_once("unknown").await.unwrap());
+        assert_eq!(store.for_tool("t").await.unwrap().len(), 1);
+        assert!(store.revoke(&id).await.unwrap());
+        assert!(store.list().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_grant_round_trips_through_json() {
+        let grant = Grant::new(
+            Effect::Allow,
+            "bash",
+            GrantTarget::Command {
+                prefix: vec!["git".into(), "push".into()],
+                exact: false,
+            },
+            GrantScope::Workspace { root: "/ws".into() },
+            "alice",
+        );
+        let json = serde_json::to_value(&grant).unwrap();
+        assert_eq!(json["scope"], "workspace");
+        assert_eq!(json["target"]["kind"], "command");
+        let back: Grant = serde_json::from_value(json).unwrap();
+        assert_eq!(back.id, grant.id);
+        assert_eq!(back.target, grant.target);
+        assert_eq!(back.scope, grant.scope);
+    }
+}

@@ -74,6 +74,13 @@ pub enum HookError {
     Failed(String),
     /// The hook did not finish within its timeout.
     TimedOut(Duration),
+    /// A member of a composite failed (the failure is named after the member).
+    Member {
+        /// The member's name.
+        middleware: String,
+        /// Its failure.
+        error: Box<HookError>,
+    },
 }
 
 impl HookError {
@@ -89,6 +96,26 @@ impl HookError {
                 "Middleware '{middleware}' timed out in {hook} after {}s",
                 after.as_secs_f64()
             ),
+            HookError::Member { middleware, error } => error.describe(middleware, hook),
+        }
+    }
+
+    /// This error, as a member of a composite named `middleware` failed with it.
+    pub fn of_member(self, middleware: &str) -> HookError {
+        match self {
+            HookError::Member { .. } => self,
+            error => HookError::Member {
+                middleware: middleware.to_owned(),
+                error: Box::new(error),
+            },
+        }
+    }
+
+    /// The name of the middleware that really failed, when a composite's member did.
+    pub fn member(&self) -> Option<&str> {
+        match self {
+            HookError::Member { middleware, .. } => Some(middleware),
+            HookError::Failed(_) | HookError::TimedOut(_) => None,
         }
     }
 }
@@ -98,6 +125,7 @@ impl fmt::Display for HookError {
         match self {
             HookError::Failed(message) => f.write_str(message),
             HookError::TimedOut(after) => write!(f, "timed out after {}s", after.as_secs_f64()),
+            HookError::Member { middleware, error } => write!(f, "{middleware}: {error}"),
         }
     }
 }
@@ -371,6 +399,13 @@ pub struct FunctionRequest {
     pub context: ToolContext,
     /// The run.
     pub run: RunContext,
+    /// The arguments a middleware sealed; the tool runs only with exactly these.
+    pub(crate) sealed: Option<Arc<Map<String, Value>>>,
+}
+
+/// The text a call gets when its sealed arguments were changed.
+pub(crate) fn changed_after_seal(by: &str) -> String {
+    format!("the arguments were changed after they were approved (by '{by}'); the call was refused")
 }
 
 /// The rest of the function wrappers, then the tool.
@@ -412,9 +447,14 @@ impl<'a> FunctionNext<'a> {
             rest = after;
         }
         match self.then {
-            FunctionThen::Tool(tool) => {
-                Box::pin(async move { tool.call(request.args, request.context).await })
-            }
+            FunctionThen::Tool(tool) => Box::pin(async move {
+                if let Some(sealed) = &request.sealed
+                    && **sealed != request.args
+                {
+                    return Err(ToolError::new(changed_after_seal("a wrapper")));
+                }
+                tool.call(request.args, request.context).await
+            }),
             FunctionThen::Next(next) => next.run(request),
         }
     }
@@ -556,6 +596,7 @@ pub struct FunctionContext<'a> {
     pub in_batch: bool,
     pub(crate) blocked: Option<Block>,
     pub(crate) interrupt: Option<String>,
+    pub(crate) seal: bool,
 }
 
 /// A refusal set with [`FunctionContext::block`].
@@ -588,6 +629,13 @@ impl FunctionContext<'_> {
     /// Ends the turn once this iteration's calls are done (a denial that should stop the agent).
     pub fn interrupt_turn(&mut self, reason: impl Into<String>) {
         self.interrupt = Some(reason.into());
+    }
+
+    /// Seals the arguments as this middleware's verdict leaves them: if a later middleware or a
+    /// wrapper changes them, the call is refused instead of running with arguments nobody
+    /// approved. The permission middleware seals every call it allows.
+    pub fn seal(&mut self) {
+        self.seal = true;
     }
 }
 

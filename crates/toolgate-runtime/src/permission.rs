@@ -14,9 +14,10 @@
 //! Denials are ordinary tool results the model reads; [`PermissionMiddleware::interrupt_on_denial`]
 //! ends the turn instead.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
@@ -83,11 +84,23 @@ enum Decided {
     Refuse(Outcome, String),
 }
 
-/// Decisions made for a parallel batch, by call id (transient, reset every iteration).
+/// Decisions made for a parallel batch, by middleware instance and call id (transient, reset
+/// every iteration).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct BatchDecisions {
-    by_call: HashMap<String, (Map<String, Value>, Decided)>,
+    by_call: HashMap<String, BatchDecision>,
 }
+
+/// What was decided for one call of a batch, and on what.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct BatchDecision {
+    tool: String,
+    args: Map<String, Value>,
+    decided: Decided,
+}
+
+/// Tells instances apart in shared state.
+static INSTANCES: AtomicU64 = AtomicU64::new(0);
 
 impl MiddlewareState for BatchDecisions {
     const KEY: &'static str = "toolgate.permission.batch";
@@ -126,6 +139,7 @@ impl MiddlewareState for BatchDecisions {
 /// # }).unwrap();
 /// ```
 pub struct PermissionMiddleware {
+    instance: u64,
     name: String,
     policy: Arc<Policy>,
     approver: Option<Arc<dyn Approver>>,
@@ -148,6 +162,7 @@ impl PermissionMiddleware {
     /// Gates calls with `policy`.
     pub fn new(policy: impl Into<Arc<Policy>>) -> PermissionMiddleware {
         PermissionMiddleware {
+            instance: INSTANCES.fetch_add(1, Ordering::Relaxed),
             name: "PermissionMiddleware".to_owned(),
             policy: policy.into(),
             approver: None,
@@ -295,14 +310,19 @@ impl PermissionMiddleware {
         match run.grants().for_tool(&call.name).await {
             Ok(grants) => {
                 let now = SystemTime::now();
-                if let Some(grant) =
+                if let Some(found) =
                     match_grants(&grants, &call.name, &evaluation.subjects, &grant_cx, now)
                 {
-                    let usable = grant.uses_left.is_none()
-                        || run.grants().use_once(&grant.id).await.unwrap_or(false);
+                    let mut usable = true;
+                    for grant in found.grants.iter().filter(|g| g.uses_left.is_some()) {
+                        usable &= run.grants().use_once(&grant.id).await.unwrap_or(false);
+                    }
                     if usable {
-                        let actor = format!("grant:{}", grant.id);
-                        return match grant.effect {
+                        let ids: Vec<&str> = found.grants.iter().map(|g| g.id.as_str()).collect();
+                        let actor = format!("grant:{}", ids.join(","));
+                        let targets: Vec<String> =
+                            found.grants.iter().map(|g| g.target.to_string()).collect();
+                        return match found.effect {
                             Effect::Deny => judge.refuse(
                                 Outcome::Denied,
                                 Layer::Grant,
@@ -311,7 +331,7 @@ impl PermissionMiddleware {
                             ),
                             Effect::Allow => {
                                 let reason =
-                                    format!("allowed by a stored grant ({})", grant.target);
+                                    format!("allowed by a stored grant ({})", targets.join("; "));
                                 judge.allow(Layer::Grant, &reason, &actor)
                             }
                         };
@@ -454,9 +474,19 @@ impl PermissionMiddleware {
         }
     }
 
+    /// This instance's key for a call in the shared batch state.
+    fn key(&self, call_id: &str) -> String {
+        format!("{}/{call_id}", self.instance)
+    }
+
     fn apply(&self, cx: &mut FunctionContext<'_>, decided: Decided) -> Verdict {
         match decided {
-            Decided::Allow(args) => Verdict::Allow { args },
+            Decided::Allow(args) => {
+                // What was approved is what runs: a later change to the arguments refuses the
+                // call.
+                cx.seal();
+                Verdict::Allow { args }
+            }
             Decided::Refuse(outcome, text) => {
                 if self.on_denial == DeniedBehavior::InterruptTurn {
                     cx.interrupt_turn(text.clone());
@@ -541,31 +571,45 @@ impl Middleware for PermissionMiddleware {
     }
 
     async fn before_iteration(&self, cx: &mut IterationContext<'_>) -> Result<(), HookError> {
-        cx.update_state::<BatchDecisions, _>(|b| b.by_call.clear());
+        let prefix = self.key("");
+        cx.update_state::<BatchDecisions, _>(|b| b.by_call.retain(|k, _| !k.starts_with(&prefix)));
         Ok(())
     }
 
     async fn before_parallel_batch(&self, cx: &mut BatchContext<'_>) -> Result<(), HookError> {
+        let mut seen = HashSet::new();
         for call in cx.calls {
+            if !seen.insert(call.id.as_str()) {
+                continue; // a repeated id: the call is refused before any middleware
+            }
             let (Some(tool), Value::Object(args)) = (cx.run.tool(&call.name), &call.arguments)
             else {
-                continue; // the call is refused by validation before any middleware
+                continue; // refused by validation before any middleware
             };
             let decided = self.decide(cx.run, call, args, tool).await;
-            cx.update_state::<BatchDecisions, _>(|b| {
-                b.by_call.insert(call.id.clone(), (args.clone(), decided));
-            });
+            let refused = matches!(decided, Decided::Refuse(..));
+            let key = self.key(&call.id);
+            let decision = BatchDecision {
+                tool: call.name.clone(),
+                args: args.clone(),
+                decided,
+            };
+            cx.update_state::<BatchDecisions, _>(|b| b.by_call.insert(key, decision));
+            if refused && self.on_denial == DeniedBehavior::InterruptTurn {
+                break; // the turn ends at this call; nobody is asked about the rest
+            }
         }
         Ok(())
     }
 
     async fn before_function(&self, cx: &mut FunctionContext<'_>) -> Result<Verdict, HookError> {
-        let (call_id, args) = (cx.call.id.clone(), cx.args.clone());
+        let key = self.key(&cx.call.id);
         let recorded = if cx.in_batch {
-            cx.update_state::<BatchDecisions, _>(|b| match b.by_call.remove(&call_id) {
-                // A decision applies only to the arguments it was made on: a middleware before
-                // this one may have rewritten them.
-                Some((decided_args, decided)) if decided_args == args => Some(decided),
+            let (tool, args) = (&cx.call.name, cx.args);
+            cx.update_state::<BatchDecisions, _>(|b| match b.by_call.remove(&key) {
+                // A decision applies only to the call and arguments it was made on: a middleware
+                // before this one may have rewritten them.
+                Some(d) if d.tool == *tool && d.args == *args => Some(d.decided),
                 _ => None,
             })
         } else {

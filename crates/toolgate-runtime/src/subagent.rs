@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::agent::Agent;
-use crate::context::RunConfig;
 use crate::events::Parent;
 use crate::session::MAIN_BRANCH;
 use crate::tool::{Tool, ToolContext, ToolError, ToolInfo};
@@ -16,8 +15,10 @@ use crate::tool::{Tool, ToolContext, ToolError, ToolInfo};
 /// call, so a UI nests them under the call. Like HPD's generated sub-agent tools it requires
 /// permission by default ([`AgentTool::without_permission`] lifts that).
 ///
-/// Build the child with the parent's bus (`.events(parent.events().clone())`) to see its
-/// events in the parent's stream.
+/// The child runs under the parent run's options (origin, mode, overrides, full access), so a
+/// network-originated turn stays one. Build the child with the parent's broker
+/// (`.broker(parent.broker().clone())`) so its requests and events join the parent's, and a UI
+/// answering the parent answers the child too.
 pub struct AgentTool {
     info: ToolInfo,
     agent: Agent,
@@ -69,10 +70,13 @@ impl Tool for AgentTool {
             .get("task")
             .and_then(Value::as_str)
             .ok_or("`task` must be a string")?;
+        // A fresh conversation per call: ids from the model may repeat across runs.
         let session = self
             .agent
-            .session(&format!("{}/{}", cx.session, cx.call_id));
-        let mut config = RunConfig::default();
+            .session(&format!("{}/{}/{}", cx.session, cx.run, cx.call_id));
+        // The child runs under the parent run's origin, mode, overrides and full access.
+        let mut config = (*cx.run_config).clone();
+        config.agent = None;
         config.workspace = cx.workspace.clone();
         config.cwd = cx.cwd.clone();
         config.cancellation = Some(cx.cancellation.clone());

@@ -15,6 +15,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use toolgate_policy::Tag;
 
+use crate::context::RunConfig;
+
 /// What the model and the policy know about a tool.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolInfo {
@@ -84,6 +86,9 @@ pub struct ToolContext {
     pub workspace: Option<PathBuf>,
     /// The folder relative paths resolve against (the workspace when not set).
     pub cwd: Option<PathBuf>,
+    /// The options of the run the call belongs to (origin, mode, overrides, full access): a
+    /// tool that starts another run passes them on.
+    pub run_config: Arc<RunConfig>,
 }
 
 /// Why a tool failed. The message is what the model reads.

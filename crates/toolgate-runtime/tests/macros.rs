@@ -53,6 +53,7 @@ fn context() -> ToolContext {
         cancellation: Default::default(),
         workspace: None,
         cwd: None,
+        run_config: Default::default(),
     }
 }
 

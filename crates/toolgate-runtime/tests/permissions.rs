@@ -1168,3 +1168,42 @@ async fn cancelling_the_turn_cancels_a_waiting_request() {
     assert_eq!(turn.results[0].text(), "Permission request was cancelled.");
     assert!(agent.broker().is_empty());
 }
+
+#[tokio::test]
+async fn a_blocking_approver_on_the_middleware_answers() {
+    let log = Log::default();
+    let model = ScriptedModel::new([Reply::call("delete", path("a")), Reply::text("done")]);
+    let agent = Agent::builder(model)
+        .tool(recording_tool("delete", &log))
+        .middleware(
+            PermissionMiddleware::new(ask_delete()).with_blocking_approver(
+                |_: &PermissionRequest| Ok(Answer::from(Choice::AllowOnce)),
+            ),
+        )
+        .build()
+        .unwrap();
+    let turn = agent.run(&agent.session("s"), "go").await.unwrap();
+    assert_eq!(turn.results[0].text(), "ok delete");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_continuation_request_terminates_after_two_minutes() {
+    let log = Log::default();
+    let model = ScriptedModel::from_fn(|_| Reply::call("read", path("a")));
+    let agent = Agent::builder(model)
+        .tool(recording_tool("read", &log))
+        .middleware(ContinuationPermissionMiddleware::new(1))
+        .approve_through_events()
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let turn = agent.run(&agent.session("s"), "go").await.unwrap();
+    assert_eq!(started.elapsed(), toolgate_runtime::CONTINUATION_TIMEOUT);
+    assert_eq!(
+        toolgate_runtime::CONTINUATION_TIMEOUT,
+        Duration::from_secs(120)
+    );
+    assert_eq!(turn.end, TurnEnd::Terminated);
+    assert_eq!(log.take().len(), 1);
+    assert!(agent.broker().is_empty());
+}

@@ -136,7 +136,9 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
         "{screen}"
     );
     assert!(
-        screen.contains("[4] reject always — covers `run_command` for commands starting with `rm`, for this session"),
+        screen.contains(
+            "[4] reject always — covers `run_command` for exactly the command `rm src/notes.md`, for this session"
+        ),
         "{screen}"
     );
     session.type_line("4");
@@ -149,7 +151,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
         "→ run_command [denied] Permission denied by user.",
         "→ read_file [denied] secrets stay on this machine",
         "remembered: Allow write_file on the path",
-        "remembered: Deny run_command on commands starting with `rm`",
+        "remembered: Deny run_command on exactly the command `rm src/notes.md`",
         "done",
         "EXITED 0",
     ] {

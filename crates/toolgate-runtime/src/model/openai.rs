@@ -19,8 +19,20 @@ use crate::model::{Model, ModelError, ModelRequest, ModelUpdate, Usage};
 /// How long a connection may take to open.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The longest line of the event stream accepted (a runaway server cannot exhaust memory).
+/// How long the stream may stay silent (between two chunks).
+const READ_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The longest line of the event stream accepted.
 const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// The most text and tool-call arguments one response may carry, in all.
+const MAX_RESPONSE: usize = 32 * 1024 * 1024;
+
+/// The most tool calls one response may make.
+const MAX_CALLS: usize = 512;
+
+/// The most of an error body read.
+const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// A model behind an OpenAI-compatible chat-completions endpoint.
 ///
@@ -57,6 +69,7 @@ impl OpenAiModel {
         let base: String = base_url.into();
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
             .build()
             .unwrap_or_default();
         OpenAiModel {
@@ -158,10 +171,17 @@ struct PartialCall {
 }
 
 /// Reads a chat-completions event stream: `data: {chunk}` lines, `data: [DONE]` at the end.
+/// Only the first choice (`index` 0) is read. Memory is bounded: a line, the whole response's
+/// text and arguments, and the number of calls all have limits.
 #[derive(Default)]
 pub(crate) struct ChunkReader {
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no newline.
+    scanned: usize,
     calls: BTreeMap<u64, PartialCall>,
+    /// The index of the call fragments without an `index` belong to.
+    last_index: Option<u64>,
+    size: usize,
     finished: bool,
     done: bool,
 }
@@ -171,11 +191,18 @@ impl ChunkReader {
     pub(crate) fn feed(&mut self, bytes: &[u8]) -> Result<Vec<ModelUpdate>, ModelError> {
         self.buffer.extend_from_slice(bytes);
         let mut updates = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
+        while let Some(offset) = self
+            .buffer
+            .get(self.scanned..)
+            .and_then(|rest| rest.iter().position(|b| *b == b'\n'))
+        {
+            let end = self.scanned + offset;
             let line: Vec<u8> = self.buffer.drain(..=end).collect();
+            self.scanned = 0;
             let line = String::from_utf8_lossy(&line);
             self.line(line.trim_end_matches(['\r', '\n']), &mut updates)?;
         }
+        self.scanned = self.buffer.len();
         if self.buffer.len() > MAX_LINE {
             return Err(ModelError(format!(
                 "the model's event stream has a line over {MAX_LINE} bytes"
@@ -235,6 +262,7 @@ impl ChunkReader {
         if let Some(text) = delta.get("content").and_then(Value::as_str)
             && !text.is_empty()
         {
+            self.grow(text.len())?;
             updates.push(ModelUpdate::Text(text.to_owned()));
         }
         for fragment in delta
@@ -243,19 +271,62 @@ impl ChunkReader {
             .into_iter()
             .flatten()
         {
-            let index = fragment.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let id = fragment
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty());
+            let index = match fragment.get("index").and_then(Value::as_u64) {
+                Some(index) => index,
+                // No index (some servers): a new id opens a new call, else the last one goes on.
+                None => match (self.last_index, id) {
+                    (Some(last), Some(id))
+                        if self
+                            .calls
+                            .get(&last)
+                            .is_some_and(|c| !c.id.is_empty() && c.id != id) =>
+                    {
+                        last + 1
+                    }
+                    (Some(last), _) => last,
+                    (None, _) => 0,
+                },
+            };
+            if !self.calls.contains_key(&index) && self.calls.len() >= MAX_CALLS {
+                return Err(ModelError(format!(
+                    "the model asked for more than {MAX_CALLS} tool calls in one response"
+                )));
+            }
+            self.last_index = Some(index);
             let call = self.calls.entry(index).or_default();
-            if let Some(id) = fragment.get("id").and_then(Value::as_str) {
+            if let Some(id) = id {
                 call.id = id.to_owned();
             }
+            let mut grown = 0;
             if let Some(function) = fragment.get("function") {
                 if let Some(name) = function.get("name").and_then(Value::as_str) {
-                    call.name.push_str(name);
+                    // Most servers send the name once; some repeat it whole in every fragment.
+                    if call.name.is_empty() {
+                        call.name = name.to_owned();
+                    } else if call.name != name {
+                        call.name.push_str(name);
+                    }
                 }
                 if let Some(arguments) = function.get("arguments").and_then(Value::as_str) {
                     call.arguments.push_str(arguments);
+                    grown = arguments.len();
                 }
             }
+            self.grow(grown)?;
+        }
+        Ok(())
+    }
+
+    fn grow(&mut self, bytes: usize) -> Result<(), ModelError> {
+        self.size += bytes;
+        if self.size > MAX_RESPONSE {
+            return Err(ModelError(format!(
+                "the model's response is over {MAX_RESPONSE} bytes"
+            )));
         }
         Ok(())
     }
@@ -364,7 +435,16 @@ impl Streaming {
         if status.is_success() {
             return Ok(response);
         }
-        let text = response.text().await.unwrap_or_default();
+        let mut response = response;
+        let mut body = Vec::new();
+        while body.len() < MAX_ERROR_BODY {
+            match response.chunk().await {
+                Ok(Some(bytes)) => body.extend_from_slice(&bytes),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        body.truncate(MAX_ERROR_BODY);
+        let text = String::from_utf8_lossy(&body).into_owned();
         let message = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v.get("error").map(error_text))
@@ -440,6 +520,49 @@ mod tests {
             Err(ModelError("the model reported an error: overloaded".into()))
         );
         assert!(read_all("data: {not json\n\n", 4096).is_err());
+    }
+
+    #[test]
+    fn fragments_without_an_index_or_with_a_repeated_name_still_assemble() {
+        let text = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"ls\",\"arguments\":\"{\\\"p\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"\",\"function\":{\"name\":\"ls\",\"arguments\":\"1}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"b\",\"function\":{\"name\":\"cat\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other choice\"}}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(
+            read_all(text, 5).unwrap(),
+            vec![
+                ModelUpdate::ToolCall(ToolCall::new("a", "ls", json!({"p": 1}))),
+                ModelUpdate::ToolCall(ToolCall::new("b", "cat", json!({}))),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_response_over_its_limits_is_an_error() {
+        let mut reader = ChunkReader::default();
+        let long = format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}\"}}}}]}}\n",
+            "x".repeat(1024 * 1024)
+        );
+        let mut failed = None;
+        for _ in 0..40 {
+            if let Err(e) = reader.feed(long.as_bytes()) {
+                failed = Some(e);
+                break;
+            }
+        }
+        assert_eq!(
+            failed,
+            Some(ModelError(format!(
+                "the model's response is over {MAX_RESPONSE} bytes"
+            )))
+        );
+        let mut reader = ChunkReader::default();
+        let endless = vec![b'x'; MAX_LINE + 1];
+        assert!(reader.feed(&endless).is_err(), "one line without an end");
     }
 
     #[test]

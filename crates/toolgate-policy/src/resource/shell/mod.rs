@@ -178,6 +178,20 @@ impl Analysis {
     }
 }
 
+/// Whether `program` runs whatever it is given — a shell, an interpreter (`python`, `node`,
+/// `awk`, …), a wrapper that runs another program (`env`, `sudo`, `xargs`, `timeout`, …), a
+/// package runner (`npx`, `uvx`). Matched on the basename. A standing permission for such a
+/// program can only safely cover one exact command.
+///
+/// ```rust,standalone_crate
+/// use toolgate_policy::shell::runs_anything;
+/// assert!(runs_anything("/usr/bin/python3.12") && runs_anything("sudo") && runs_anything("awk"));
+/// assert!(!runs_anything("git") && !runs_anything("cargo"));
+/// ```
+pub fn runs_anything(program: &str) -> bool {
+    programs::runs_anything(program)
+}
+
 /// Analyses a command line.
 ///
 /// ```rust,standalone_crate

@@ -244,6 +244,18 @@ fn is_wrapper(name: &str) -> bool {
     ) || SHELLS.contains(&name)
 }
 
+/// Whether a program runs whatever it is given: a shell, an interpreter, a wrapper that runs
+/// another program, a package runner. Matched on the basename.
+pub(crate) fn runs_anything(program: &str) -> bool {
+    let name = basename(program);
+    is_interpreter(name)
+        || is_wrapper(name)
+        || matches!(
+            name,
+            "eval" | "su" | "npx" | "bunx" | "pnpx" | "uvx" | "pipx" | "runuser" | "chroot"
+        )
+}
+
 /// Peels wrappers off an argv, layer by layer.
 pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
     let mut out = Unwrapped::default();
