@@ -27,7 +27,7 @@ impl Middleware for Noop {}
 
 fn echo() -> FnTool {
     FnTool::new(
-        ToolInfo::new("read_file", "Reads a file.").with_tag("read_only"),
+        ToolInfo::new("lookup", "Looks a word up.").with_tag("read_only"),
         |_, _| async { Ok(Value::Null) },
     )
 }
@@ -41,7 +41,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn bench_agent(bencher: Bencher, agent: Agent) {
     let rt = runtime();
     let session = agent.session("bench");
-    let call = ToolCall::new("call_1", "read_file", json!({"path": "src/lib.rs"}));
+    let call = ToolCall::new("call_1", "lookup", json!({"word": "toolgate"}));
     bencher.bench_local(|| {
         rt.block_on(agent.call_tool(
             &session,
@@ -74,7 +74,7 @@ mode = "approve-reads"
 [[rule]]
 name = "reads"
 decision = "allow"
-tool = "read_file"
+tool = "lookup"
 "#,
     )
     .unwrap()
@@ -95,8 +95,8 @@ fn call_through_permission_middleware(bencher: Bencher) {
 fn evaluate_alone(bencher: Bencher) {
     let policy = policy();
     let call = Call {
-        tool: "read_file".into(),
-        args: json!({"path": "src/lib.rs"}),
+        tool: "lookup".into(),
+        args: json!({"word": "toolgate"}),
         tags: vec![toolgate_policy::Tag::ReadOnly],
         annotations: Default::default(),
         context: Context {
