@@ -1,0 +1,80 @@
+//! toolgate's durable store: the audit log of events, pending requests, decisions of external
+//! requesters, remembered grants and saved sessions.
+//!
+//! [`Store`] is the trait the daemon writes through; every write is committed before it
+//! returns, so whatever the daemon acknowledges survives a crash. [`SqliteStore`] is the
+//! embedded default (one file, WAL, `synchronous = FULL`); the trait keeps to what PostgreSQL
+//! offers too. A store is also the runtime's [`GrantStore`](toolgate_runtime::GrantStore).
+//!
+//! ```rust,standalone_crate
+//! use toolgate_store::{EventRecord, SqliteStore, Store};
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let store = SqliteStore::open(&dir.path().join("toolgate.db")).await?;
+//! let seq = store.append(&[EventRecord::new("custom", serde_json::json!({"note": "hi"}))]).await?;
+//! assert_eq!(seq, [1]);
+//! let events = store.events_after(0, &Default::default(), 10).await?;
+//! assert_eq!(events[0].body["note"], "hi");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod record;
+mod sqlite;
+
+pub use record::{
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
+};
+pub use sqlite::SqliteStore;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use toolgate_runtime::GrantStore;
+
+/// What the daemon keeps. Every method commits before it returns.
+#[async_trait]
+pub trait Store: GrantStore {
+    /// Appends events to the audit log; returns their sequence numbers (increasing, no gaps).
+    async fn append(&self, events: &[EventRecord]) -> Result<Vec<i64>, StoreError>;
+
+    /// Events after sequence number `after`, oldest first, at most `limit`.
+    async fn events_after(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError>;
+
+    /// The highest sequence number so far (0 when the log is empty).
+    async fn last_seq(&self) -> Result<i64, StoreError>;
+
+    /// Records a request as pending, with its `pending` event, in one transaction.
+    async fn open_request(
+        &self,
+        request: &PendingRecord,
+        event: &EventRecord,
+    ) -> Result<i64, StoreError>;
+
+    /// Resolves a pending request, with its `resolved` event, in one transaction. `None` when
+    /// no such request was pending (someone resolved it first).
+    async fn close_request(&self, id: &str, event: &EventRecord)
+    -> Result<Option<i64>, StoreError>;
+
+    /// The pending requests, oldest first.
+    async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;
+
+    /// Creates or replaces an external requester's decision.
+    async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError>;
+
+    /// An external requester's decision.
+    async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError>;
+
+    /// Saves a session's snapshot.
+    async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError>;
+
+    /// A saved session.
+    async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError>;
+
+    /// Every saved session, most recently updated first.
+    async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError>;
+}

@@ -1,0 +1,187 @@
+//! The rows a store keeps.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use toolgate_runtime::Event;
+
+/// Why a store operation failed. The daemon answers 503 and acknowledges nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the store failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> StoreError {
+        StoreError(error.to_string())
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(error: serde_json::Error) -> StoreError {
+        StoreError(format!("a stored value is not valid JSON: {error}"))
+    }
+}
+
+pub(crate) fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_micros(time).to_string()
+}
+
+/// One event of the audit log, in the canonical shape of DESIGN §7: its JSON `body` carries
+/// `schema`, `seq`, `type`, `timestamp`, the scope (`session`, `branch`, `turn`, …) and the
+/// event's own fields; the indexed columns are copies of the body's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRecord {
+    /// Its place in the log (0 until appended).
+    pub seq: i64,
+    /// `type`.
+    pub kind: String,
+    /// `timestamp`, RFC 3339.
+    pub time: String,
+    /// `session`.
+    pub session: Option<String>,
+    /// `request_id`.
+    pub request_id: Option<String>,
+    /// `tool_call_id`.
+    pub tool_call_id: Option<String>,
+    /// The whole event.
+    pub body: Value,
+}
+
+fn text(body: &Map<String, Value>, key: &str) -> Option<String> {
+    body.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+impl EventRecord {
+    /// An event of `kind` with these fields, stamped now.
+    pub fn new(kind: &str, fields: Value) -> EventRecord {
+        let mut body = match fields {
+            Value::Object(map) => map,
+            other => {
+                let mut map = Map::new();
+                map.insert("data".into(), other);
+                map
+            }
+        };
+        body.insert("type".into(), Value::String(kind.to_owned()));
+        body.entry("timestamp")
+            .or_insert_with(|| Value::String(rfc3339(SystemTime::now())));
+        EventRecord::from_body(body)
+    }
+
+    /// A runtime event, as stored.
+    pub fn from_event(event: &Event) -> EventRecord {
+        match serde_json::to_value(event) {
+            Ok(Value::Object(body)) => EventRecord::from_body(body),
+            _ => EventRecord::new("unserialisable", Value::Null),
+        }
+    }
+
+    fn from_body(mut body: Map<String, Value>) -> EventRecord {
+        body.entry("schema")
+            .or_insert_with(|| Value::String(toolgate_runtime::EVENT_SCHEMA.to_owned()));
+        body.remove("seq");
+        EventRecord {
+            seq: 0,
+            kind: text(&body, "type").unwrap_or_default(),
+            time: text(&body, "timestamp").unwrap_or_else(|| rfc3339(SystemTime::now())),
+            session: text(&body, "session"),
+            request_id: text(&body, "request_id")
+                .or_else(|| body.get("id").and_then(Value::as_str).map(str::to_owned)),
+            tool_call_id: text(&body, "tool_call_id"),
+            body: Value::Object(body),
+        }
+    }
+
+    /// The body with its sequence number, as served.
+    pub fn with_seq(&self) -> Value {
+        let mut body = self.body.clone();
+        if let Value::Object(map) = &mut body {
+            map.insert("seq".into(), Value::from(self.seq));
+        }
+        body
+    }
+}
+
+/// Which events to read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Only this session's.
+    pub session: Option<String>,
+    /// Only these types.
+    pub kinds: Vec<String>,
+    /// Only this request's.
+    pub request_id: Option<String>,
+    /// Only at or after this time (RFC 3339).
+    pub since: Option<String>,
+}
+
+/// A request waiting for a person.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingRecord {
+    /// The request's id.
+    pub id: String,
+    /// `permission`, `continuation` or `decision` (an external requester's call).
+    pub kind: String,
+    /// The session it belongs to.
+    pub session: Option<String>,
+    /// When it was opened, RFC 3339.
+    pub created: String,
+    /// The request as published.
+    pub request: Value,
+}
+
+/// Where an external requester's decision stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DecisionStatus {
+    /// Waiting for a person.
+    Pending,
+    /// Allowed or denied.
+    Decided,
+}
+
+impl DecisionStatus {
+    pub(crate) const fn as_str(self) -> &'static str {
+        match self {
+            DecisionStatus::Pending => "pending",
+            DecisionStatus::Decided => "decided",
+        }
+    }
+}
+
+/// An external requester's call and its outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecisionRow {
+    /// Its id (the request's, when a person is asked).
+    pub id: String,
+    /// Pending or decided.
+    pub status: DecisionStatus,
+    /// The call as submitted.
+    pub call: Value,
+    /// The outcome (the evaluation, then the answer), as served.
+    pub result: Value,
+    /// When it was submitted, RFC 3339.
+    pub created: String,
+    /// When it last changed, RFC 3339.
+    pub updated: String,
+}
+
+/// A saved session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionRow {
+    /// Its id.
+    pub id: String,
+    /// Its snapshot.
+    pub snapshot: Value,
+    /// When it was last saved, RFC 3339.
+    pub updated: String,
+}

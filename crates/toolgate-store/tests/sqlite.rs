@@ -1,0 +1,237 @@
+//! The SQLite store: what is written is read back, across reopening, and concurrent writers
+//! never lose or duplicate anything.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolgate_runtime::{Effect, Grant, GrantScope, GrantStore, GrantTarget};
+use toolgate_store::{
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SqliteStore, Store,
+};
+
+async fn open(dir: &tempfile::TempDir) -> SqliteStore {
+    SqliteStore::open(&dir.path().join("toolgate.db"))
+        .await
+        .unwrap()
+}
+
+fn event(kind: &str, session: &str) -> EventRecord {
+    EventRecord::new(kind, json!({"session": session, "note": kind}))
+}
+
+#[tokio::test]
+async fn events_come_back_in_order_filtered_and_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let seqs = store
+        .append(&[event("a", "s1"), event("b", "s2"), event("c", "s1")])
+        .await
+        .unwrap();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(store.append(&[event("d", "s2")]).await.unwrap(), [4]);
+    store.close().await;
+
+    let store = open(&dir).await;
+    assert_eq!(store.last_seq().await.unwrap(), 4);
+    let all = store
+        .events_after(0, &EventFilter::default(), 100)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = all.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["a", "b", "c", "d"]);
+    assert_eq!(all[0].body["schema"], toolgate_runtime::EVENT_SCHEMA);
+    assert_eq!(all[2].with_seq()["seq"], 3);
+    let s1 = EventFilter {
+        session: Some("s1".into()),
+        ..EventFilter::default()
+    };
+    let after_first = store.events_after(1, &s1, 100).await.unwrap();
+    assert_eq!(after_first.len(), 1);
+    assert_eq!(after_first[0].kind, "c");
+    let kinds = EventFilter {
+        kinds: vec!["b".into(), "d".into()],
+        ..EventFilter::default()
+    };
+    assert_eq!(store.events_after(0, &kinds, 1).await.unwrap()[0].kind, "b");
+}
+
+#[tokio::test]
+async fn a_request_is_closed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let request = PendingRecord {
+        id: "r1".into(),
+        kind: "permission".into(),
+        session: Some("s".into()),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        request: json!({"tool": "delete"}),
+    };
+    let opened = store
+        .open_request(
+            &request,
+            &EventRecord::new("permission_requested", json!({"id": "r1"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.pending().await.unwrap(), [request.clone()]);
+    assert!(
+        store
+            .open_request(&request, &event("again", "s"))
+            .await
+            .is_err(),
+        "an id is pending once"
+    );
+    let resolved = EventRecord::new("request_resolved", json!({"request_id": "r1"}));
+    let closed = store.close_request("r1", &resolved).await.unwrap();
+    assert_eq!(closed, Some(opened + 1), "the failed open wrote no event");
+    assert_eq!(store.close_request("r1", &resolved).await.unwrap(), None);
+    assert!(store.pending().await.unwrap().is_empty());
+    let by_request = EventFilter {
+        request_id: Some("r1".into()),
+        ..EventFilter::default()
+    };
+    assert_eq!(
+        store.events_after(0, &by_request, 10).await.unwrap().len(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn decisions_and_sessions_are_upserted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let mut row = DecisionRow {
+        id: "d1".into(),
+        status: DecisionStatus::Pending,
+        call: json!({"tool": "t"}),
+        result: json!({"decision": "ask"}),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        updated: "2026-11-22T00:00:00.000000Z".into(),
+    };
+    store.put_decision(&row).await.unwrap();
+    row.status = DecisionStatus::Decided;
+    row.result = json!({"decision": "allow"});
+    store.put_decision(&row).await.unwrap();
+    assert_eq!(store.decision("d1").await.unwrap(), Some(row));
+    assert_eq!(store.decision("nope").await.unwrap(), None);
+
+    store
+        .put_session("s1", &json!({"id": "s1", "v": 1}))
+        .await
+        .unwrap();
+    store
+        .put_session("s1", &json!({"id": "s1", "v": 2}))
+        .await
+        .unwrap();
+    store.put_session("s2", &json!({"id": "s2"})).await.unwrap();
+    assert_eq!(store.session("s1").await.unwrap().unwrap().snapshot["v"], 2);
+    assert_eq!(store.sessions().await.unwrap().len(), 2);
+}
+
+fn grant(uses: Option<u32>) -> Grant {
+    let mut grant = Grant::new(
+        Effect::Allow,
+        "bash",
+        GrantTarget::Command {
+            prefix: vec!["git".into(), "push".into()],
+            exact: false,
+        },
+        GrantScope::Session {
+            session: "s".into(),
+        },
+        "alice",
+    );
+    grant.uses_left = uses;
+    grant
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_are_stored_spent_exactly_and_revoked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(&dir).await);
+    let counted = grant(Some(10));
+    let unlimited = grant(None);
+    store.insert(counted.clone()).await.unwrap();
+    store.insert(unlimited.clone()).await.unwrap();
+    assert_eq!(store.for_tool("bash").await.unwrap().len(), 2);
+    assert!(store.for_tool("other").await.unwrap().is_empty());
+
+    let spenders: Vec<_> = (0..40)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            let id = counted.id.clone();
+            tokio::spawn(async move { store.use_once(&id).await.unwrap() })
+        })
+        .collect();
+    let mut spent = 0;
+    for spender in spenders {
+        spent += usize::from(spender.await.unwrap());
+    }
+    assert_eq!(spent, 10, "ten uses, spent exactly once each");
+    assert!(store.use_once(&unlimited.id).await.unwrap());
+    let listed = store.list().await.unwrap();
+    let back = listed.iter().find(|g| g.id == counted.id).unwrap();
+    assert_eq!(back.uses_left, Some(0));
+    assert_eq!(back.target, counted.target);
+    assert_eq!(back.created_by, "alice");
+    assert!(store.revoke(&counted.id).await.unwrap());
+    assert!(!store.revoke(&counted.id).await.unwrap());
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_appends_get_distinct_gapless_sequence_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(open(&dir).await);
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in 0..25 {
+                    seqs.extend(
+                        store
+                            .append(&[event(&format!("w{w}-{i}"), "s")])
+                            .await
+                            .unwrap(),
+                    );
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for writer in writers {
+        all.extend(writer.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=200).collect::<Vec<i64>>());
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_toolgate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolgate.db");
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.close().await;
+    // Pretend a newer toolgate migrated it further.
+    let url = format!("sqlite://{}", path.display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("INSERT INTO schema_migrations (version, applied) VALUES (99, 'x')")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    let error = SqliteStore::open(&path).await.unwrap_err();
+    assert!(
+        error.to_string().contains("newer than this toolgate knows"),
+        "{error}"
+    );
+}
