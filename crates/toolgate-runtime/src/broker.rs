@@ -640,60 +640,60 @@ impl ApprovalBroker {
     /// Answers a waiting request. The first valid answer wins; anything else is a conflict and
     /// changes nothing.
     pub fn respond(&self, id: &str, response: Response, by: &str) -> Result<(), Conflict> {
-        let waiter = {
-            let mut registry = self.lock();
-            let Some(waiter) = registry.waiting.get(id) else {
-                let status = registry
-                    .resolved
-                    .iter()
-                    .rev()
-                    .find(|(r, _)| r == id)
-                    .map(|(_, s)| *s);
-                return Err(match status {
-                    Some(status) => Conflict::AlreadyResolved {
+        self.claim(id, response)?.complete(by);
+        Ok(())
+    }
+
+    /// Takes a valid answer for a waiting request without delivering it yet: from now on the
+    /// request is no longer pending (later answers conflict, its timeout no longer applies), and
+    /// the answer reaches the waiter when the claim is [completed](Claim::complete). A daemon
+    /// claims, makes the answer durable, then completes — or, if it cannot,
+    /// [fails](Claim::fail) the request, which denies.
+    pub fn claim(&self, id: &str, response: Response) -> Result<Claim, Conflict> {
+        let mut registry = self.lock();
+        let Some(waiter) = registry.waiting.get(id) else {
+            let status = registry
+                .resolved
+                .iter()
+                .rev()
+                .find(|(r, _)| r == id)
+                .map(|(_, s)| *s);
+            return Err(match status {
+                Some(status) => Conflict::AlreadyResolved {
+                    id: id.to_owned(),
+                    status,
+                },
+                None => Conflict::Unknown { id: id.to_owned() },
+            });
+        };
+        match (&waiter.pending.request, &response) {
+            (Request::Permission(request), Response::Permission(answer)) => {
+                if !request.choices.contains(&answer.decision) {
+                    return Err(Conflict::NotOffered {
                         id: id.to_owned(),
-                        status,
-                    },
-                    None => Conflict::Unknown { id: id.to_owned() },
-                });
-            };
-            match (&waiter.pending.request, &response) {
-                (Request::Permission(request), Response::Permission(answer)) => {
-                    if !request.choices.contains(&answer.decision) {
-                        return Err(Conflict::NotOffered {
-                            id: id.to_owned(),
-                            choice: answer.decision,
-                            offered: request.choices.clone(),
-                        });
-                    }
-                }
-                (Request::Continuation(_), Response::Continuation(_)) => {}
-                (request, _) => {
-                    return Err(Conflict::WrongKind {
-                        id: id.to_owned(),
-                        expected: request.kind(),
+                        choice: answer.decision,
+                        offered: request.choices.clone(),
                     });
                 }
             }
-            let waiter = registry.waiting.remove(id);
-            registry.remember(id.to_owned(), "answered");
-            waiter
-        };
-        if let Some(waiter) = waiter {
-            let resolution = Resolution::Answered {
-                response,
-                by: by.to_owned(),
-            };
-            self.events.publish(
-                waiter.pending.scope.clone(),
-                EventKind::RequestResolved {
-                    request_id: id.to_owned(),
-                    resolution: resolution.clone(),
-                },
-            );
-            let _ = waiter.sender.send(resolution);
+            (Request::Continuation(_), Response::Continuation(_)) => {}
+            (request, _) => {
+                return Err(Conflict::WrongKind {
+                    id: id.to_owned(),
+                    expected: request.kind(),
+                });
+            }
         }
-        Ok(())
+        let Some(waiter) = registry.waiting.remove(id) else {
+            return Err(Conflict::Unknown { id: id.to_owned() });
+        };
+        registry.remember(id.to_owned(), "answered");
+        Ok(Claim {
+            id: id.to_owned(),
+            waiter: Some(waiter),
+            response,
+            events: self.events.clone(),
+        })
     }
 
     /// Answers a waiting request from JSON: a permission answer (see [`Answer::from_json`]) or
@@ -722,6 +722,79 @@ impl ApprovalBroker {
 
     fn lock(&self) -> MutexGuard<'_, Registry> {
         self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An answer taken for a request, not yet delivered (see [`ApprovalBroker::claim`]). Dropped
+/// without being completed, it fails the request, which denies.
+pub struct Claim {
+    id: String,
+    waiter: Option<Waiter>,
+    response: Response,
+    events: EventBus,
+}
+
+impl fmt::Debug for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Claim")
+            .field("id", &self.id)
+            .field("response", &self.response)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Claim {
+    /// The request answered.
+    pub fn request(&self) -> Option<&Request> {
+        self.waiter.as_ref().map(|w| &w.pending.request)
+    }
+
+    /// Where the request comes from.
+    pub fn scope(&self) -> Option<&Scope> {
+        self.waiter.as_ref().map(|w| &w.pending.scope)
+    }
+
+    /// The answer taken.
+    pub fn response(&self) -> &Response {
+        &self.response
+    }
+
+    /// Delivers the answer to the waiter.
+    pub fn complete(mut self, by: &str) {
+        let resolution = Resolution::Answered {
+            response: self.response.clone(),
+            by: by.to_owned(),
+        };
+        self.deliver(resolution);
+    }
+
+    /// Ends the request without the answer (it could not be recorded): the waiter is denied.
+    pub fn fail(mut self, message: impl Into<String>) {
+        let resolution = Resolution::Failed {
+            message: message.into(),
+        };
+        self.deliver(resolution);
+    }
+
+    fn deliver(&mut self, resolution: Resolution) {
+        if let Some(waiter) = self.waiter.take() {
+            self.events.publish(
+                waiter.pending.scope.clone(),
+                EventKind::RequestResolved {
+                    request_id: self.id.clone(),
+                    resolution: resolution.clone(),
+                },
+            );
+            let _ = waiter.sender.send(resolution);
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.deliver(Resolution::Failed {
+            message: "the answer was taken but never delivered".into(),
+        });
     }
 }
 

@@ -61,7 +61,7 @@ mod tool;
 pub use agent::{Agent, AgentBuilder, BuildError, DEFAULT_MAX_ITERATIONS, RunError, TurnResult};
 pub use approver::{Approver, ApproverError, SyncApprover, TerminalApprover, blocking};
 pub use broker::{
-    AlwaysCovers, Answer, ApprovalBroker, Conflict, ContinuationAnswer, ContinuationRequest,
+    AlwaysCovers, Answer, ApprovalBroker, Claim, Conflict, ContinuationAnswer, ContinuationRequest,
     Pending, PermissionRequest, Request, Resolution, RespondError, Response,
 };
 pub use compose::{

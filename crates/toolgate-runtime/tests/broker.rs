@@ -239,3 +239,59 @@ async fn continuation_answers_go_to_continuation_requests() {
         }
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_claimed_answer_outlives_the_timeout_and_a_failed_claim_denies() {
+    for complete in [true, false] {
+        let broker = ApprovalBroker::new(EventBus::new());
+        let waiting = {
+            let broker = broker.clone();
+            tokio::spawn(async move {
+                broker
+                    .request_permission(
+                        Default::default(),
+                        request(7),
+                        None,
+                        Duration::from_secs(1),
+                        &CancellationToken::new(),
+                    )
+                    .await
+            })
+        };
+        while broker.is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let claim = broker
+            .claim("req-7", Answer::from(Choice::RejectOnce).into())
+            .unwrap();
+        assert!(broker.is_empty(), "claimed: no longer pending");
+        assert!(matches!(
+            broker.respond("req-7", Answer::from(Choice::AllowOnce).into(), "late"),
+            Err(Conflict::AlreadyResolved { .. })
+        ));
+        // The store is slow: the request's timeout passes while the answer is being recorded.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        if complete {
+            claim.complete("alice");
+        } else {
+            claim.fail("the store failed");
+        }
+        let resolution = waiting.await.unwrap();
+        if complete {
+            assert_eq!(
+                resolution,
+                Resolution::Answered {
+                    response: Response::Permission(Answer::from(Choice::RejectOnce)),
+                    by: "alice".into()
+                }
+            );
+        } else {
+            assert_eq!(
+                resolution,
+                Resolution::Failed {
+                    message: "the store failed".into()
+                }
+            );
+        }
+    }
+}

@@ -80,7 +80,10 @@ async fn a_request_is_closed_once() {
         )
         .await
         .unwrap();
-    assert_eq!(store.pending().await.unwrap(), std::slice::from_ref(&request));
+    assert_eq!(
+        store.pending().await.unwrap(),
+        std::slice::from_ref(&request)
+    );
     assert!(
         store
             .open_request(&request, &event("again", "s"))
