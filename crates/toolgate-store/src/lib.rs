@@ -29,13 +29,88 @@ pub use sqlite::SqliteStore;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use toolgate_runtime::GrantStore;
+use toolgate_runtime::{Grant, GrantStore};
+
+/// Writes that stand or fall together.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Batch {
+    /// A request to record as pending.
+    pub open: Option<PendingRecord>,
+    /// A pending request to resolve: if it is no longer pending, nothing of the batch is
+    /// written.
+    pub close: Option<String>,
+    /// Events to append, in order.
+    pub events: Vec<EventRecord>,
+    /// An external requester's decision to create or update.
+    pub decision: Option<DecisionRow>,
+    /// Grants to store.
+    pub grants: Vec<Grant>,
+}
+
+/// What a batch wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// Everything, with the events' sequence numbers.
+    Written(Vec<i64>),
+    /// Nothing: the request to close was no longer pending.
+    NotPending,
+}
 
 /// What the daemon keeps. Every method commits before it returns.
 #[async_trait]
 pub trait Store: GrantStore {
+    /// Writes a batch in one transaction.
+    async fn commit(&self, batch: Batch) -> Result<Committed, StoreError>;
+
     /// Appends events to the audit log; returns their sequence numbers (increasing, no gaps).
-    async fn append(&self, events: &[EventRecord]) -> Result<Vec<i64>, StoreError>;
+    async fn append(&self, events: &[EventRecord]) -> Result<Vec<i64>, StoreError> {
+        let batch = Batch {
+            events: events.to_vec(),
+            ..Batch::default()
+        };
+        match self.commit(batch).await? {
+            Committed::Written(seqs) => Ok(seqs),
+            Committed::NotPending => Ok(Vec::new()),
+        }
+    }
+
+    /// Records a request as pending, with its `pending` event, in one transaction.
+    async fn open_request(
+        &self,
+        request: &PendingRecord,
+        event: &EventRecord,
+    ) -> Result<i64, StoreError> {
+        let batch = Batch {
+            open: Some(request.clone()),
+            events: vec![event.clone()],
+            ..Batch::default()
+        };
+        match self.commit(batch).await? {
+            Committed::Written(seqs) => seqs
+                .first()
+                .copied()
+                .ok_or_else(|| StoreError("no event was written".into())),
+            Committed::NotPending => Err(StoreError("no event was written".into())),
+        }
+    }
+
+    /// Resolves a pending request, with its `resolved` event, in one transaction. `None` when
+    /// no such request was pending (someone resolved it first).
+    async fn close_request(
+        &self,
+        id: &str,
+        event: &EventRecord,
+    ) -> Result<Option<i64>, StoreError> {
+        let batch = Batch {
+            close: Some(id.to_owned()),
+            events: vec![event.clone()],
+            ..Batch::default()
+        };
+        Ok(match self.commit(batch).await? {
+            Committed::Written(seqs) => seqs.first().copied(),
+            Committed::NotPending => None,
+        })
+    }
 
     /// Events after sequence number `after`, oldest first, at most `limit`.
     async fn events_after(
@@ -48,26 +123,20 @@ pub trait Store: GrantStore {
     /// The highest sequence number so far (0 when the log is empty).
     async fn last_seq(&self) -> Result<i64, StoreError>;
 
-    /// Records a request as pending, with its `pending` event, in one transaction.
-    async fn open_request(
-        &self,
-        request: &PendingRecord,
-        event: &EventRecord,
-    ) -> Result<i64, StoreError>;
-
-    /// Resolves a pending request, with its `resolved` event, in one transaction. `None` when
-    /// no such request was pending (someone resolved it first).
-    async fn close_request(&self, id: &str, event: &EventRecord)
-    -> Result<Option<i64>, StoreError>;
-
     /// The pending requests, oldest first.
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;
 
-    /// Creates or replaces an external requester's decision.
-    async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError>;
-
     /// An external requester's decision.
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError>;
+
+    /// Creates or replaces an external requester's decision.
+    async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError> {
+        let batch = Batch {
+            decision: Some(decision.clone()),
+            ..Batch::default()
+        };
+        self.commit(batch).await.map(|_| ())
+    }
 
     /// Saves a session's snapshot.
     async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError>;

@@ -12,11 +12,11 @@ use sqlx::sqlite::{
 use sqlx::{Row, Sqlite, Transaction};
 use toolgate_runtime::{Grant, GrantStore};
 
-use crate::Store;
 use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
     rfc3339,
 };
+use crate::{Batch, Committed, Store};
 
 /// The schema, one migration per entry; applied in order, each in its own transaction.
 const MIGRATIONS: &[&str] = &[r#"
@@ -176,14 +176,55 @@ fn grant_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Grant, StoreError> {
 
 #[async_trait]
 impl Store for SqliteStore {
-    async fn append(&self, events: &[EventRecord]) -> Result<Vec<i64>, StoreError> {
+    async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
         let mut tx = self.write.begin().await?;
-        let mut seqs = Vec::with_capacity(events.len());
-        for event in events {
+        if let Some(id) = &batch.close {
+            let removed = sqlx::query("DELETE FROM pending WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if removed == 0 {
+                tx.rollback().await?;
+                return Ok(Committed::NotPending);
+            }
+        }
+        if let Some(request) = &batch.open {
+            sqlx::query(
+                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&request.id)
+            .bind(&request.kind)
+            .bind(&request.session)
+            .bind(&request.created)
+            .bind(serde_json::to_string(&request.request)?)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let mut seqs = Vec::with_capacity(batch.events.len());
+        for event in &batch.events {
             seqs.push(insert_event(&mut tx, event).await?);
         }
+        if let Some(decision) = &batch.decision {
+            sqlx::query(
+                "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
+                 updated = excluded.updated",
+            )
+            .bind(&decision.id)
+            .bind(decision.status.as_str())
+            .bind(serde_json::to_string(&decision.call)?)
+            .bind(serde_json::to_string(&decision.result)?)
+            .bind(&decision.created)
+            .bind(&decision.updated)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for grant in &batch.grants {
+            insert_grant(&mut *tx, grant).await?;
+        }
         tx.commit().await?;
-        Ok(seqs)
+        Ok(Committed::Written(seqs))
     }
 
     async fn events_after(
@@ -235,47 +276,6 @@ impl Store for SqliteStore {
         Ok(seq)
     }
 
-    async fn open_request(
-        &self,
-        request: &PendingRecord,
-        event: &EventRecord,
-    ) -> Result<i64, StoreError> {
-        let mut tx = self.write.begin().await?;
-        sqlx::query(
-            "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(&request.id)
-        .bind(&request.kind)
-        .bind(&request.session)
-        .bind(&request.created)
-        .bind(serde_json::to_string(&request.request)?)
-        .execute(&mut *tx)
-        .await?;
-        let seq = insert_event(&mut tx, event).await?;
-        tx.commit().await?;
-        Ok(seq)
-    }
-
-    async fn close_request(
-        &self,
-        id: &str,
-        event: &EventRecord,
-    ) -> Result<Option<i64>, StoreError> {
-        let mut tx = self.write.begin().await?;
-        let removed = sqlx::query("DELETE FROM pending WHERE id = ?")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        if removed == 0 {
-            tx.rollback().await?;
-            return Ok(None);
-        }
-        let seq = insert_event(&mut tx, event).await?;
-        tx.commit().await?;
-        Ok(Some(seq))
-    }
-
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, kind, session, created, request FROM pending ORDER BY created, id",
@@ -294,23 +294,6 @@ impl Store for SqliteStore {
                 })
             })
             .collect()
-    }
-
-    async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
-             updated = excluded.updated",
-        )
-        .bind(&decision.id)
-        .bind(decision.status.as_str())
-        .bind(serde_json::to_string(&decision.call)?)
-        .bind(serde_json::to_string(&decision.result)?)
-        .bind(&decision.created)
-        .bind(&decision.updated)
-        .execute(&self.write)
-        .await?;
-        Ok(())
     }
 
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
@@ -383,22 +366,27 @@ fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
     toolgate_runtime::grants::StoreError(error.0)
 }
 
-#[async_trait]
-impl GrantStore for SqliteStore {
-    async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        let body = serde_json::to_string(&grant).map_err(|e| to_grant_error(e.into()))?;
-        sqlx::query(
-            "INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
-        )
+async fn insert_grant<'e, E>(executor: E, grant: &Grant) -> Result<(), StoreError>
+where
+    E: sqlx::Executor<'e, Database = Sqlite>,
+{
+    sqlx::query("INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)")
         .bind(&grant.id)
         .bind(&grant.tool)
         .bind(grant.uses_left.map(i64::from))
-        .bind(body)
+        .bind(serde_json::to_string(grant)?)
         .bind(rfc3339(grant.created_at))
-        .execute(&self.write)
-        .await
-        .map_err(|e| to_grant_error(e.into()))?;
-        Ok(())
+        .execute(executor)
+        .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl GrantStore for SqliteStore {
+    async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
+        insert_grant(&self.write, &grant)
+            .await
+            .map_err(to_grant_error)
     }
 
     async fn for_tool(

@@ -238,3 +238,45 @@ async fn a_database_from_a_newer_toolgate_is_refused() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_batch_stands_or_falls_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let row = DecisionRow {
+        id: "d1".into(),
+        status: DecisionStatus::Decided,
+        call: json!({"tool": "t"}),
+        result: json!({"decision": "allow"}),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        updated: "2026-11-22T00:00:00.000000Z".into(),
+    };
+    // Closing a request that is not pending: nothing of the batch is written.
+    let refused = store
+        .commit(toolgate_store::Batch {
+            close: Some("nope".into()),
+            events: vec![event("answered", "s")],
+            decision: Some(row.clone()),
+            grants: vec![grant(None)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(refused, toolgate_store::Committed::NotPending);
+    assert_eq!(store.last_seq().await.unwrap(), 0);
+    assert_eq!(store.decision("d1").await.unwrap(), None);
+    assert!(store.list().await.unwrap().is_empty());
+
+    let written = store
+        .commit(toolgate_store::Batch {
+            events: vec![event("decided", "s"), event("granted", "s")],
+            decision: Some(row.clone()),
+            grants: vec![grant(None)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(written, toolgate_store::Committed::Written(vec![1, 2]));
+    assert_eq!(store.decision("d1").await.unwrap(), Some(row));
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
