@@ -40,6 +40,7 @@
 
 mod agent;
 mod approver;
+pub mod ask;
 mod broker;
 mod call;
 mod compose;

@@ -18,21 +18,21 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolgate_policy::{
-    Call, Choice, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy,
-    RunOptions, Subject,
+    Call, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy, RunOptions,
+    Subject,
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
-use crate::broker::{AlwaysCovers, PermissionRequest, Resolution, Response};
+use crate::ask::{Offer, stored_answer};
+use crate::broker::{PermissionRequest, Resolution, Response};
 use crate::context::RunContext;
 use crate::events::EventKind;
-use crate::grants::{Effect, Grant, ScopeKind, asking, match_grants, targets_for};
+use crate::grants::{Effect, ScopeKind};
 use crate::message::{Outcome, ToolCall};
 use crate::messages;
 use crate::middleware::{
@@ -307,37 +307,23 @@ impl PermissionMiddleware {
             ..
         } = judge;
         let grant_cx = run.grant_context();
-        match run.grants().for_tool(&call.name).await {
-            Ok(grants) => {
-                let now = SystemTime::now();
-                if let Some(found) =
-                    match_grants(&grants, &call.name, &evaluation.subjects, &grant_cx, now)
-                {
-                    let mut usable = true;
-                    for grant in found.grants.iter().filter(|g| g.uses_left.is_some()) {
-                        usable &= run.grants().use_once(&grant.id).await.unwrap_or(false);
+        match stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await {
+            Ok(Some(stored)) => {
+                let actor = stored.actor();
+                return match stored.effect {
+                    Effect::Deny => judge.refuse(
+                        Outcome::Denied,
+                        Layer::Grant,
+                        messages::stored_denial(&call.name),
+                        &actor,
+                    ),
+                    Effect::Allow => {
+                        let reason = format!("allowed by a stored grant ({})", stored.describe());
+                        judge.allow(Layer::Grant, &reason, &actor)
                     }
-                    if usable {
-                        let ids: Vec<&str> = found.grants.iter().map(|g| g.id.as_str()).collect();
-                        let actor = format!("grant:{}", ids.join(","));
-                        let targets: Vec<String> =
-                            found.grants.iter().map(|g| g.target.to_string()).collect();
-                        return match found.effect {
-                            Effect::Deny => judge.refuse(
-                                Outcome::Denied,
-                                Layer::Grant,
-                                messages::stored_denial(&call.name),
-                                &actor,
-                            ),
-                            Effect::Allow => {
-                                let reason =
-                                    format!("allowed by a stored grant ({})", targets.join("; "));
-                                judge.allow(Layer::Grant, &reason, &actor)
-                            }
-                        };
-                    }
-                }
+                };
             }
+            Ok(None) => {}
             Err(e) => report(
                 run,
                 call,
@@ -355,45 +341,14 @@ impl PermissionMiddleware {
             return judge.refuse(Outcome::Denied, Layer::Handler, text, "nobody");
         };
 
-        let (timeout, kind, offered) = match &evaluation.ask {
-            Some(ask) => (ask.timeout, ask.grant, ask.choices.to_vec()),
-            None => (
-                toolgate_policy::DEFAULT_APPROVAL_TIMEOUT,
-                toolgate_policy::GrantKind::Tool,
-                Choice::ALL.to_vec(),
-            ),
-        };
-        let targets = targets_for(kind, &evaluation.subjects);
-        let guard_asked = asking(&evaluation.subjects).any(|s| s.layer == Layer::Guard);
-        let mut choices = offered.clone();
-        if guard_asked || targets.is_none() {
-            choices.retain(|c| *c != Choice::AllowAlways);
-        }
-        if targets.is_none() {
-            choices.retain(|c| *c != Choice::RejectAlways);
-        }
-        if offered.contains(&Choice::AllowAlways) && !choices.iter().any(|c| c.allows()) {
-            choices.insert(0, Choice::AllowOnce);
-        }
-        if !choices.iter().any(|c| !c.allows()) {
-            choices.push(Choice::RejectOnce);
-        }
-        let always = [Choice::AllowAlways, Choice::RejectAlways]
-            .into_iter()
-            .filter(|c| choices.contains(c))
-            .map(|choice| AlwaysCovers {
-                choice,
-                targets: targets.clone().unwrap_or_default(),
-                scope: self.grant_scope,
-            })
-            .collect();
+        let offer = Offer::new(evaluation, self.grant_scope);
         let request = PermissionRequest {
             reason: evaluation.reason.to_string(),
             rule: evaluation.rule_name().map(str::to_owned),
             layer: evaluation.layer,
-            choices,
-            always,
-            ..PermissionRequest::for_call(&self.name, call, tool, args, timeout)
+            choices: offer.choices.clone(),
+            always: offer.always.clone(),
+            ..PermissionRequest::for_call(&self.name, call, tool, args, offer.timeout)
         };
         let request_id = request.id.clone();
         let resolution = run
@@ -402,7 +357,7 @@ impl PermissionMiddleware {
                 run.call_scope(&call.id),
                 request,
                 approver,
-                timeout,
+                offer.timeout,
                 run.cancellation(),
             )
             .await;
@@ -415,29 +370,16 @@ impl PermissionMiddleware {
                 response: Response::Permission(answer),
                 by,
             } => {
-                let effect = match answer.decision {
-                    Choice::AllowAlways => Some(Effect::Allow),
-                    Choice::RejectAlways => Some(Effect::Deny),
-                    Choice::AllowOnce | Choice::RejectOnce => None,
-                };
-                if let (Some(effect), Some(targets)) = (effect, &targets) {
-                    for target in targets {
-                        let mut grant = Grant::new(
-                            effect,
-                            call.name.clone(),
-                            target.clone(),
-                            grant_cx.scope(self.grant_scope),
-                            by.clone(),
+                let grants =
+                    offer.grants_for(answer.decision, &call.name, &grant_cx, &by, &request_id);
+                for grant in grants {
+                    if let Err(e) = run.grants().insert(grant).await {
+                        report(
+                            run,
+                            call,
+                            &self.name,
+                            format!("the grant store failed: {e}"),
                         );
-                        grant.request_id = Some(request_id.clone());
-                        if let Err(e) = run.grants().insert(grant).await {
-                            report(
-                                run,
-                                call,
-                                &self.name,
-                                format!("the grant store failed: {e}"),
-                            );
-                        }
                     }
                 }
                 if answer.decision.allows() {

@@ -1,0 +1,156 @@
+//! Resolving an ask, the parts every enforcement point shares — the permission middleware in
+//! process, and the daemon for external requesters: what stored grants say, what a person is
+//! offered, and which grants an "always" answer stores.
+
+use std::time::{Duration, SystemTime};
+
+use toolgate_policy::{Choice, DEFAULT_APPROVAL_TIMEOUT, Evaluation, GrantKind, Layer};
+
+use crate::broker::AlwaysCovers;
+use crate::grants::{
+    Effect, Grant, GrantContext, GrantStore, GrantTarget, ScopeKind, StoreError, asking,
+    match_grants, targets_for,
+};
+
+/// What stored grants answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAnswer {
+    /// Allow or deny.
+    pub effect: Effect,
+    /// The grants that answered (their uses already spent).
+    pub grants: Vec<Grant>,
+}
+
+impl StoredAnswer {
+    /// Who answered, for the audit log: `grant:<id>,<id>`.
+    pub fn actor(&self) -> String {
+        let ids: Vec<&str> = self.grants.iter().map(|g| g.id.as_str()).collect();
+        format!("grant:{}", ids.join(","))
+    }
+
+    /// What the grants cover, for people.
+    pub fn describe(&self) -> String {
+        let targets: Vec<String> = self.grants.iter().map(|g| g.target.to_string()).collect();
+        targets.join("; ")
+    }
+}
+
+/// What the stored grants say about an ask of `tool`: a deny grant covering any asking subject,
+/// or allow grants covering them all (never for a guard's ask). Spends one use of each counted
+/// grant that answers; if any was spent meanwhile, nothing answers.
+pub async fn stored_answer(
+    store: &dyn GrantStore,
+    tool: &str,
+    evaluation: &Evaluation,
+    context: &GrantContext,
+) -> Result<Option<StoredAnswer>, StoreError> {
+    let grants = store.for_tool(tool).await?;
+    let Some(found) = match_grants(
+        &grants,
+        tool,
+        &evaluation.subjects,
+        context,
+        SystemTime::now(),
+    ) else {
+        return Ok(None);
+    };
+    for grant in found.grants.iter().filter(|g| g.uses_left.is_some()) {
+        if !store.use_once(&grant.id).await? {
+            return Ok(None);
+        }
+    }
+    Ok(Some(StoredAnswer {
+        effect: found.effect,
+        grants: found.grants.into_iter().cloned().collect(),
+    }))
+}
+
+/// What a person is offered for an ask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offer {
+    /// The answers offered.
+    pub choices: Vec<Choice>,
+    /// For each "always" offered, exactly what it stores.
+    pub always: Vec<AlwaysCovers>,
+    /// What an "always" answer stores (`None`: nothing narrower than the prompt could be named,
+    /// so no "always" is offered).
+    pub targets: Option<Vec<GrantTarget>>,
+    /// The scope those grants get.
+    pub scope: ScopeKind,
+    /// How long the request waits.
+    pub timeout: Duration,
+}
+
+impl Offer {
+    /// The offer for an evaluation that asked: the policy's choices, less "allow-always" for a
+    /// guard's ask, and less both "always" answers when their subject cannot be named exactly.
+    pub fn new(evaluation: &Evaluation, scope: ScopeKind) -> Offer {
+        let (timeout, kind, offered) = match &evaluation.ask {
+            Some(ask) => (ask.timeout, ask.grant, ask.choices.to_vec()),
+            None => (
+                DEFAULT_APPROVAL_TIMEOUT,
+                GrantKind::Tool,
+                Choice::ALL.to_vec(),
+            ),
+        };
+        let targets = targets_for(kind, &evaluation.subjects);
+        let guard_asked = asking(&evaluation.subjects).any(|s| s.layer == Layer::Guard);
+        let mut choices = offered.clone();
+        if guard_asked || targets.is_none() {
+            choices.retain(|c| *c != Choice::AllowAlways);
+        }
+        if targets.is_none() {
+            choices.retain(|c| *c != Choice::RejectAlways);
+        }
+        if offered.contains(&Choice::AllowAlways) && !choices.iter().any(|c| c.allows()) {
+            choices.insert(0, Choice::AllowOnce);
+        }
+        if !choices.iter().any(|c| !c.allows()) {
+            choices.push(Choice::RejectOnce);
+        }
+        let always = [Choice::AllowAlways, Choice::RejectAlways]
+            .into_iter()
+            .filter(|c| choices.contains(c))
+            .map(|choice| AlwaysCovers {
+                choice,
+                targets: targets.clone().unwrap_or_default(),
+                scope,
+            })
+            .collect();
+        Offer {
+            choices,
+            always,
+            targets,
+            scope,
+            timeout,
+        }
+    }
+
+    /// The grants an answer stores: one per target for an "always", none otherwise.
+    pub fn grants_for(
+        &self,
+        answer: Choice,
+        tool: &str,
+        context: &GrantContext,
+        by: &str,
+        request_id: &str,
+    ) -> Vec<Grant> {
+        let effect = match answer {
+            Choice::AllowAlways => Effect::Allow,
+            Choice::RejectAlways => Effect::Deny,
+            Choice::AllowOnce | Choice::RejectOnce => return Vec::new(),
+        };
+        let Some(targets) = &self.targets else {
+            return Vec::new();
+        };
+        targets
+            .iter()
+            .map(|target| {
+                let mut grant =
+                    Grant::new(effect, tool, target.clone(), context.scope(self.scope), by);
+                grant.request_id = Some(request_id.to_owned());
+                grant
+            })
+            .collect()
+    }
+}
