@@ -523,41 +523,28 @@ impl ApprovalBroker {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Resolution {
-        let ask = approver.map(|approver| {
-            let request = request.clone();
-            async move {
-                let answer = match request {
-                    Request::Permission(r) => approver.approve(r).await.map(Response::Permission),
-                    Request::Continuation(r) => approver
-                        .approve_continuation(r)
-                        .await
-                        .map(Response::Continuation),
-                };
-                answer.map_err(|e| format!("the approval handler failed: {e}"))
-            }
-        });
-        self.wait(scope, request, ask, timeout, cancel).await
+        match self.open(scope, request) {
+            Ok(ticket) => ticket.wait(approver, timeout, cancel).await,
+            Err(conflict) => Resolution::Failed {
+                message: conflict.to_string(),
+            },
+        }
     }
 
-    async fn wait<F>(
-        &self,
-        scope: Scope,
-        request: Request,
-        ask: Option<F>,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> Resolution
-    where
-        F: Future<Output = Result<Response, String>>,
-    {
+    /// Registers a request, then publishes it: from now on answers for its id are accepted.
+    /// Wait for its resolution with [`Ticket::wait`]; a ticket dropped unresolved withdraws
+    /// the request as cancelled.
+    pub fn open(&self, scope: Scope, request: Request) -> Result<Ticket, Conflict> {
         let id = request.id().to_owned();
-        let (sender, mut receiver) = oneshot::channel();
+        let (sender, receiver) = oneshot::channel();
         {
             let mut registry = self.lock();
-            if registry.waiting.contains_key(&id) {
-                return Resolution::Failed {
-                    message: format!("a request `{id}` is already pending"),
-                };
+            if registry.waiting.contains_key(&id) || registry.resolved.iter().any(|(r, _)| *r == id)
+            {
+                return Err(Conflict::AlreadyResolved {
+                    id,
+                    status: "already used",
+                });
             }
             registry.waiting.insert(
                 id.clone(),
@@ -570,48 +557,16 @@ impl ApprovalBroker {
                 },
             );
         }
-        // However this wait ends — even dropped mid-way (a timed-out middleware, a cancelled
-        // child run) — the request does not outlive it.
-        let _cleanup = Cleanup {
-            broker: self,
-            id: &id,
-            scope: &scope,
-        };
         let kind = match &request {
             Request::Permission(r) => EventKind::PermissionRequested(Arc::clone(r)),
             Request::Continuation(r) => EventKind::ContinuationRequested(Arc::clone(r)),
         };
         self.events.publish(scope.clone(), kind);
-        let handler = async {
-            if let Some(ask) = ask {
-                let resolution = match ask.await {
-                    Ok(response) => match self.respond(&id, response, "handler") {
-                        Ok(()) | Err(Conflict::AlreadyResolved { .. }) => None,
-                        Err(conflict) => Some(Resolution::Failed {
-                            message: format!(
-                                "the approval handler's answer was refused: {conflict}"
-                            ),
-                        }),
-                    },
-                    Err(message) => Some(Resolution::Failed { message }),
-                };
-                if let Some(resolution) = resolution {
-                    self.finish(&id, &scope, resolution);
-                }
-            }
-            std::future::pending::<()>().await;
-        };
-        let ended = tokio::select! {
-            resolution = &mut receiver => return resolution.unwrap_or(Resolution::Failed {
-                message: "the request was dropped".into(),
-            }),
-            () = cancel.cancelled() => Resolution::Cancelled,
-            () = tokio::time::sleep(timeout) => Resolution::TimedOut,
-            () = handler => Resolution::Failed { message: "unreachable".into() },
-        };
-        self.finish(&id, &scope, ended);
-        receiver.await.unwrap_or(Resolution::Failed {
-            message: "the request was dropped".into(),
+        Ok(Ticket {
+            broker: self.clone(),
+            request,
+            scope,
+            receiver: Some(receiver),
         })
     }
 
@@ -798,17 +753,91 @@ impl Drop for Claim {
     }
 }
 
-/// Resolves a request as cancelled when its waiter goes away without resolving it.
-struct Cleanup<'a> {
-    broker: &'a ApprovalBroker,
-    id: &'a str,
-    scope: &'a Scope,
+/// A request registered with the broker (see [`ApprovalBroker::open`]).
+pub struct Ticket {
+    broker: ApprovalBroker,
+    request: Request,
+    scope: Scope,
+    receiver: Option<oneshot::Receiver<Resolution>>,
 }
 
-impl Drop for Cleanup<'_> {
+impl fmt::Debug for Ticket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ticket")
+            .field("id", &self.request.id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Ticket {
+    /// The request's id.
+    pub fn id(&self) -> &str {
+        self.request.id()
+    }
+
+    /// Waits for the first valid answer, the timeout or the cancellation. With an `approver`,
+    /// the approver is asked too; its answer races answers given through
+    /// [`ApprovalBroker::respond`].
+    pub async fn wait(
+        mut self,
+        approver: Option<Arc<dyn Approver>>,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Resolution {
+        let dropped = || Resolution::Failed {
+            message: "the request was dropped".into(),
+        };
+        let Some(mut receiver) = self.receiver.take() else {
+            return dropped();
+        };
+        let broker = self.broker.clone();
+        let (id, scope) = (self.request.id().to_owned(), self.scope.clone());
+        let request = self.request.clone();
+        let handler = async {
+            if let Some(approver) = approver {
+                let answer = match request {
+                    Request::Permission(r) => approver.approve(r).await.map(Response::Permission),
+                    Request::Continuation(r) => approver
+                        .approve_continuation(r)
+                        .await
+                        .map(Response::Continuation),
+                };
+                let resolution = match answer {
+                    Ok(response) => match broker.respond(&id, response, "handler") {
+                        Ok(()) | Err(Conflict::AlreadyResolved { .. }) => None,
+                        Err(conflict) => Some(Resolution::Failed {
+                            message: format!(
+                                "the approval handler's answer was refused: {conflict}"
+                            ),
+                        }),
+                    },
+                    Err(e) => Some(Resolution::Failed {
+                        message: format!("the approval handler failed: {e}"),
+                    }),
+                };
+                if let Some(resolution) = resolution {
+                    broker.finish(&id, &scope, resolution);
+                }
+            }
+            std::future::pending::<()>().await;
+        };
+        let ended = tokio::select! {
+            resolution = &mut receiver => return resolution.unwrap_or_else(|_| dropped()),
+            () = cancel.cancelled() => Resolution::Cancelled,
+            () = tokio::time::sleep(timeout) => Resolution::TimedOut,
+            () = handler => Resolution::Failed { message: "unreachable".into() },
+        };
+        self.broker.finish(&id, &scope, ended);
+        receiver.await.unwrap_or_else(|_| dropped())
+    }
+}
+
+impl Drop for Ticket {
+    /// However a wait ends — even dropped mid-way (a timed-out middleware, a cancelled child
+    /// run) — the request does not outlive it.
     fn drop(&mut self) {
         self.broker
-            .finish(self.id, self.scope, Resolution::Cancelled);
+            .finish(self.request.id(), &self.scope, Resolution::Cancelled);
     }
 }
 
