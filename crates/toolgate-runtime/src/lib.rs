@@ -74,7 +74,9 @@ pub use continuation::{
     DEFAULT_EXTENSION,
 };
 pub use events::{EVENT_SCHEMA, Event, EventBus, EventKind, EventStream, Parent, Scope, TurnEnd};
-pub use grants::{Effect, Grant, GrantScope, GrantStore, GrantTarget, MemoryGrants, ScopeKind};
+pub use grants::{
+    Effect, Grant, GrantContext, GrantScope, GrantStore, GrantTarget, MemoryGrants, ScopeKind,
+};
 pub use message::{Message, Outcome, Role, ToolCall, ToolResult};
 pub use middleware::{
     AfterFunctionContext, BatchContext, ErrorContext, ForkContext, FunctionContext, FunctionNext,

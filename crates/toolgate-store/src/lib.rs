@@ -4,7 +4,7 @@
 //! [`Store`] is the trait the daemon writes through; every write is committed before it
 //! returns, so whatever the daemon acknowledges survives a crash. [`SqliteStore`] is the
 //! embedded default (one file, WAL, `synchronous = FULL`); the trait keeps to what PostgreSQL
-//! offers too. A store is also the runtime's [`GrantStore`](toolgate_runtime::GrantStore).
+//! offers too. A store is also the runtime's [`GrantStore`].
 //!
 //! ```rust,standalone_crate
 //! use toolgate_store::{EventRecord, SqliteStore, Store};
@@ -120,11 +120,21 @@ pub trait Store: GrantStore {
         limit: u32,
     ) -> Result<Vec<EventRecord>, StoreError>;
 
+    /// The newest `limit` events matching `filter`, newest first.
+    async fn latest(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError>;
+
     /// The highest sequence number so far (0 when the log is empty).
     async fn last_seq(&self) -> Result<i64, StoreError>;
 
     /// The pending requests, oldest first.
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;
+
+    /// One pending request.
+    async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError>;
 
     /// An external requester's decision.
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError>;

@@ -92,6 +92,52 @@ impl SqliteStore {
         Ok(SqliteStore { write, read })
     }
 
+    async fn select_events(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: u32,
+        newest_first: bool,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        let mut sql = String::from(
+            "SELECT seq, type, time, session, request_id, tool_call_id, body FROM events WHERE seq > ?",
+        );
+        if filter.session.is_some() {
+            sql.push_str(" AND session = ?");
+        }
+        if filter.request_id.is_some() {
+            sql.push_str(" AND request_id = ?");
+        }
+        if filter.since.is_some() {
+            sql.push_str(" AND time >= ?");
+        }
+        if !filter.kinds.is_empty() {
+            sql.push_str(" AND type IN (");
+            sql.push_str(&vec!["?"; filter.kinds.len()].join(", "));
+            sql.push(')');
+        }
+        sql.push_str(if newest_first {
+            " ORDER BY seq DESC LIMIT ?"
+        } else {
+            " ORDER BY seq LIMIT ?"
+        });
+        let mut query = sqlx::query(&sql).bind(after);
+        if let Some(session) = &filter.session {
+            query = query.bind(session);
+        }
+        if let Some(request) = &filter.request_id {
+            query = query.bind(request);
+        }
+        if let Some(since) = &filter.since {
+            query = query.bind(since);
+        }
+        for kind in &filter.kinds {
+            query = query.bind(kind);
+        }
+        let rows = query.bind(i64::from(limit)).fetch_all(&self.read).await?;
+        rows.iter().map(event_from_row).collect()
+    }
+
     /// Closes both pools, waiting for running queries.
     pub async fn close(&self) {
         self.write.close().await;
@@ -233,39 +279,15 @@ impl Store for SqliteStore {
         filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<EventRecord>, StoreError> {
-        let mut sql = String::from(
-            "SELECT seq, type, time, session, request_id, tool_call_id, body FROM events WHERE seq > ?",
-        );
-        if filter.session.is_some() {
-            sql.push_str(" AND session = ?");
-        }
-        if filter.request_id.is_some() {
-            sql.push_str(" AND request_id = ?");
-        }
-        if filter.since.is_some() {
-            sql.push_str(" AND time >= ?");
-        }
-        if !filter.kinds.is_empty() {
-            sql.push_str(" AND type IN (");
-            sql.push_str(&vec!["?"; filter.kinds.len()].join(", "));
-            sql.push(')');
-        }
-        sql.push_str(" ORDER BY seq LIMIT ?");
-        let mut query = sqlx::query(&sql).bind(after);
-        if let Some(session) = &filter.session {
-            query = query.bind(session);
-        }
-        if let Some(request) = &filter.request_id {
-            query = query.bind(request);
-        }
-        if let Some(since) = &filter.since {
-            query = query.bind(since);
-        }
-        for kind in &filter.kinds {
-            query = query.bind(kind);
-        }
-        let rows = query.bind(i64::from(limit)).fetch_all(&self.read).await?;
-        rows.iter().map(event_from_row).collect()
+        self.select_events(after, filter, limit, false).await
+    }
+
+    async fn latest(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        self.select_events(0, filter, limit, true).await
     }
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
@@ -282,18 +304,16 @@ impl Store for SqliteStore {
         )
         .fetch_all(&self.read)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let request: String = row.try_get("request")?;
-                Ok(PendingRecord {
-                    id: row.try_get("id")?,
-                    kind: row.try_get("kind")?,
-                    session: row.try_get("session")?,
-                    created: row.try_get("created")?,
-                    request: serde_json::from_str(&request)?,
-                })
-            })
-            .collect()
+        rows.iter().map(pending_from_row).collect()
+    }
+
+    async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
+        let row =
+            sqlx::query("SELECT id, kind, session, created, request FROM pending WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&self.read)
+                .await?;
+        row.as_ref().map(pending_from_row).transpose()
     }
 
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
@@ -351,6 +371,17 @@ impl Store for SqliteStore {
                 .await?;
         rows.iter().map(session_from_row).collect()
     }
+}
+
+fn pending_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PendingRecord, StoreError> {
+    let request: String = row.try_get("request")?;
+    Ok(PendingRecord {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        session: row.try_get("session")?,
+        created: row.try_get("created")?,
+        request: serde_json::from_str(&request)?,
+    })
 }
 
 fn session_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionRow, StoreError> {

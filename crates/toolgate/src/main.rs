@@ -5,6 +5,7 @@ mod check;
 mod explain;
 mod lines;
 mod lint;
+mod serve;
 mod test;
 
 use std::io::{self, Write};
@@ -46,6 +47,7 @@ enum Command {
     Explain(explain::ExplainArgs),
     Lint(lint::LintArgs),
     Test(test::TestArgs),
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => explain::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => test::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,0 +1,217 @@
+// toolgate's approval page. Everything shown comes from the API as text (never as HTML).
+"use strict";
+
+const LONG = 240; // values longer than this are folded
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: {}, credentials: "same-origin" };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401) throw Object.assign(new Error("signed out"), { status: 401 });
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new Error((data && data.error && data.error.message) || response.statusText);
+  return data;
+}
+
+function target(t) {
+  switch (t.kind) {
+    case "tool": return "every call";
+    case "command": return t.exact ? `exactly \`${t.prefix.join(" ")}\`` : `commands starting with \`${t.prefix.join(" ")}\``;
+    case "path": return `the path \`${t.path}\``;
+    case "domain": return `the host \`${t.host}\``;
+    default: return JSON.stringify(t);
+  }
+}
+
+function scope(s) {
+  return { once: "for the next call only", turn: "for the rest of this turn", session: "in this session",
+           workspace: "in this workspace", user: "everywhere" }[s] || s;
+}
+
+function label(choice, request) {
+  const covers = (request.always || []).find((a) => a.choice === choice);
+  const what = covers ? `${covers.targets.map(target).join("; ")} of \`${request.tool}\` ${scope(covers.scope)}` : "";
+  switch (choice) {
+    case "allow-once": return "Allow once";
+    case "reject-once": return "Deny once";
+    case "allow-always": return `Always allow ${what}`;
+    case "reject-always": return `Always deny ${what}`;
+    default: return choice;
+  }
+}
+
+function folded(value) {
+  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  if (text.length <= LONG) return el("pre", {}, text);
+  return el("details", {}, el("summary", {}, `${text.slice(0, 80)}… (${text.length} characters)`), el("pre", {}, text));
+}
+
+function argumentsList(args) {
+  const list = el("dl", {});
+  for (const [key, value] of Object.entries(args || {})) {
+    list.append(el("dt", {}, key), el("dd", {}, folded(value)));
+  }
+  return list;
+}
+
+function renderPending(pending) {
+  const box = document.getElementById("pending");
+  document.getElementById("pending-count").textContent = String(pending.length);
+  box.replaceChildren();
+  if (pending.length === 0) {
+    box.append(el("p", { class: "empty" }, "Nothing is waiting."));
+    return;
+  }
+  for (const item of pending) {
+    const request = (item.request && item.request.request) || item.request || {};
+    const call = (item.request && item.request.call) || {};
+    const context = call.context || {};
+    const buttons = el("div", { class: "choices" });
+    for (const choice of request.choices || []) {
+      const allows = choice.startsWith("allow");
+      buttons.append(el("button", {
+        class: allows ? "allow" : "deny",
+        "data-choice": choice,
+        onclick: async (event) => {
+          for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+          try {
+            await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, { decision: choice, by: "web" });
+          } catch (error) {
+            buttons.append(el("span", { class: "error" }, ` ${error.message}`));
+          }
+          refresh();
+        },
+      }, label(choice, request)));
+    }
+    box.append(el("article", { class: "request", "data-id": item.id },
+      el("h3", {}, request.tool || item.kind),
+      el("dl", {},
+        el("dt", {}, "reason"), el("dd", {}, request.reason || ""),
+        el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
+        el("dt", {}, "workspace"), el("dd", {}, context.workspace || "—"),
+        el("dt", {}, "session"), el("dd", {}, item.session || "—"),
+        el("dt", {}, "requested"), el("dd", {}, item.created)),
+      el("h4", {}, "arguments"),
+      argumentsList(request.arguments),
+      buttons));
+  }
+}
+
+function renderDecisions(events) {
+  const body = document.querySelector("#decisions tbody");
+  body.replaceChildren();
+  for (const e of events) {
+    body.append(el("tr", {},
+      el("td", {}, e.timestamp || ""), el("td", {}, e.action || ""),
+      el("td", { class: e.decision || "" }, e.decision || ""), el("td", {}, e.actor || ""),
+      el("td", {}, e.reason || "")));
+  }
+}
+
+function renderGrants(grants) {
+  const body = document.querySelector("#grants tbody");
+  body.replaceChildren();
+  for (const g of grants) {
+    body.append(el("tr", { "data-id": g.id },
+      el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
+      el("td", {}, target(g.target)), el("td", {}, g.scope), el("td", {}, g.created_by),
+      el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}`); refresh(); } }, "Revoke"))));
+  }
+}
+
+let source = null;
+let refreshing = false;
+
+async function refresh() {
+  if (refreshing) return;
+  refreshing = true;
+  try {
+    const [pending, audit, grants] = await Promise.all([
+      api("GET", "/api/pending"),
+      api("GET", "/api/audit?type=decision,permission_resolved&last=20"),
+      api("GET", "/api/grants"),
+    ]);
+    renderPending(pending.pending);
+    renderDecisions(audit.events);
+    renderGrants(grants.grants);
+    showApp();
+  } catch (error) {
+    if (error.status === 401) showSignIn();
+    else document.getElementById("status").textContent = error.message;
+  } finally {
+    refreshing = false;
+  }
+}
+
+function showApp() {
+  document.getElementById("signin").hidden = true;
+  document.getElementById("app").hidden = false;
+  if (!source) {
+    source = new EventSource("/api/events?after=" + lastSeq);
+    source.onopen = () => { document.getElementById("status").textContent = "live"; };
+    source.onerror = () => { document.getElementById("status").textContent = "reconnecting…"; };
+    source.onmessage = onEvent;
+    for (const type of ["decision", "permission_requested", "permission_resolved", "grant_revoked"]) {
+      source.addEventListener(type, onEvent);
+    }
+  }
+}
+
+let lastSeq = 0;
+function onEvent(message) {
+  const seq = Number(message.lastEventId);
+  if (seq > lastSeq) lastSeq = seq;
+  refresh();
+}
+
+function showSignIn() {
+  document.getElementById("app").hidden = true;
+  document.getElementById("signin").hidden = false;
+  document.getElementById("status").textContent = "signed out";
+}
+
+async function start() {
+  const match = /(?:^#|&)login=([0-9a-f]+)/.exec(location.hash);
+  if (match) {
+    history.replaceState(null, "", location.pathname);
+    try { await api("POST", "/api/login", { code: match[1] }); } catch (error) {
+      document.getElementById("signin-error").textContent = error.message;
+    }
+  }
+  try {
+    const newest = await api("GET", "/api/audit?last=1");
+    lastSeq = newest.events.length ? newest.events[0].seq : 0;
+  } catch (error) { /* signed out: refresh shows the form */ }
+  document.getElementById("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const token = document.getElementById("token").value;
+    try {
+      await api("POST", "/api/login", { token });
+      document.getElementById("token").value = "";
+      refresh();
+    } catch (error) {
+      document.getElementById("signin-error").textContent = error.message;
+    }
+  });
+  refresh();
+}
+
+start();

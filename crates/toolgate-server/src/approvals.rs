@@ -1,0 +1,184 @@
+//! People answering: the pending list, and the answers that end requests — recorded before
+//! the waiting call hears of them.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde_json::{Value, json};
+use toolgate_policy::{Choice, Decision, Layer};
+use toolgate_runtime::{Answer, Grant, Request, Response, messages};
+use toolgate_store::{Committed, PendingRecord, Store};
+
+use crate::body::JsonBody;
+use crate::decisions::{Facts, close};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `GET /api/pending`: every request waiting for a person, oldest first.
+pub(crate) async fn pending(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let pending = state.store().pending().await?;
+    Ok(Json(json!({ "pending": pending })))
+}
+
+/// Who answered, as the client names itself (`by`), kept short and printable.
+pub(crate) fn actor(body: &Value, default: &str) -> String {
+    let named: String = body
+        .get("by")
+        .and_then(Value::as_str)
+        .unwrap_or(default)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    if named.trim().is_empty() {
+        default.to_owned()
+    } else {
+        named
+    }
+}
+
+/// `POST /api/approvals/{id}` with `{"decision": "allow-once" | "allow-always" |
+/// "reject-once" | "reject-always", "reason"?, "by"?}` (HPD's `{"approved", "choice"}` too).
+pub(crate) async fn approve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let answer =
+        Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_decision", e))?;
+    let by = actor(&body, "api");
+    let choice = answer.decision;
+    resolve(&state, &id, answer, &by).await?;
+    Ok(Json(
+        json!({"status": "resolved", "id": id, "decision": choice}),
+    ))
+}
+
+/// Answers a pending request: takes the answer from the broker, records it (event, decision,
+/// grants) and only then releases the waiter. A store failure denies the request.
+pub(crate) async fn resolve(
+    state: &AppState,
+    id: &str,
+    answer: Answer,
+    by: &str,
+) -> Result<(), ApiError> {
+    let record = state.store().pending_request(id).await?;
+    let claim = state
+        .broker()
+        .claim(id, Response::Permission(answer.clone()))?;
+    let Some(Request::Permission(request)) = claim.request().cloned() else {
+        claim.fail("the request is not a permission request");
+        return Err(ApiError::bad_request(
+            "wrong_request_kind",
+            format!("request `{id}` is not a permission request"),
+        ));
+    };
+    let facts = record.as_ref().map_or_else(
+        || Facts {
+            action: request.tool.clone(),
+            rule: request.rule.clone(),
+            ..Facts::default()
+        },
+        facts_of,
+    );
+    let grants = grants_for(&request, record.as_ref(), answer.decision, by);
+    let (decision, reason) = if answer.decision.allows() {
+        (
+            Decision::Allow,
+            format!("approved by {by} ({})", answer.decision),
+        )
+    } else {
+        let reason = answer
+            .reason
+            .clone()
+            .filter(|r| !r.trim().is_empty())
+            .unwrap_or_else(|| messages::USER_DENIED.to_owned());
+        (Decision::Deny, reason)
+    };
+    if record.is_none() {
+        // Not a request of this daemon's store (an in-process run's): nothing to close.
+        claim.complete(by);
+        return Ok(());
+    }
+    match close(
+        state,
+        id,
+        &facts,
+        decision,
+        &reason,
+        Layer::Handler,
+        by,
+        grants,
+    )
+    .await
+    {
+        Ok(Committed::Written(_)) => {
+            claim.complete(by);
+            state.announce_decided(id);
+            Ok(())
+        }
+        Ok(Committed::NotPending) => {
+            claim.fail("the request was resolved elsewhere");
+            Err(ApiError::conflict(
+                "already_resolved",
+                format!("request `{id}` is no longer pending"),
+            ))
+        }
+        Err(error) => {
+            claim.fail("the answer could not be recorded, so the request is refused");
+            state.announce_decided(id);
+            Err(error)
+        }
+    }
+}
+
+fn facts_of(record: &PendingRecord) -> Facts {
+    record
+        .request
+        .get("facts")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The grants an "always" answer stores: exactly the targets the request showed.
+fn grants_for(
+    request: &toolgate_runtime::PermissionRequest,
+    record: Option<&PendingRecord>,
+    choice: Choice,
+    by: &str,
+) -> Vec<Grant> {
+    let effect = match choice {
+        Choice::AllowAlways => toolgate_runtime::Effect::Allow,
+        Choice::RejectAlways => toolgate_runtime::Effect::Deny,
+        Choice::AllowOnce | Choice::RejectOnce => return Vec::new(),
+    };
+    let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
+        return Vec::new();
+    };
+    let call = record
+        .and_then(|r| r.request.get("call"))
+        .and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
+    let context = call
+        .as_ref()
+        .map(crate::decisions::grant_context)
+        .unwrap_or(toolgate_runtime::GrantContext {
+            session: String::new(),
+            branch: String::new(),
+            turn: 0,
+            workspace: None,
+        });
+    covers
+        .targets
+        .iter()
+        .map(|target| {
+            let mut grant = Grant::new(
+                effect,
+                request.tool.clone(),
+                target.clone(),
+                context.scope(covers.scope),
+                by,
+            );
+            grant.request_id = Some(request.id.clone());
+            grant
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! Where the daemon keeps its data, where it listens, and its access token.
+
+use std::fmt;
+use std::io::Write;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+
+/// The port the daemon listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 7811;
+
+/// The default address: loopback only.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), DEFAULT_PORT);
+
+/// The largest request body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The daemon's settings.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Where the database and the token live.
+    pub data_dir: PathBuf,
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Listening on a non-loopback address is refused unless this is set.
+    pub allow_remote: bool,
+    /// Extra `Host` values accepted besides the listening address's loopback names (a name a
+    /// reverse proxy forwards, say).
+    pub extra_hosts: Vec<String>,
+}
+
+impl ServerConfig {
+    /// The defaults, with data in `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            data_dir: data_dir.into(),
+            listen: DEFAULT_LISTEN,
+            allow_remote: false,
+            extra_hosts: Vec::new(),
+        }
+    }
+
+    /// The database file.
+    pub fn database(&self) -> PathBuf {
+        self.data_dir.join("toolgate.db")
+    }
+
+    /// The token file.
+    pub fn token_file(&self) -> PathBuf {
+        self.data_dir.join("token")
+    }
+
+    /// Checks the settings: a non-loopback address needs `allow_remote`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.listen.ip().is_loopback() && !self.allow_remote {
+            return Err(ConfigError(format!(
+                "refusing to listen on {}: it is not a loopback address (pass --allow-remote to \
+                 expose the approval API beyond this machine)",
+                self.listen
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The default data directory: `$TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
+/// `~/.local/share/toolgate`.
+pub fn default_data_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("TOOLGATE_DATA_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("toolgate"));
+    }
+    std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|home| PathBuf::from(home).join(".local/share/toolgate"))
+}
+
+/// Why the daemon cannot start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A fresh secret: 256 random bits as hex.
+pub(crate) fn secret() -> String {
+    let a = uuid::Uuid::new_v4().simple().to_string();
+    let b = uuid::Uuid::new_v4().simple().to_string();
+    format!("{a}{b}")
+}
+
+/// Reads the token, creating it (mode 0600) at first start. A token file readable by others
+/// is refused.
+pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
+    let fail = |what: &str, e: std::io::Error| {
+        ConfigError(format!(
+            "cannot {what} the token file {}: {e}",
+            path.display()
+        ))
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            check_private(path)?;
+            let token = text.trim().to_owned();
+            if token.len() < 32 {
+                return Err(ConfigError(format!(
+                    "the token in {} is too short (at least 32 characters)",
+                    path.display()
+                )));
+            }
+            Ok(token)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
+            }
+            let token = secret();
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            let mut file = options.open(path).map_err(|e| fail("create", e))?;
+            file.write_all(format!("{token}\n").as_bytes())
+                .and_then(|()| file.sync_all())
+                .map_err(|e| fail("write", e))?;
+            Ok(token)
+        }
+        Err(e) => Err(fail("read", e)),
+    }
+}
+
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), ConfigError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(ConfigError(format!(
+            "the token file {} is readable by others (mode {:o}); run `chmod 600` on it",
+            path.display(),
+            mode & 0o777
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_path: &Path) -> Result<(), ConfigError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_is_created_private_and_read_back() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("sub/token");
+        let token = load_or_create_token(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(token.len(), 64);
+        assert_eq!(load_or_create_token(&path), Ok(token));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).map(|m| m.permissions().mode() & 0o777);
+            assert_eq!(mode.ok(), Some(0o600));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                load_or_create_token(&path).is_err(),
+                "a readable token is refused"
+            );
+        }
+    }
+
+    #[test]
+    fn a_non_loopback_address_needs_an_explicit_flag() {
+        let mut config = ServerConfig::new("/tmp/x");
+        assert!(config.validate().is_ok());
+        config.listen = "0.0.0.0:7811".parse().unwrap_or(DEFAULT_LISTEN);
+        assert!(config.validate().is_err());
+        config.allow_remote = true;
+        assert!(config.validate().is_ok());
+    }
+}

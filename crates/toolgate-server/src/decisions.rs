@@ -1,0 +1,405 @@
+//! External requesters: a gateway or another program submits a call and gets its decision —
+//! at once, or, when a person must answer, an id to wait on.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use toolgate_policy::{Call, Decision, Evaluation, Layer};
+use toolgate_runtime::ask::{Offer, stored_answer};
+use toolgate_runtime::{
+    CancellationToken, Effect, GrantContext, PermissionRequest, Request, Resolution, Scope,
+    ScopeKind, messages,
+};
+use toolgate_store::{
+    Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord, Store,
+};
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The longest a `GET /api/decisions/{id}?wait=` waits.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// Who asks, in requests the daemon publishes for external requesters.
+pub(crate) const SOURCE: &str = "toolgate";
+
+pub(crate) fn now() -> String {
+    humantime::format_rfc3339_micros(SystemTime::now()).to_string()
+}
+
+fn scope_of(call: &Call, request_id: &str) -> Scope {
+    Scope {
+        session: call.context.session.as_deref().map(Into::into),
+        branch: call.context.branch.as_deref().map(Into::into),
+        tool_call_id: Some(request_id.to_owned()),
+        ..Scope::default()
+    }
+}
+
+/// The grant context of an external call.
+pub(crate) fn grant_context(call: &Call) -> GrantContext {
+    GrantContext {
+        session: call.context.session.clone().unwrap_or_default(),
+        branch: call.context.branch.clone().unwrap_or_default(),
+        turn: 0,
+        workspace: call.context.workspace.as_ref().map(Into::into),
+    }
+}
+
+/// What an event says about the call it concerns (DESIGN §7's fields), kept with a pending
+/// request so the event that resolves it says the same.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Facts {
+    pub(crate) session: Option<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) server: Option<String>,
+    pub(crate) action: String,
+    pub(crate) resource: Option<String>,
+    pub(crate) rule: Option<String>,
+}
+
+impl Facts {
+    pub(crate) fn new(call: &Call, evaluation: &Evaluation) -> Facts {
+        let resource = evaluation
+            .subjects
+            .iter()
+            .find(|s| s.decision == evaluation.decision)
+            .and_then(|s| match &s.subject {
+                toolgate_policy::Subject::Call => None,
+                toolgate_policy::Subject::Path(p) => Some(
+                    p.resolved
+                        .as_ref()
+                        .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
+                ),
+                toolgate_policy::Subject::Command(c) => Some(c.command.text.clone()),
+                toolgate_policy::Subject::Url(u) => Some(u.given.clone()),
+            });
+        Facts {
+            session: call.context.session.clone(),
+            branch: call.context.branch.clone(),
+            server: call.context.server.clone(),
+            action: call.tool.clone(),
+            resource,
+            rule: evaluation.rule_name().map(str::to_owned),
+        }
+    }
+
+    /// A permission event with these facts (`decision` absent while pending).
+    pub(crate) fn event(
+        &self,
+        kind: &str,
+        request_id: &str,
+        decision: Option<Decision>,
+        layer: Layer,
+        reason: &str,
+        actor: &str,
+    ) -> EventRecord {
+        let mut fields = Map::new();
+        fields.insert("session".into(), json!(self.session));
+        fields.insert("branch".into(), json!(self.branch));
+        fields.insert("turn".into(), Value::Null);
+        fields.insert("request_id".into(), json!(request_id));
+        fields.insert("tool_call_id".into(), json!(request_id));
+        fields.insert("action".into(), json!(self.action));
+        fields.insert("resource".into(), json!(self.resource));
+        if let Some(decision) = decision {
+            fields.insert("decision".into(), json!(decision));
+        }
+        fields.insert("rule".into(), json!(self.rule));
+        fields.insert("layer".into(), json!(layer));
+        fields.insert("reason".into(), json!(reason));
+        fields.insert("actor".into(), json!(actor));
+        fields.insert("server".into(), json!(self.server));
+        EventRecord::new(kind, Value::Object(fields))
+    }
+}
+
+fn outcome(id: &str, status: &str, evaluation: &Evaluation, extra: Map<String, Value>) -> Value {
+    let mut body = match serde_json::to_value(evaluation) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    body.insert("id".into(), json!(id));
+    body.insert("status".into(), json!(status));
+    body.extend(extra);
+    Value::Object(body)
+}
+
+/// `POST /api/decisions`: a call in; `200` with its decision, or `202` with an id to wait on.
+pub(crate) async fn submit(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let call = Call::from_value(body.clone())
+        .map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
+    let evaluation = state.policy().evaluate(&call);
+    let id = uuid::Uuid::new_v4().to_string();
+    let created = now();
+    let decided =
+        |evaluation: &Evaluation, decision: Decision, layer: Layer, reason: &str, actor: &str| {
+            let mut extra = Map::new();
+            extra.insert("decision".into(), json!(decision));
+            extra.insert("layer".into(), json!(layer));
+            extra.insert("reason".into(), json!(reason));
+            extra.insert("actor".into(), json!(actor));
+            let result = outcome(&id, "decided", evaluation, extra);
+            let event = Facts::new(&call, evaluation).event(
+                "decision",
+                &id,
+                Some(decision),
+                layer,
+                reason,
+                actor,
+            );
+            let row = DecisionRow {
+                id: id.clone(),
+                status: DecisionStatus::Decided,
+                call: body.clone(),
+                result: result.clone(),
+                created: created.clone(),
+                updated: created.clone(),
+            };
+            (row, event, result)
+        };
+    match evaluation.decision {
+        Decision::Allow | Decision::Deny => {
+            let (row, event, result) = decided(
+                &evaluation,
+                evaluation.decision,
+                evaluation.layer,
+                &evaluation.reason,
+                "policy",
+            );
+            state
+                .commit(Batch {
+                    events: vec![event],
+                    decision: Some(row),
+                    ..Batch::default()
+                })
+                .await?;
+            return Ok((StatusCode::OK, Json(result)).into_response());
+        }
+        Decision::Ask => {}
+    }
+
+    let grant_cx = grant_context(&call);
+    if let Some(stored) =
+        stored_answer(&**state.store(), &call.tool, &evaluation, &grant_cx).await?
+    {
+        let (decision, reason) = match stored.effect {
+            Effect::Allow => (
+                Decision::Allow,
+                format!("allowed by a stored grant ({})", stored.describe()),
+            ),
+            Effect::Deny => (Decision::Deny, messages::stored_denial(&call.tool)),
+        };
+        let (row, event, result) = decided(
+            &evaluation,
+            decision,
+            Layer::Grant,
+            &reason,
+            &stored.actor(),
+        );
+        state
+            .commit(Batch {
+                events: vec![event],
+                decision: Some(row),
+                ..Batch::default()
+            })
+            .await?;
+        return Ok((StatusCode::OK, Json(result)).into_response());
+    }
+
+    let offer = Offer::new(&evaluation, ScopeKind::Session);
+    let request = PermissionRequest {
+        id: id.clone(),
+        source: SOURCE.to_owned(),
+        tool: call.tool.clone(),
+        description: messages::NO_DESCRIPTION.to_owned(),
+        call_id: id.clone(),
+        arguments: call.args.clone(),
+        reason: evaluation.reason.to_string(),
+        rule: evaluation.rule_name().map(str::to_owned),
+        layer: evaluation.layer,
+        choices: offer.choices.clone(),
+        always: offer.always.clone(),
+        timeout_ms: u64::try_from(offer.timeout.as_millis()).unwrap_or(u64::MAX),
+    };
+    let mut extra = Map::new();
+    extra.insert("choices".into(), json!(request.choices));
+    extra.insert("always".into(), json!(request.always));
+    let result = outcome(&id, "pending", &evaluation, extra);
+    let facts = Facts::new(&call, &evaluation);
+    let mut event = facts.event(
+        "permission_requested",
+        &id,
+        None,
+        evaluation.layer,
+        &evaluation.reason,
+        "policy",
+    );
+    if let Value::Object(fields) = &mut event.body {
+        fields.insert("request".into(), json!(request));
+    }
+    let pending = PendingRecord {
+        id: id.clone(),
+        kind: "decision".into(),
+        session: call.context.session.clone(),
+        created: created.clone(),
+        request: json!({"request": request, "call": body, "facts": facts}),
+    };
+    let row = DecisionRow {
+        id: id.clone(),
+        status: DecisionStatus::Pending,
+        call: body.clone(),
+        result: result.clone(),
+        created: created.clone(),
+        updated: created,
+    };
+    state
+        .commit(Batch {
+            open: Some(pending),
+            events: vec![event],
+            decision: Some(row),
+            ..Batch::default()
+        })
+        .await?;
+    let ticket = state
+        .broker()
+        .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
+        .map_err(ApiError::from)?;
+    let waiter = state.clone();
+    tokio::spawn(async move {
+        let resolution = ticket
+            .wait(None, offer.timeout, &CancellationToken::new())
+            .await;
+        settle_unanswered(&waiter, &id, &facts, resolution).await;
+    });
+    Ok((StatusCode::ACCEPTED, Json(result)).into_response())
+}
+
+/// Records how a request ended when nobody's answer ended it (a timeout, a failure); answers
+/// are recorded by whoever gave them, before the waiter hears of them.
+async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution: Resolution) {
+    let (reason, layer, actor) = match resolution {
+        Resolution::Answered { .. } => {
+            state.announce_decided(id);
+            return;
+        }
+        Resolution::TimedOut => (messages::TIMED_OUT.to_owned(), Layer::Timeout, "timeout"),
+        Resolution::Cancelled => (messages::CANCELLED.to_owned(), Layer::Handler, "cancelled"),
+        Resolution::Failed { message } => (message, Layer::Handler, "daemon"),
+    };
+    let _ = close(
+        state,
+        id,
+        facts,
+        Decision::Deny,
+        &reason,
+        layer,
+        actor,
+        Vec::new(),
+    )
+    .await;
+    state.announce_decided(id);
+}
+
+/// Closes a pending request with its final decision: the `permission_resolved` event, the
+/// external requester's decision (when there is one) and the grants an "always" answer makes,
+/// in one transaction.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn close(
+    state: &AppState,
+    id: &str,
+    facts: &Facts,
+    decision: Decision,
+    reason: &str,
+    layer: Layer,
+    actor: &str,
+    grants: Vec<toolgate_runtime::Grant>,
+) -> Result<Committed, ApiError> {
+    let event = facts.event(
+        "permission_resolved",
+        id,
+        Some(decision),
+        layer,
+        reason,
+        actor,
+    );
+    let row = state.store().decision(id).await?.map(|mut row| {
+        if let Value::Object(result) = &mut row.result {
+            result.insert("decision".into(), json!(decision));
+            result.insert("status".into(), json!("decided"));
+            result.insert("layer".into(), json!(layer));
+            result.insert("reason".into(), json!(reason));
+            result.insert("actor".into(), json!(actor));
+            result.remove("choices");
+            result.remove("always");
+        }
+        row.status = DecisionStatus::Decided;
+        row.updated = now();
+        row
+    });
+    Ok(state
+        .commit(Batch {
+            close: Some(id.to_owned()),
+            events: vec![event],
+            decision: row,
+            grants,
+            ..Batch::default()
+        })
+        .await?)
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct WaitQuery {
+    wait: Option<f64>,
+}
+
+/// `GET /api/decisions/{id}?wait=SECONDS`: the decision, waiting up to `wait` seconds
+/// (at most 60) while it is pending.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<WaitQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let wait = match query.wait {
+        None => Duration::ZERO,
+        Some(w) if w.is_finite() && w >= 0.0 => Duration::from_secs_f64(w).min(MAX_WAIT),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "bad_wait",
+                "`wait` is a number of seconds, 0 to 60",
+            ));
+        }
+    };
+    let mut changes = state.decided();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let row = state
+            .store()
+            .decision(&id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("no decision `{id}`")))?;
+        if row.status == DecisionStatus::Decided {
+            return Ok(Json(row.result));
+        }
+        loop {
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Err(_) => return Ok(Json(row.result)),
+                Ok(Ok(changed)) if changed == id => break,
+                Ok(Ok(_)) => {}
+                Ok(Err(RecvError::Lagged(_))) => break,
+                Ok(Err(RecvError::Closed)) => return Ok(Json(row.result)),
+            }
+        }
+    }
+}

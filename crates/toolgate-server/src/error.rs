@@ -1,0 +1,101 @@
+//! Errors at the HTTP edge: every one is a JSON body `{"error": {"code", "message"}}` with its
+//! status. Messages never echo a header (so never the token); internal details are summarised.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use toolgate_runtime::Conflict;
+use toolgate_store::StoreError;
+
+/// An error answered to a client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiError {
+    /// The status.
+    pub status: StatusCode,
+    /// A stable, machine-readable code.
+    pub code: &'static str,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400: the request cannot be read.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, code, message)
+    }
+
+    /// 401: no valid credentials.
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "send `Authorization: Bearer <token>` (the token is in the data directory's `token` file) \
+             or sign in on the page",
+        )
+    }
+
+    /// 403: refused whatever the credentials.
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, code, message)
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 409.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::CONFLICT, code, message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!("nothing was recorded: {error}"),
+        )
+    }
+}
+
+impl From<toolgate_runtime::grants::StoreError> for ApiError {
+    fn from(error: toolgate_runtime::grants::StoreError) -> ApiError {
+        ApiError::from(StoreError(error.0))
+    }
+}
+
+impl From<Conflict> for ApiError {
+    fn from(conflict: Conflict) -> ApiError {
+        match &conflict {
+            Conflict::Unknown { .. } => ApiError::conflict("not_pending", conflict.to_string()),
+            Conflict::AlreadyResolved { .. } => {
+                ApiError::conflict("already_resolved", conflict.to_string())
+            }
+            Conflict::NotOffered { .. } => {
+                ApiError::bad_request("decision_not_offered", conflict.to_string())
+            }
+            Conflict::WrongKind { .. } => {
+                ApiError::bad_request("wrong_request_kind", conflict.to_string())
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,179 @@
+//! The audit log, read back: `GET /api/audit` (JSON) and `GET /api/events` (server-sent
+//! events, resumable with `Last-Event-ID`).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use futures_util::stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolgate_store::{EventFilter, EventRecord, Store};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The most events one page of the audit log returns.
+pub const MAX_PAGE: u32 = 1000;
+
+/// Filters of the audit log and the event stream.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct LogQuery {
+    /// Events after this sequence number.
+    after: Option<i64>,
+    /// At most this many (audit only; at most 1,000).
+    limit: Option<u32>,
+    /// The newest this many instead, newest first (audit only; at most 1,000).
+    last: Option<u32>,
+    session: Option<String>,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    request_id: Option<String>,
+    since: Option<String>,
+}
+
+impl LogQuery {
+    fn filter(&self, session: Option<String>) -> Result<EventFilter, ApiError> {
+        if let Some(since) = &self.since
+            && humantime::parse_rfc3339_weak(since).is_err()
+        {
+            return Err(ApiError::bad_request(
+                "bad_since",
+                "`since` is an RFC 3339 time, like 2026-11-22T10:00:00Z",
+            ));
+        }
+        Ok(EventFilter {
+            session: session.or_else(|| self.session.clone()),
+            kinds: self
+                .kind
+                .iter()
+                .flat_map(|k| k.split(','))
+                .map(|k| k.trim().to_owned())
+                .filter(|k| !k.is_empty())
+                .collect(),
+            request_id: self.request_id.clone(),
+            since: self.since.clone(),
+        })
+    }
+}
+
+/// `GET /api/audit`: a page of the audit log, oldest first; `next` is where the next page
+/// starts.
+pub(crate) async fn audit(
+    State(state): State<AppState>,
+    Query(query): Query<LogQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let filter = query.filter(None)?;
+    if let Some(last) = query.last {
+        let events = state
+            .store()
+            .latest(&filter, last.clamp(1, MAX_PAGE))
+            .await?;
+        let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
+        return Ok(Json(json!({"events": events, "order": "newest_first"})));
+    }
+    let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let events = state
+        .store()
+        .events_after(query.after.unwrap_or(0), &filter, limit)
+        .await?;
+    let next = events.last().map(|e| e.seq);
+    let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
+    Ok(Json(json!({"events": events, "next": next})))
+}
+
+/// `GET /api/events`: every event, live.
+pub(crate) async fn all(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<LogQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    stream_events(state, &headers, &query, None)
+}
+
+/// `GET /api/sessions/{id}/events`: one session's events, live.
+pub(crate) async fn of_session(
+    State(state): State<AppState>,
+    Path(session): Path<String>,
+    headers: HeaderMap,
+    Query(query): Query<LogQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    stream_events(state, &headers, &query, Some(session))
+}
+
+struct Cursor {
+    state: AppState,
+    filter: EventFilter,
+    after: i64,
+    buffer: std::collections::VecDeque<EventRecord>,
+    changes: tokio::sync::watch::Receiver<i64>,
+}
+
+fn stream_events(
+    state: AppState,
+    headers: &HeaderMap,
+    query: &LogQuery,
+    session: Option<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    let resume = match headers.get("last-event-id") {
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "bad_last_event_id",
+                        "`Last-Event-ID` is a sequence number",
+                    )
+                })?,
+        ),
+        None => None,
+    };
+    let filter = query.filter(session)?;
+    let changes = state.inner.last_seq.subscribe();
+    let cursor = Cursor {
+        after: resume.or(query.after).unwrap_or(0),
+        state,
+        filter,
+        buffer: std::collections::VecDeque::new(),
+        changes,
+    };
+    let events = stream::unfold(cursor, |mut cursor| async move {
+        loop {
+            if let Some(record) = cursor.buffer.pop_front() {
+                cursor.after = record.seq;
+                let event = Event::default()
+                    .id(record.seq.to_string())
+                    .event(record.kind.clone())
+                    .data(record.with_seq().to_string());
+                return Some((Ok(event), cursor));
+            }
+            // Mark the current position seen before reading, so nothing written after the
+            // read is missed.
+            cursor.changes.borrow_and_update();
+            match cursor
+                .state
+                .store()
+                .events_after(cursor.after, &cursor.filter, 256)
+                .await
+            {
+                Ok(records) if !records.is_empty() => cursor.buffer.extend(records),
+                Ok(_) => {
+                    if cursor.changes.changed().await.is_err() {
+                        return None;
+                    }
+                }
+                Err(_) => {
+                    // The store is failing: end the stream; the client resumes from its last id.
+                    return None;
+                }
+            }
+        }
+    });
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}

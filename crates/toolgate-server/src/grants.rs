@@ -1,0 +1,45 @@
+//! Remembered answers: `GET /api/grants`, `DELETE /api/grants/{id}`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use toolgate_runtime::GrantStore;
+use toolgate_store::{Batch, EventRecord};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// `GET /api/grants`: every grant, oldest first.
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let grants = state.store().list().await?;
+    Ok(Json(json!({ "grants": grants })))
+}
+
+/// `DELETE /api/grants/{id}`: revokes a grant (`204`; `404` when there is none).
+pub(crate) async fn revoke(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let grant = state
+        .store()
+        .list()
+        .await?
+        .into_iter()
+        .find(|g| g.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
+    if !state.store().revoke(&id).await? {
+        return Err(ApiError::not_found(format!("no grant `{id}`")));
+    }
+    let event = EventRecord::new(
+        "grant_revoked",
+        json!({"grant": grant, "actor": "api", "action": grant.tool}),
+    );
+    state
+        .commit(Batch {
+            events: vec![event],
+            ..Batch::default()
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,168 @@
+//! toolgate's daemon: one place where every pending request of every gateway and session waits
+//! for a person, answers are remembered, and every decision is audited.
+//!
+//! - External requesters (gateways, other programs) submit calls: `POST /api/decisions`
+//!   answers at once, or with an id to wait on (`GET /api/decisions/{id}?wait=`).
+//! - People answer from the page, the CLI or any client: `GET /api/pending`,
+//!   `POST /api/approvals/{id}`.
+//! - Every decision is an event in the store before it is acknowledged; `GET /api/events`
+//!   streams them (resumable), `GET /api/audit` pages through them.
+//!
+//! The API listens on loopback, checks `Host` and `Origin` on every request, and wants the
+//! token from the data directory (or the page's session cookie); see [`security`].
+
+mod approvals;
+mod body;
+mod config;
+mod decisions;
+mod error;
+mod events;
+mod grants;
+mod page;
+pub mod security;
+mod state;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::routing::{delete, get, post};
+use serde_json::json;
+use toolgate_policy::{Decision, Layer, Policy};
+use toolgate_store::{SqliteStore, Store};
+
+pub use config::{
+    ConfigError, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY, ServerConfig, default_data_dir,
+};
+pub use decisions::MAX_WAIT;
+pub use error::ApiError;
+pub use events::MAX_PAGE;
+pub use page::CSP;
+pub use state::{AppState, LOGIN_CODE_LIFETIME};
+
+/// The reason a request gets when the daemon stopped before anyone answered it.
+pub const ABANDONED: &str =
+    "The daemon restarted before this request was answered; it is refused (reject-once).";
+
+/// The API: every route, behind the security guard.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/", get(page::index))
+        .route("/app.js", get(page::script))
+        .route("/app.css", get(page::style))
+        .route("/api/health", get(health))
+        .route("/api/login", post(page::login))
+        .route("/api/logout", post(page::logout))
+        .route("/api/decisions", post(decisions::submit))
+        .route("/api/decisions/{id}", get(decisions::get))
+        .route("/api/pending", get(approvals::pending))
+        .route("/api/approvals/{id}", post(approvals::approve))
+        .route("/api/grants", get(grants::list))
+        .route("/api/grants/{id}", delete(grants::revoke))
+        .route("/api/events", get(events::all))
+        .route("/api/sessions/{id}/events", get(events::of_session))
+        .route("/api/audit", get(events::audit))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            security::guard,
+        ))
+        .with_state(state)
+}
+
+async fn health() -> axum::Json<serde_json::Value> {
+    axum::Json(json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method (state changes only with POST or DELETE)",
+    )
+}
+
+/// A daemon ready to serve: its store opened, its token loaded, and requests left pending by a
+/// previous run resolved as reject-once.
+#[derive(Debug)]
+pub struct Server {
+    state: AppState,
+    /// Requests the previous run left pending, now refused.
+    pub recovered: usize,
+}
+
+impl Server {
+    /// Opens the data directory and recovers what a crash left behind.
+    pub async fn open(config: ServerConfig, policy: Policy) -> Result<Server, ConfigError> {
+        config.validate()?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            ConfigError(format!(
+                "cannot create the data directory {}: {e}",
+                config.data_dir.display()
+            ))
+        })?;
+        let token = config::load_or_create_token(&config.token_file())?;
+        let store = SqliteStore::open(&config.database())
+            .await
+            .map_err(|e| ConfigError(e.to_string()))?;
+        let state = AppState::new(config, Arc::new(store), Arc::new(policy), token)
+            .await
+            .map_err(|e| ConfigError(e.to_string()))?;
+        let recovered = recover(&state).await.map_err(|e| ConfigError(e.message))?;
+        Ok(Server { state, recovered })
+    }
+
+    /// The shared state (for tests and embedders).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// The API.
+    pub fn router(&self) -> Router {
+        router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// Refuses every request a previous run left pending (its waiter is gone), with its event.
+async fn recover(state: &AppState) -> Result<usize, ApiError> {
+    let pending = state.store().pending().await?;
+    let mut recovered = 0;
+    for record in pending {
+        let facts: decisions::Facts = record
+            .request
+            .get("facts")
+            .and_then(|f| serde_json::from_value(f.clone()).ok())
+            .unwrap_or_default();
+        decisions::close(
+            state,
+            &record.id,
+            &facts,
+            Decision::Deny,
+            ABANDONED,
+            Layer::Timeout,
+            "daemon",
+            Vec::new(),
+        )
+        .await?;
+        recovered += 1;
+    }
+    Ok(recovered)
+}

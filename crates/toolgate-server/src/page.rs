@@ -1,0 +1,104 @@
+//! The approval page: plain HTML, CSS and JavaScript compiled into the binary, served with a
+//! strict content security policy. It signs in by exchanging a one-time code (printed by
+//! `toolgate serve` in the address's fragment, which browsers never send to a server) or the
+//! pasted token for an HttpOnly, SameSite=Strict session cookie: the token never sits in a URL.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+use crate::body::JsonBody;
+use crate::error::ApiError;
+use crate::security::{SESSION_COOKIE, same_secret};
+use crate::state::AppState;
+
+const INDEX: &str = include_str!("../assets/index.html");
+const SCRIPT: &str = include_str!("../assets/app.js");
+const STYLE: &str = include_str!("../assets/app.css");
+
+/// The page's content security policy.
+pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                       img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+fn asset(body: &'static str, content_type: &'static str) -> Response {
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    response
+}
+
+/// `GET /`.
+pub(crate) async fn index() -> Response {
+    asset(INDEX, "text/html; charset=utf-8")
+}
+
+/// `GET /app.js`.
+pub(crate) async fn script() -> Response {
+    asset(SCRIPT, "text/javascript; charset=utf-8")
+}
+
+/// `GET /app.css`.
+pub(crate) async fn style() -> Response {
+    asset(STYLE, "text/css; charset=utf-8")
+}
+
+fn session_cookie(value: &str, max_age: u32) -> HeaderValue {
+    let cookie =
+        format!("{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}");
+    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// `POST /api/login` with `{"code": …}` (a one-time login code) or `{"token": …}`: a page
+/// session cookie.
+pub(crate) async fn login(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let session = if let Some(code) = body.get("code").and_then(Value::as_str) {
+        state.redeem(code)
+    } else if let Some(token) = body.get("token").and_then(Value::as_str) {
+        same_secret(&state.inner.token, token.trim()).then(|| state.new_page_session())
+    } else {
+        return Err(ApiError::bad_request(
+            "missing_credential",
+            "send `{\"code\": …}` (from the address `toolgate serve` printed) or `{\"token\": …}`",
+        ));
+    };
+    let session = session.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "login_failed",
+            "the code is unknown, spent or expired, or the token is wrong",
+        )
+    })?;
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, session_cookie(&session, 12 * 3600));
+    Ok(response)
+}
+
+/// `POST /api/logout`: forgets the page session.
+pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(session) = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == SESSION_COOKIE)
+        .map(|(_, value)| value.to_owned())
+    {
+        state.forget_page_session(&session);
+    }
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response
+        .headers_mut()
+        .insert(header::SET_COOKIE, session_cookie("", 0));
+    response
+}

@@ -1,0 +1,213 @@
+//! Who may talk to the daemon, and from where. Every request passes this guard first.
+//!
+//! - `Host` must name this daemon exactly (`127.0.0.1:PORT`, `localhost:PORT`, `[::1]:PORT`):
+//!   a DNS-rebinding page's host is refused, and `X-Forwarded-Host` is never honoured.
+//! - `Origin`, when sent, must be this daemon's own; `null`, an empty value and look-alikes
+//!   (`http://127.0.0.1.evil.example`) are refused, and so is `Sec-Fetch-Site: cross-site`.
+//!   Changes made with the page's cookie need a matching `Origin` (no CSRF).
+//! - Credentials: `Authorization: Bearer <token>`, compared in constant time, or the page's
+//!   session cookie (HttpOnly, SameSite=Strict). A token in the URL is refused outright.
+//! - No CORS is ever granted; preflights are refused. State changes only with POST or DELETE.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The page's session cookie.
+pub(crate) const SESSION_COOKIE: &str = "toolgate_session";
+
+/// Paths anyone on this machine may read: the page and its assets, health, the API document,
+/// and the login exchange.
+fn is_public(method: &Method, path: &str) -> bool {
+    matches!(
+        (method.as_str(), path),
+        (
+            "GET",
+            "/" | "/app.js" | "/app.css" | "/api/health" | "/api/openapi.json"
+        ) | ("POST", "/api/login")
+    )
+}
+
+/// Compares two secrets in constant time.
+pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
+    expected.len() == given.len() && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+}
+
+fn header_text<'a>(
+    headers: &'a HeaderMap,
+    name: &header::HeaderName,
+) -> Result<Option<&'a str>, ApiError> {
+    match headers.get(name) {
+        None => Ok(None),
+        Some(value) => value.to_str().map(Some).map_err(|_| {
+            ApiError::bad_request(
+                "bad_header",
+                format!("the `{name}` header is not readable text"),
+            )
+        }),
+    }
+}
+
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// How a request proved who it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credential {
+    Token,
+    PageSession,
+    None,
+}
+
+fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiError> {
+    if let Some(auth) = header_text(headers, &header::AUTHORIZATION)? {
+        let token = auth
+            .strip_prefix("Bearer ")
+            .ok_or_else(ApiError::unauthorized)?;
+        return if same_secret(&state.inner.token, token.trim()) {
+            Ok(Credential::Token)
+        } else {
+            Err(ApiError::unauthorized())
+        };
+    }
+    match cookie(headers, SESSION_COOKIE) {
+        Some(session) if state.page_session_is_valid(session) => Ok(Credential::PageSession),
+        _ => Ok(Credential::None),
+    }
+}
+
+/// Checks a request before any handler sees it.
+pub(crate) fn check(
+    state: &AppState,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<(), ApiError> {
+    if headers.contains_key("x-forwarded-host") {
+        return Err(ApiError::bad_request(
+            "forwarded_host",
+            "`X-Forwarded-Host` is not accepted: the daemon is not behind a proxy it knows",
+        ));
+    }
+    let host = header_text(headers, &header::HOST)?
+        .map(str::to_ascii_lowercase)
+        .ok_or_else(|| ApiError::bad_request("missing_host", "a `Host` header is required"))?;
+    if !state.hosts().contains(&host) {
+        return Err(ApiError::forbidden(
+            "host_not_allowed",
+            format!(
+                "this daemon only answers to {} (a page on another name may be trying DNS rebinding)",
+                state.hosts().join(", ")
+            ),
+        ));
+    }
+    let origin = header_text(headers, &header::ORIGIN)?;
+    if let Some(origin) = origin
+        && !state.inner.origins.iter().any(|o| o == origin)
+    {
+        return Err(ApiError::forbidden(
+            "origin_not_allowed",
+            "requests from other origins (or a `null` or empty origin) are refused",
+        ));
+    }
+    if header_text(headers, &HeaderName::from_static("sec-fetch-site"))? == Some("cross-site") {
+        return Err(ApiError::forbidden(
+            "cross_site",
+            "requests from other sites are refused",
+        ));
+    }
+    if let Some(query) = query {
+        let lower = query.to_ascii_lowercase();
+        let named = |key: &str| {
+            lower
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some(key))
+        };
+        if [
+            "token",
+            "access_token",
+            "auth",
+            "authorization",
+            "key",
+            "api_key",
+        ]
+        .iter()
+        .any(|k| named(k))
+        {
+            return Err(ApiError::bad_request(
+                "token_in_url",
+                "credentials are never accepted in a URL; send `Authorization: Bearer <token>`",
+            ));
+        }
+    }
+    if *method == Method::OPTIONS {
+        return Err(ApiError::new(
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            "no_cors",
+            "cross-origin requests are not supported",
+        ));
+    }
+    if is_public(method, path) {
+        return Ok(());
+    }
+    match credential(state, headers)? {
+        Credential::Token => Ok(()),
+        Credential::PageSession => {
+            let changes = !matches!(*method, Method::GET | Method::HEAD);
+            if changes && origin.is_none() {
+                return Err(ApiError::forbidden(
+                    "origin_required",
+                    "changes made with the page's session need an `Origin` header",
+                ));
+            }
+            Ok(())
+        }
+        Credential::None => Err(ApiError::unauthorized()),
+    }
+}
+
+/// The guard every request passes, and the headers every response gets.
+pub(crate) async fn guard(
+    State(state): State<AppState>,
+    request: Request<Body>,
+    next: Next,
+) -> Response {
+    let checked = check(
+        &state,
+        request.method(),
+        request.uri().path(),
+        request.uri().query(),
+        request.headers(),
+    );
+    let mut response = match checked {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
+    headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    headers.remove(header::ACCESS_CONTROL_ALLOW_ORIGIN);
+    response
+}

@@ -1,0 +1,178 @@
+//! What every request handler shares.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{broadcast, watch};
+use toolgate_policy::Policy;
+use toolgate_runtime::{ApprovalBroker, EventBus};
+use toolgate_store::{Batch, Committed, SqliteStore, Store, StoreError};
+
+use crate::config::{ServerConfig, secret};
+
+/// How long a login code printed by `toolgate serve` stays valid.
+pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
+
+/// The most page sessions kept (the oldest are forgotten first).
+const MAX_PAGE_SESSIONS: usize = 256;
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) broker: ApprovalBroker,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) token: String,
+    pub(crate) hosts: Vec<String>,
+    pub(crate) origins: Vec<String>,
+    page_sessions: Mutex<Vec<String>>,
+    login_codes: Mutex<HashMap<String, Instant>>,
+    pub(crate) last_seq: watch::Sender<i64>,
+    pub(crate) decided: broadcast::Sender<String>,
+    pub(crate) config: ServerConfig,
+}
+
+/// The daemon's shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("listen", &self.inner.config.listen)
+            .field("hosts", &self.inner.hosts)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl AppState {
+    /// The state for a daemon with these parts.
+    pub async fn new(
+        config: ServerConfig,
+        store: Arc<SqliteStore>,
+        policy: Arc<Policy>,
+        token: String,
+    ) -> Result<AppState, StoreError> {
+        let port = config.listen.port();
+        let mut hosts = vec![
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        if !config.listen.ip().is_loopback() && !config.listen.ip().is_unspecified() {
+            hosts.push(config.listen.to_string());
+        }
+        hosts.extend(config.extra_hosts.iter().map(|h| h.to_ascii_lowercase()));
+        let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
+        let last = store.last_seq().await?;
+        let (last_seq, _) = watch::channel(last);
+        let (decided, _) = broadcast::channel(1024);
+        Ok(AppState {
+            inner: Arc::new(Inner {
+                store,
+                broker: ApprovalBroker::new(EventBus::new()),
+                policy,
+                token,
+                hosts,
+                origins,
+                page_sessions: Mutex::new(Vec::new()),
+                login_codes: Mutex::new(HashMap::new()),
+                last_seq,
+                decided,
+                config,
+            }),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<SqliteStore> {
+        &self.inner.store
+    }
+
+    /// The broker every pending request is registered with.
+    pub fn broker(&self) -> &ApprovalBroker {
+        &self.inner.broker
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Arc<Policy> {
+        &self.inner.policy
+    }
+
+    /// The `Host` values accepted.
+    pub fn hosts(&self) -> &[String] {
+        &self.inner.hosts
+    }
+
+    /// Commits a batch, then wakes the event streams.
+    pub(crate) async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
+        let committed = self.inner.store.commit(batch).await?;
+        if let Committed::Written(seqs) = &committed
+            && let Some(last) = seqs.iter().max()
+        {
+            self.inner.last_seq.send_if_modified(|seq| {
+                let newer = *last > *seq;
+                if newer {
+                    *seq = *last;
+                }
+                newer
+            });
+        }
+        Ok(committed)
+    }
+
+    /// A new one-time login code for the page.
+    pub fn login_code(&self) -> String {
+        let code = secret();
+        let mut codes = lock(&self.inner.login_codes);
+        let now = Instant::now();
+        codes.retain(|_, made| now.duration_since(*made) < LOGIN_CODE_LIFETIME);
+        codes.insert(code.clone(), now);
+        code
+    }
+
+    /// Spends a login code: a new page session, or `None` when the code is unknown, spent or
+    /// expired.
+    pub(crate) fn redeem(&self, code: &str) -> Option<String> {
+        let made = lock(&self.inner.login_codes).remove(code)?;
+        (made.elapsed() < LOGIN_CODE_LIFETIME).then(|| self.new_page_session())
+    }
+
+    pub(crate) fn new_page_session(&self) -> String {
+        let session = secret();
+        let mut sessions = lock(&self.inner.page_sessions);
+        if sessions.len() >= MAX_PAGE_SESSIONS {
+            sessions.remove(0);
+        }
+        sessions.push(session.clone());
+        session
+    }
+
+    pub(crate) fn page_session_is_valid(&self, candidate: &str) -> bool {
+        let sessions = lock(&self.inner.page_sessions);
+        let mut found = false;
+        for session in sessions.iter() {
+            found |= crate::security::same_secret(session, candidate);
+        }
+        found
+    }
+
+    pub(crate) fn forget_page_session(&self, session: &str) {
+        lock(&self.inner.page_sessions).retain(|s| s != session);
+    }
+
+    /// The decisions that changed (their ids).
+    pub(crate) fn decided(&self) -> broadcast::Receiver<String> {
+        self.inner.decided.subscribe()
+    }
+
+    pub(crate) fn announce_decided(&self, id: &str) {
+        let _ = self.inner.decided.send(id.to_owned());
+    }
+}
