@@ -63,7 +63,7 @@ pub use agent::{Agent, AgentBuilder, BuildError, DEFAULT_MAX_ITERATIONS, RunErro
 pub use approver::{Approver, ApproverError, SyncApprover, TerminalApprover, blocking};
 pub use broker::{
     AlwaysCovers, Answer, ApprovalBroker, Claim, Conflict, ContinuationAnswer, ContinuationRequest,
-    Pending, PermissionRequest, Request, Resolution, RespondError, Response,
+    Pending, PermissionRequest, Request, Resolution, RespondError, Response, Ticket,
 };
 pub use compose::{
     Chain, ConditionInput, Conditional, ForTools, MiddlewareExt, Parallel, WithTimeout,
