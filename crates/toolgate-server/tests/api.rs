@@ -1,0 +1,421 @@
+//! The API's behaviour: decisions, approvals, grants, the audit log, recovery.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use common::Daemon;
+
+fn call(tool: &str) -> Value {
+    json!({"tool": tool, "args": {"amount": 5}, "context": {"session": "s1"}})
+}
+
+#[tokio::test]
+async fn an_allowed_or_denied_call_is_answered_at_once_and_recorded() {
+    let daemon = Daemon::start().await;
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(call("read")))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (body["decision"].as_str(), body["status"].as_str()),
+        (Some("allow"), Some("decided"))
+    );
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(call("rm")))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["decision"], "deny");
+    assert_eq!(body["reason"], "nothing is deleted here");
+    let id = body["id"].as_str().unwrap();
+    let (status, again) = daemon
+        .call("GET", &format!("/api/decisions/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["decision"], "deny");
+
+    let (_, audit) = daemon.call("GET", "/api/audit", None).await;
+    let events = audit["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    for event in events {
+        for key in [
+            "schema",
+            "seq",
+            "type",
+            "timestamp",
+            "session",
+            "request_id",
+            "action",
+            "decision",
+            "rule",
+            "layer",
+            "reason",
+            "actor",
+        ] {
+            assert!(event.get(key).is_some(), "{key} missing in {event}");
+        }
+    }
+    assert_eq!(events[1]["rule"], "no-rm");
+}
+
+#[tokio::test]
+async fn an_ask_waits_for_a_person_and_the_waiter_hears_the_recorded_answer() {
+    let daemon = Daemon::start().await;
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(
+        (body["decision"].as_str(), body["status"].as_str()),
+        (Some("ask"), Some("pending"))
+    );
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(daemon.pending_ids().await, [id.clone()]);
+
+    // A long poll, released by the answer.
+    let poll = {
+        let request = daemon.request("GET", &format!("/api/decisions/{id}?wait=30"), None);
+        let app = daemon.app();
+        tokio::spawn(async move {
+            use tower::ServiceExt;
+            let response = app.oneshot(request).await.unwrap();
+            let bytes = http_body_util::BodyExt::collect(response.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            serde_json::from_slice::<Value>(&bytes).unwrap()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, answered) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once", "by": "alice"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{answered}");
+    let polled = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(polled["decision"], "allow");
+    assert_eq!(polled["actor"], "alice");
+    assert_eq!(polled["status"], "decided");
+    assert!(daemon.pending_ids().await.is_empty());
+
+    let (_, audit) = daemon
+        .call("GET", &format!("/api/audit?request_id={id}"), None)
+        .await;
+    let kinds: Vec<&str> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["permission_requested", "permission_resolved"]);
+    let requested = &audit["events"][0];
+    assert!(
+        requested.get("decision").is_none(),
+        "no decision while pending"
+    );
+    assert_eq!(audit["events"][1]["decision"], "allow");
+}
+
+#[tokio::test]
+async fn answers_are_checked_and_conflicts_change_nothing() {
+    let daemon = Daemon::start().await;
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("deploy")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/approvals/{id}");
+
+    let (status, error) = daemon
+        .call("POST", &path, Some(json!({"decision": "allow-always"})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error["error"]["code"], "decision_not_offered");
+    let (status, error) = daemon
+        .call("POST", &path, Some(json!({"decision": "allow-sometimes"})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error["error"]["code"], "invalid_decision");
+    let (status, _) = daemon.call("POST", &path, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(daemon.pending_ids().await, [id.clone()], "still pending");
+
+    // HPD's form.
+    let (status, _) = daemon
+        .call(
+            "POST",
+            &path,
+            Some(json!({"approved": false, "choice": "ask"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, error) = daemon
+        .call("POST", &path, Some(json!({"decision": "allow-once"})))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error["error"]["code"], "already_resolved");
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/api/approvals/no-such-request",
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(error["error"]["code"], "not_pending");
+    let (_, decided) = daemon
+        .call("GET", &format!("/api/decisions/{id}"), None)
+        .await;
+    assert_eq!(decided["decision"], "deny");
+    assert_eq!(decided["reason"], "Permission denied by user.");
+}
+
+#[tokio::test]
+async fn an_always_answer_is_a_grant_that_answers_the_next_call_until_revoked() {
+    let daemon = Daemon::start().await;
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(body["always"][0]["targets"], json!([{"kind": "tool"}]));
+    let (status, _) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-always", "by": "bob"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    let grant = &grants["grants"][0];
+    assert_eq!(
+        (
+            grant["effect"].as_str(),
+            grant["scope"].as_str(),
+            grant["session"].as_str()
+        ),
+        (Some("allow"), Some("session"), Some("s1"))
+    );
+    assert_eq!(grant["created_by"], "bob");
+
+    let (status, next) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (next["decision"].as_str(), next["layer"].as_str()),
+        (Some("allow"), Some("grant"))
+    );
+    // Another session is asked again.
+    let other = json!({"tool": "pay", "args": {}, "context": {"session": "s2"}});
+    let (status, _) = daemon.call("POST", "/api/decisions", Some(other)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    let grant_id = grant["id"].as_str().unwrap();
+    let (status, _) = daemon
+        .call("DELETE", &format!("/api/grants/{grant_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = daemon
+        .call("DELETE", &format!("/api/grants/{grant_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::ACCEPTED,
+        "asked again after the revocation"
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_request_times_out_as_a_refusal() {
+    let daemon = Daemon::start().await;
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let (_, polled) = daemon
+        .call("GET", &format!("/api/decisions/{id}?wait=20"), None)
+        .await;
+    assert_eq!(polled["decision"], "deny");
+    assert_eq!(polled["layer"], "timeout");
+    assert_eq!(
+        polled["reason"],
+        "Permission request timed out. Please respond to permission requests promptly."
+    );
+    let (status, error) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a late answer changes nothing"
+    );
+    assert_eq!(error["error"]["code"], "already_resolved");
+}
+
+#[tokio::test]
+async fn malformed_calls_and_unknown_routes_get_clear_json_errors() {
+    let daemon = Daemon::start().await;
+    let (status, error) = daemon
+        .call("POST", "/api/decisions", Some(json!({"args": {}})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error["error"]["code"], "invalid_call");
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(json!({"tool": "read", "args": [1]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        (body["decision"].as_str(), body["layer"].as_str()),
+        (Some("deny"), Some("validate"))
+    );
+    let (status, error) = daemon.call("GET", "/api/nope", None).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    let (status, error) = daemon.call("GET", "/api/decisions/unknown", None).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    let (status, error) = daemon.call("GET", "/api/decisions/x?wait=-1", None).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_wait"))
+    );
+    let (status, error) = daemon.call("GET", "/api/audit?since=yesterday", None).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_since"))
+    );
+}
+
+#[tokio::test]
+async fn requests_a_crash_left_pending_are_refused_at_the_next_start() {
+    let daemon = Daemon::start().await;
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let Daemon { dir, server, .. } = daemon;
+    drop(server); // the process is gone; nobody answered
+    let daemon = Daemon::open(dir).await;
+    assert_eq!(daemon.server.recovered, 1);
+    assert!(daemon.pending_ids().await.is_empty());
+    let (_, decided) = daemon
+        .call("GET", &format!("/api/decisions/{id}"), None)
+        .await;
+    assert_eq!(decided["decision"], "deny");
+    assert_eq!(decided["reason"], toolgate_server::ABANDONED);
+    let (_, audit) = daemon.call("GET", "/api/audit", None).await;
+    let seqs: Vec<i64> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2], "no gap");
+}
+
+/// Reads server-sent events from a response body until `count` events arrived.
+async fn read_events(body: axum::body::Body, count: usize) -> Vec<(String, Value)> {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut text = String::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while events.len() < count {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .expect("events arrive")
+            .unwrap()
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+        while let Some(end) = text.find("\n\n") {
+            let block: String = text.drain(..end + 2).collect();
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .map(|s| s.trim().to_owned());
+            let data = block
+                .lines()
+                .find_map(|l| l.strip_prefix("data:"))
+                .map(|s| s.trim().to_owned());
+            if let (Some(id), Some(data)) = (id, data) {
+                events.push((id, serde_json::from_str(&data).unwrap()));
+            }
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn the_event_stream_resumes_after_the_last_event_id_and_goes_on_live() {
+    use tower::ServiceExt;
+    let daemon = Daemon::start().await;
+    for tool in ["read", "rm", "read"] {
+        daemon
+            .call("POST", "/api/decisions", Some(call(tool)))
+            .await;
+    }
+    let mut request = daemon.request("GET", "/api/events", None);
+    request
+        .headers_mut()
+        .insert("last-event-id", "1".parse().unwrap());
+    let response = daemon.app().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = response.into_body();
+    let reader = tokio::spawn(read_events(body, 3));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    daemon
+        .call("POST", "/api/decisions", Some(call("rm")))
+        .await; // live
+    let events = tokio::time::timeout(Duration::from_secs(10), reader)
+        .await
+        .unwrap()
+        .unwrap();
+    let ids: Vec<&str> = events.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["2", "3", "4"]);
+    assert_eq!(events[2].1["decision"], "deny");
+    assert_eq!(events[2].1["seq"], 4);
+
+    let mut bad = daemon.request("GET", "/api/events", None);
+    bad.headers_mut()
+        .insert("last-event-id", "yesterday".parse().unwrap());
+    let (status, error) = daemon.send(bad).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_last_event_id"))
+    );
+}

@@ -1,0 +1,410 @@
+//! Hostile requests: each is refused with a JSON error, and the pending request it aims at is
+//! left untouched.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use common::{Daemon, HOST, ORIGIN};
+
+/// A daemon with one pending request; returns it and the request's id.
+async fn with_pending() -> (Daemon, String) {
+    let daemon = Daemon::start().await;
+    let call = json!({"tool": "pay", "args": {}, "context": {"session": "s1"}});
+    let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let id = body["id"].as_str().unwrap().to_owned();
+    (daemon, id)
+}
+
+fn approve(daemon: &Daemon, id: &str) -> axum::http::request::Builder {
+    let _ = daemon;
+    Request::builder()
+        .method("POST")
+        .uri(format!("/api/approvals/{id}"))
+        .header(header::CONTENT_TYPE, "application/json")
+}
+
+fn answer() -> Body {
+    Body::from(json!({"decision": "allow-once"}).to_string())
+}
+
+async fn refused(
+    daemon: &Daemon,
+    id: &str,
+    request: Request<Body>,
+    status: StatusCode,
+    code: &str,
+) {
+    let (got, body) = daemon.send(request).await;
+    assert_eq!(
+        (got, body["error"]["code"].as_str()),
+        (status, Some(code)),
+        "{body}"
+    );
+    assert_eq!(
+        daemon.pending_ids().await,
+        [id.to_owned()],
+        "the pending request is untouched"
+    );
+}
+
+#[tokio::test]
+async fn requests_for_another_host_are_refused() {
+    let (daemon, id) = with_pending().await;
+    let bearer = format!("Bearer {}", daemon.token);
+    for host in [
+        "evil.example",
+        "evil.example:7811",
+        "127.0.0.1.evil.example:7811",
+        "127.0.0.1:7812",
+        "localhost.evil.example:7811",
+        "127.0.0.1",
+        "0.0.0.0:7811",
+    ] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, host)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(answer())
+            .unwrap();
+        refused(
+            &daemon,
+            &id,
+            request,
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+        )
+        .await;
+    }
+    let request = approve(&daemon, &id)
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "missing_host",
+    )
+    .await;
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header("x-forwarded-host", "evil.example")
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "forwarded_host",
+    )
+    .await;
+    // The loopback names of the daemon's own port are all fine.
+    for host in ["127.0.0.1:7811", "LOCALHOST:7811", "[::1]:7811"] {
+        let request = Request::builder()
+            .uri("/api/health")
+            .header(header::HOST, host)
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(daemon.send(request).await.0, StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn requests_from_another_origin_are_refused() {
+    let (daemon, id) = with_pending().await;
+    let bearer = format!("Bearer {}", daemon.token);
+    for origin in [
+        "null",
+        "",
+        "http://evil.example",
+        "http://127.0.0.1.evil.example:7811",
+        "http://127.0.0.1:7811.evil.example",
+        "https://127.0.0.1:7811",
+        "http://127.0.0.1:7812",
+        "http://127.0.0.1:7811/",
+    ] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, HOST)
+            .header(header::ORIGIN, origin)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(answer())
+            .unwrap();
+        refused(
+            &daemon,
+            &id,
+            request,
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+        )
+        .await;
+    }
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header("sec-fetch-site", "cross-site")
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(&daemon, &id, request, StatusCode::FORBIDDEN, "cross_site").await;
+}
+
+#[tokio::test]
+async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() {
+    let (daemon, id) = with_pending().await;
+    let cases: Vec<(Option<String>, String, StatusCode, &str)> = vec![
+        (
+            None,
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            Some("Bearer wrong".into()),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            Some(format!("Bearer {}x", daemon.token)),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            Some(format!("Basic {}", daemon.token)),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            None,
+            format!("/api/approvals/{id}?token={}", daemon.token),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            None,
+            format!("/api/approvals/{id}?access_token={}", daemon.token),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+    ];
+    for (auth, uri, status, code) in cases {
+        let mut builder = Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header(header::HOST, HOST)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Some(auth) = auth {
+            builder = builder.header(header::AUTHORIZATION, auth);
+        }
+        refused(&daemon, &id, builder.body(answer()).unwrap(), status, code).await;
+    }
+    // Reading needs credentials too; only the page and health are public.
+    for path in ["/api/pending", "/api/grants", "/api/audit", "/api/events"] {
+        let request = Request::builder()
+            .uri(path)
+            .header(header::HOST, HOST)
+            .body(Body::empty())
+            .unwrap();
+        assert_eq!(
+            daemon.send(request).await.0,
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn no_state_changes_on_get_no_cors_and_bounded_bodies() {
+    let (daemon, id) = with_pending().await;
+    let request = daemon.request("GET", &format!("/api/approvals/{id}"), None);
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    )
+    .await;
+    let preflight = Request::builder()
+        .method("OPTIONS")
+        .uri(format!("/api/approvals/{id}"))
+        .header(header::HOST, HOST)
+        .header(header::ORIGIN, ORIGIN)
+        .header("access-control-request-method", "POST")
+        .body(Body::empty())
+        .unwrap();
+    let response = daemon.app().oneshot(preflight).await.unwrap();
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert!(
+        response
+            .headers()
+            .get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .is_none()
+    );
+
+    let huge = "x".repeat(toolgate_server::MAX_BODY + 10);
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("Bearer {}", daemon.token))
+        .body(Body::from(
+            json!({"decision": "allow-once", "reason": huge}).to_string(),
+        ))
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+    )
+    .await;
+    // A form post (what a cross-site page could send without a preflight) is not JSON.
+    let request = Request::builder()
+        .method("POST")
+        .uri(format!("/api/approvals/{id}"))
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("Bearer {}", daemon.token))
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from("{\"decision\":\"allow-once\"}"))
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "json_required",
+    )
+    .await;
+}
+
+async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>) {
+    let request = Request::builder()
+        .method("POST")
+        .uri("/api/login")
+        .header(header::HOST, HOST)
+        .header(header::ORIGIN, ORIGIN)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let response = daemon.app().oneshot(request).await.unwrap();
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .map(|v| v.to_str().unwrap().to_owned());
+    (response.status(), cookie)
+}
+
+#[tokio::test]
+async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
+    let (daemon, id) = with_pending().await;
+    let code = daemon.server.state().login_code();
+    let (status, cookie) = login(&daemon, json!({"code": code})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let cookie = cookie.unwrap();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let session = cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(
+        login(&daemon, json!({"code": code})).await.0,
+        StatusCode::UNAUTHORIZED,
+        "spent"
+    );
+    assert_eq!(
+        login(&daemon, json!({"token": "nope"})).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        login(&daemon, json!({"token": daemon.token})).await.0,
+        StatusCode::NO_CONTENT
+    );
+
+    // Reading with the cookie works; changing needs the page's own Origin (no CSRF).
+    let read = Request::builder()
+        .uri("/api/pending")
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, &session)
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(daemon.send(read).await.0, StatusCode::OK);
+    let without_origin = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, &session)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        without_origin,
+        StatusCode::FORBIDDEN,
+        "origin_required",
+    )
+    .await;
+    let forged = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, "toolgate_session=forged")
+        .header(header::ORIGIN, ORIGIN)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        forged,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    let from_page = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::COOKIE, &session)
+        .header(header::ORIGIN, ORIGIN)
+        .body(answer())
+        .unwrap();
+    assert_eq!(daemon.send(from_page).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_a_strict_policy() {
+    let daemon = Daemon::start().await;
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/app.js", "text/javascript"),
+        ("/app.css", "text/css"),
+    ] {
+        let request = Request::builder()
+            .uri(path)
+            .header(header::HOST, HOST)
+            .body(Body::empty())
+            .unwrap();
+        let response = daemon.app().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let headers = response.headers();
+        assert!(
+            headers[header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
+        let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'self'"));
+        assert!(!csp.contains("unsafe-inline"));
+        assert_eq!(headers["x-frame-options"], "DENY");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+    }
+}
