@@ -80,7 +80,7 @@ async fn an_ask_waits_for_a_person_and_the_waiter_hears_the_recorded_answer() {
         (Some("ask"), Some("pending"))
     );
     let id = body["id"].as_str().unwrap().to_owned();
-    assert_eq!(daemon.pending_ids().await, [id.clone()]);
+    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id));
 
     // A long poll, released by the answer.
     let poll = {
@@ -153,7 +153,7 @@ async fn answers_are_checked_and_conflicts_change_nothing() {
     assert_eq!(error["error"]["code"], "invalid_decision");
     let (status, _) = daemon.call("POST", &path, Some(json!({}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(daemon.pending_ids().await, [id.clone()], "still pending");
+    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id), "still pending");
 
     // HPD's form.
     let (status, _) = daemon
