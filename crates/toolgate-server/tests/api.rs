@@ -153,7 +153,11 @@ async fn answers_are_checked_and_conflicts_change_nothing() {
     assert_eq!(error["error"]["code"], "invalid_decision");
     let (status, _) = daemon.call("POST", &path, Some(json!({}))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id), "still pending");
+    assert_eq!(
+        daemon.pending_ids().await,
+        std::slice::from_ref(&id),
+        "still pending"
+    );
 
     // HPD's form.
     let (status, _) = daemon

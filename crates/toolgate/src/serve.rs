@@ -26,7 +26,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
     /// The address to listen on.
-    #[arg(long, value_name = "ADDR", default_value_t = DEFAULT_LISTEN)]
+    #[arg(long, value_name = "ADDR", env = "TOOLGATE_LISTEN", default_value_t = DEFAULT_LISTEN)]
     pub(crate) listen: SocketAddr,
     /// Allow listening on a non-loopback address.
     #[arg(long)]
@@ -45,21 +45,26 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     let mut config = ServerConfig::new(data_dir);
     config.listen = args.listen;
     config.allow_remote = args.allow_remote;
+    config
+        .validate()
+        .map_err(|e| Failure::Message(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::Message(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async move {
-        let token_file = config.token_file();
-        let database = config.database();
-        let server = Server::open(config, policy)
-            .await
-            .map_err(|e| Failure::Message(e.to_string()))?;
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .map_err(|e| Failure::Message(format!("cannot listen on {}: {e}", args.listen)))?;
         let address = listener
             .local_addr()
+            .map_err(|e| Failure::Message(e.to_string()))?;
+        // The Host and Origin checks name the port really bound (`--listen 127.0.0.1:0`).
+        config.listen = address;
+        let token_file = config.token_file();
+        let database = config.database();
+        let server = Server::open(config, policy)
+            .await
             .map_err(|e| Failure::Message(e.to_string()))?;
         let code = server.state().login_code();
         let mut out = std::io::stdout().lock();

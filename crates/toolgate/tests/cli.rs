@@ -718,20 +718,109 @@ fn every_corpus_holds_through_toolgate_test() {
     assert!(total >= 250, "the corpora hold {total} cases");
 }
 
+/// The first ```-block of `lang` after `marker` in the README.
+fn readme_block<'a>(readme: &'a str, marker: &str, lang: &str) -> &'a str {
+    let start = readme.find(marker).unwrap();
+    let fence = format!("```{lang}\n");
+    let block_start = readme[start..].find(&fence).unwrap() + start + fence.len();
+    let block_end = readme[block_start..].find("```").unwrap() + block_start;
+    &readme[block_start..block_end]
+}
+
+/// Reads `process`'s stdout until a line starts with `prefix` (at most 60 s).
+fn wait_for_line(stdout: std::process::ChildStdout, prefix: &str) -> (String, Vec<String>) {
+    use std::io::BufRead;
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = receive
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no line starting with {prefix:?}; got {seen:?}"));
+        seen.push(line.clone());
+        if line.starts_with(prefix) {
+            return (line, seen);
+        }
+    }
+}
+
+/// Kills a child process however the test ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn the_readme_quick_start_runs_as_written() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let start = readme.find("## Quick start").unwrap();
-    let block_start = readme[start..].find("```sh\n").unwrap() + start + 6;
-    let block_end = readme[block_start..].find("```").unwrap() + block_start;
-    let commands: Vec<&str> = readme[block_start..block_end].lines().collect();
+    let commands: Vec<&str> = readme_block(&readme, "## Quick start", "sh")
+        .lines()
+        .collect();
     assert_eq!(commands.len(), 2, "the quick start is two commands");
     assert_eq!(commands[1], "cargo test --workspace");
     let main_job = commands[0]
         .strip_prefix("cargo run -- ")
         .expect("the main job runs the binary");
-    let o = Command::new(BIN)
+    assert!(
+        main_job.starts_with("serve "),
+        "the main job starts the daemon"
+    );
+    let data = tempfile::tempdir().unwrap();
+    let child = Command::new(BIN)
         .args(main_job.split(' '))
+        .current_dir(root())
+        .env("HOME", "/nonexistent")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_CONFIG_DIR")
+        .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_LISTEN", "127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let output = child.0.stdout.take().unwrap();
+    let (listening, _) = wait_for_line(output, "toolgate is listening on http://");
+    let address = listening
+        .trim_start_matches("toolgate is listening on http://")
+        .to_owned();
+    // The daemon answers, and printed what the README shows.
+    let shown = readme_block(&readme, "## Quick start", "text");
+    assert!(shown.starts_with("toolgate is listening on http://127.0.0.1:7811"));
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    use std::io::{Read, Write};
+    write!(
+        stream,
+        "GET /api/health HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("\"status\":\"ok\""), "{response}");
+    assert!(data.path().join("token").exists() && data.path().join("toolgate.db").exists());
+    drop(child);
+
+    // The engine's own command, and the excerpt the README shows of its output.
+    let marker = "### The policy engine on its own";
+    let check = readme_block(&readme, marker, "sh").trim();
+    let args = check.strip_prefix("cargo run -- ").unwrap();
+    let o = Command::new(BIN)
+        .args(args.split(' '))
         .current_dir(root())
         .env("HOME", "/nonexistent")
         .env_remove("XDG_CONFIG_HOME")
@@ -747,10 +836,7 @@ fn the_readme_quick_start_runs_as_written() {
         calls.lines().count(),
         "one result per call:\n{text}"
     );
-    // The excerpt shown in the README is what the command prints.
-    let shown_start = readme.find("```text\n").unwrap() + 8;
-    let shown_end = readme[shown_start..].find("```").unwrap() + shown_start;
-    for line in readme[shown_start..shown_end].lines() {
+    for line in readme_block(&readme, marker, "text").lines() {
         assert!(
             text.contains(line),
             "README shows {line:?}, the command prints:\n{text}"
@@ -767,6 +853,7 @@ fn help_text_is_committed_and_current() {
         Some("explain"),
         Some("lint"),
         Some("test"),
+        Some("serve"),
     ] {
         let mut args: Vec<&str> = sub.into_iter().collect();
         args.push("--help");
