@@ -1,11 +1,15 @@
 //! The `toolgate` binary.
 
+mod approvals;
 mod args;
 mod check;
+mod client;
 mod explain;
+mod grants;
 mod lines;
 mod lint;
 mod serve;
+mod tail;
 mod test;
 
 use std::io::{self, Write};
@@ -48,6 +52,9 @@ enum Command {
     Lint(lint::LintArgs),
     Test(test::TestArgs),
     Serve(serve::ServeArgs),
+    Approvals(approvals::ApprovalsArgs),
+    Grants(grants::GrantsArgs),
+    Tail(tail::TailArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +65,9 @@ fn main() -> ExitCode {
         Command::Lint(args) => lint::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Approvals(args) => approvals::run(&args),
+        Command::Grants(args) => grants::run(&args),
+        Command::Tail(args) => tail::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

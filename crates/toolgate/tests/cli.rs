@@ -854,6 +854,9 @@ fn help_text_is_committed_and_current() {
         Some("lint"),
         Some("test"),
         Some("serve"),
+        Some("approvals"),
+        Some("grants"),
+        Some("tail"),
     ] {
         let mut args: Vec<&str> = sub.into_iter().collect();
         args.push("--help");
@@ -874,4 +877,156 @@ fn help_text_is_committed_and_current() {
         committed == help,
         "docs/cli-help.txt is out of date; run `UPDATE_SNAPSHOTS=1 cargo test -p toolgate --test cli help` and commit it"
     );
+}
+
+/// A daemon process on a free port with its own data directory.
+struct DaemonProcess {
+    _child: Killed,
+    data: tempfile::TempDir,
+    address: String,
+}
+
+impl DaemonProcess {
+    fn start() -> DaemonProcess {
+        let data = tempfile::tempdir().unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+            .current_dir(root())
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .env("TOOLGATE_LISTEN", "127.0.0.1:0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut child = Killed(child);
+        let output = child.0.stdout.take().unwrap();
+        let (listening, _) = wait_for_line(output, "toolgate is listening on http://");
+        let address = listening
+            .trim_start_matches("toolgate is listening on http://")
+            .to_owned();
+        DaemonProcess {
+            _child: child,
+            data,
+            address,
+        }
+    }
+
+    /// Runs a client command against this daemon.
+    fn client(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("TOOLGATE_DATA_DIR", self.data.path())
+            .env("TOOLGATE_URL", format!("http://{}", self.address))
+            .env_remove("TOOLGATE_TOKEN")
+            .output()
+            .unwrap()
+    }
+
+    /// Submits a call over HTTP; returns the status line and body.
+    fn submit(&self, call: &str) -> String {
+        use std::io::{Read, Write};
+        let token = std::fs::read_to_string(self.data.path().join("token")).unwrap();
+        let mut stream = std::net::TcpStream::connect(&self.address).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "POST /api/decisions HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{call}",
+            self.address,
+            token.trim(),
+            call.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+}
+
+#[test]
+fn people_answer_list_and_revoke_from_the_command_line() {
+    let daemon = DaemonProcess::start();
+    let response = daemon.submit(
+        r#"{"tool": "bash", "args": {"command": "cargo publish"}, "context": {"workspace": "/tmp", "session": "s1"}}"#,
+    );
+    assert!(response.starts_with("HTTP/1.1 202"), "{response}");
+
+    let o = daemon.client(&["approvals"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed = stdout(&o);
+    assert!(
+        listed.contains("bash  {\"command\":\"cargo publish\"}"),
+        "{listed}"
+    );
+    assert!(listed.contains("answers: allow-once, allow-always, reject-once, reject-always"));
+    let id = listed.split_whitespace().next().unwrap().to_owned();
+
+    let o = daemon.client(&["approvals", "allow", &id, "--always"]);
+    assert_eq!(
+        (o.status.code(), stdout(&o)),
+        (Some(0), format!("{id}: allow-always\n"))
+    );
+    let o = daemon.client(&["approvals", "deny", &id]);
+    assert_eq!(o.status.code(), Some(1), "a second answer is a conflict");
+    assert!(stdout(&o).contains("no longer pending"));
+    assert_eq!(
+        stdout(&daemon.client(&["approvals"])),
+        "nothing is waiting\n"
+    );
+
+    // The grant answers the next call at once.
+    let response = daemon.submit(
+        r#"{"tool": "bash", "args": {"command": "cargo publish --dry-run"}, "context": {"workspace": "/tmp", "session": "s1"}}"#,
+    );
+    assert!(
+        response.starts_with("HTTP/1.1 200") && response.contains("\"layer\":\"grant\""),
+        "{response}"
+    );
+    let o = daemon.client(&["grants"]);
+    let grants = stdout(&o);
+    assert!(grants.contains("allow  bash  {\"kind\":\"command\",\"prefix\":[\"cargo\",\"publish\"]}  session  by cli"), "{grants}");
+    let grant = grants.split_whitespace().next().unwrap().to_owned();
+    assert_eq!(
+        daemon.client(&["grants", "revoke", &grant]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        daemon.client(&["grants", "revoke", &grant]).status.code(),
+        Some(1)
+    );
+
+    let o = daemon.client(&["tail", "--no-follow", "--json"]);
+    let kinds: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "permission_requested",
+            "permission_resolved",
+            "decision",
+            "grant_revoked"
+        ]
+    );
+    let o = daemon.client(&["tail", "--no-follow"]);
+    assert!(
+        stdout(&o).contains("permission_resolved  bash allow cli — approved by cli (allow-always)"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = Command::new(BIN)
+        .args(["approvals", "--url", "http://127.0.0.1:1"])
+        .env("TOOLGATE_TOKEN", "x")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
 }

@@ -1,0 +1,138 @@
+//! `toolgate approvals`: the requests waiting for a person, and answering them.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use crate::client::{Client, ClientArgs, field};
+use crate::{EXIT_FOUND, EXIT_OK, Failure};
+
+/// Lists the requests waiting for a person, or answers one.
+#[derive(Debug, Args)]
+pub(crate) struct ApprovalsArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) action: Option<Action>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Action {
+    /// List the pending requests (the default).
+    List,
+    /// Allow a request (once, or always with --always).
+    Allow(Answer),
+    /// Refuse a request (once, or always with --always).
+    Deny(Answer),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct Answer {
+    /// The request's id.
+    pub(crate) id: String,
+    /// Remember the answer for what the request says "always" covers.
+    #[arg(long)]
+    pub(crate) always: bool,
+    /// Why (a refusal's reason is what the agent reads).
+    #[arg(long)]
+    pub(crate) reason: Option<String>,
+}
+
+fn line(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
+    let client = Client::new(&args.client)?;
+    let mut out = std::io::stdout().lock();
+    match &args.action {
+        None | Some(Action::List) => {
+            let reply = client.send("GET", "/api/pending", None)?;
+            if reply.status != 200 {
+                return Err(Failure::Message(reply.error()));
+            }
+            if args.json {
+                writeln!(out, "{}", reply.body)?;
+                return Ok(EXIT_OK);
+            }
+            let pending = field(&reply.body, "pending")
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if pending.is_empty() {
+                writeln!(out, "nothing is waiting")?;
+            }
+            for item in pending {
+                let request = if field(field(&item, "request"), "request").is_object() {
+                    &field(field(&item, "request"), "request")
+                } else {
+                    &field(&item, "request")
+                };
+                writeln!(
+                    out,
+                    "{}  {}  {}",
+                    line(field(&item, "id")),
+                    line(field(request, "tool")),
+                    field(request, "arguments")
+                )?;
+                let rule = match field(request, "rule").as_str() {
+                    Some(rule) => format!(" (rule {rule})"),
+                    None => String::new(),
+                };
+                writeln!(out, "    reason: {}{rule}", line(field(request, "reason")))?;
+                let choices: Vec<String> = field(request, "choices")
+                    .as_array()
+                    .map(|c| c.iter().map(line).collect())
+                    .unwrap_or_default();
+                writeln!(out, "    answers: {}", choices.join(", "))?;
+                for always in field(request, "always").as_array().into_iter().flatten() {
+                    writeln!(
+                        out,
+                        "    {} covers: {}",
+                        line(field(always, "choice")),
+                        field(always, "targets")
+                    )?;
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        Some(Action::Allow(answer)) | Some(Action::Deny(answer)) => {
+            let allow = matches!(args.action, Some(Action::Allow(_)));
+            let decision = match (allow, answer.always) {
+                (true, false) => "allow-once",
+                (true, true) => "allow-always",
+                (false, false) => "reject-once",
+                (false, true) => "reject-always",
+            };
+            let body = json!({"decision": decision, "reason": answer.reason, "by": "cli"});
+            let path = format!("/api/approvals/{}", answer.id);
+            let reply = client.send("POST", &path, Some(&body))?;
+            if args.json {
+                writeln!(out, "{}", reply.body)?;
+            }
+            match reply.status {
+                200 => {
+                    if !args.json {
+                        writeln!(out, "{}: {decision}", answer.id)?;
+                    }
+                    Ok(EXIT_OK)
+                }
+                400 | 404 | 409 => {
+                    if !args.json {
+                        writeln!(out, "{}: {}", answer.id, reply.error())?;
+                    }
+                    Ok(EXIT_FOUND)
+                }
+                _ => Err(Failure::Message(reply.error())),
+            }
+        }
+    }
+}

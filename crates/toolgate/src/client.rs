@@ -1,0 +1,274 @@
+//! A small HTTP/1.1 client for the daemon's API (`approvals`, `grants`, `tail`): plain HTTP to
+//! the daemon's address, the token in the `Authorization` header.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::Value;
+use toolgate_server::{DEFAULT_LISTEN, default_data_dir};
+
+use crate::Failure;
+
+/// Where the daemon is, and how to prove who we are.
+#[derive(Debug, Args)]
+pub(crate) struct ClientArgs {
+    /// The daemon's address.
+    #[arg(long, value_name = "URL", env = "TOOLGATE_URL", default_value_t = format!("http://{DEFAULT_LISTEN}"))]
+    pub(crate) url: String,
+    /// The token file [default: the data directory's `token`]; `$TOOLGATE_TOKEN` gives the
+    /// token itself.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
+}
+
+/// A field of a JSON object (`null` when absent).
+pub(crate) fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
+    value.get(key).unwrap_or(&Value::Null)
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
+}
+
+impl Reply {
+    /// The API's error message, or the status.
+    pub(crate) fn error(&self) -> String {
+        field(field(&self.body, "error"), "message")
+            .as_str()
+            .map_or_else(
+                || format!("the daemon answered {}", self.status),
+                str::to_owned,
+            )
+    }
+}
+
+pub(crate) struct Client {
+    host: String,
+    token: String,
+}
+
+impl Client {
+    pub(crate) fn new(args: &ClientArgs) -> Result<Client, Failure> {
+        let host = args
+            .url
+            .strip_prefix("http://")
+            .ok_or_else(|| {
+                Failure::Message(format!(
+                    "`{}` is not an http:// address (the daemon speaks plain HTTP on loopback)",
+                    args.url
+                ))
+            })?
+            .trim_end_matches('/')
+            .to_owned();
+        let token = match std::env::var("TOOLGATE_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())
+        {
+            Some(token) => token,
+            None => {
+                let file = args
+                    .token_file
+                    .clone()
+                    .or_else(|| default_data_dir().map(|d| d.join("token")))
+                    .ok_or_else(|| {
+                        Failure::Message(
+                            "no token: pass --token-file or set $TOOLGATE_TOKEN".into(),
+                        )
+                    })?;
+                std::fs::read_to_string(&file)
+                    .map_err(|e| {
+                        Failure::Message(format!(
+                            "cannot read the token file {}: {e} (is the daemon started? `toolgate serve`)",
+                            file.display()
+                        ))
+                    })?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        Ok(Client { host, token })
+    }
+
+    fn connect(&self) -> Result<TcpStream, Failure> {
+        let unreachable = |e: std::io::Error| {
+            Failure::Message(format!(
+                "cannot reach the daemon at http://{}: {e} (start it with `toolgate serve`)",
+                self.host
+            ))
+        };
+        let address = self
+            .host
+            .to_socket_addrs()
+            .map_err(unreachable)?
+            .next()
+            .ok_or_else(|| Failure::Message(format!("`{}` names no address", self.host)))?;
+        let stream =
+            TcpStream::connect_timeout(&address, Duration::from_secs(10)).map_err(unreachable)?;
+        Ok(stream)
+    }
+
+    fn head(&self, method: &str, path: &str, extra: &str) -> String {
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nConnection: close\r\n{extra}",
+            self.host, self.token
+        )
+    }
+
+    /// Sends a request and reads the whole response.
+    pub(crate) fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply, Failure> {
+        let mut stream = self.connect()?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .map_err(|e| Failure::Message(e.to_string()))?;
+        let payload = body.map(Value::to_string).unwrap_or_default();
+        let extra = if body.is_some() {
+            format!(
+                "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                payload.len()
+            )
+        } else {
+            "\r\n".to_owned()
+        };
+        let request = self.head(method, path, &extra) + &payload;
+        let io = |e: std::io::Error| Failure::Message(format!("talking to the daemon failed: {e}"));
+        stream.write_all(request.as_bytes()).map_err(io)?;
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).map_err(io)?;
+        let text = String::from_utf8_lossy(&raw);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Failure::Message("the daemon's answer is not HTTP".into()))?;
+        let chunked = head.lines().any(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("transfer-encoding: chunked")
+        });
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        let body = if body.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&body)
+                .map_err(|e| Failure::Message(format!("the daemon's answer is not JSON: {e}")))?
+        };
+        Ok(Reply { status, body })
+    }
+
+    /// Streams server-sent events: calls `each` with every event's data until the stream ends
+    /// or `each` returns false.
+    pub(crate) fn events(
+        &self,
+        path: &str,
+        mut each: impl FnMut(&Value) -> bool,
+    ) -> Result<(), Failure> {
+        let mut stream = self.connect()?;
+        let io = |e: std::io::Error| Failure::Message(format!("talking to the daemon failed: {e}"));
+        stream
+            .write_all(
+                self.head("GET", path, "Accept: text/event-stream\r\n\r\n")
+                    .as_bytes(),
+            )
+            .map_err(io)?;
+        let mut reader = BufReader::new(stream);
+        let mut status = String::new();
+        reader.read_line(&mut status).map_err(io)?;
+        if !status.starts_with("HTTP/1.1 200") {
+            let mut rest = String::new();
+            let _ = reader.read_to_string(&mut rest);
+            let body = rest.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+            let message = serde_json::from_str::<Value>(body.trim())
+                .ok()
+                .and_then(|v| {
+                    field(field(&v, "error"), "message")
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .unwrap_or_else(|| status.trim().to_owned());
+            return Err(Failure::Message(message));
+        }
+        // Headers, then the event stream, chunked.
+        let mut line = String::new();
+        let mut chunked = false;
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(io)? == 0 || line == "\r\n" {
+                break;
+            }
+            chunked |= line
+                .to_ascii_lowercase()
+                .starts_with("transfer-encoding: chunked");
+        }
+        let mut pending = Vec::new();
+        loop {
+            let piece = if chunked {
+                line.clear();
+                if reader.read_line(&mut line).map_err(io)? == 0 {
+                    return Ok(());
+                }
+                let size = usize::from_str_radix(line.trim(), 16)
+                    .map_err(|_| Failure::Message("the event stream is garbled".into()))?;
+                if size == 0 {
+                    return Ok(());
+                }
+                let mut chunk = vec![0; size + 2];
+                reader.read_exact(&mut chunk).map_err(io)?;
+                chunk.truncate(size);
+                chunk
+            } else {
+                let mut chunk = Vec::new();
+                if reader.read_until(b'\n', &mut chunk).map_err(io)? == 0 {
+                    return Ok(());
+                }
+                chunk
+            };
+            pending.extend_from_slice(&piece);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let text: Vec<u8> = pending.drain(..=end).collect();
+                let text = String::from_utf8_lossy(&text);
+                if let Some(data) = text.trim_end().strip_prefix("data:")
+                    && let Ok(value) = serde_json::from_str::<Value>(data.trim())
+                    && !each(&value)
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Undoes chunked transfer encoding.
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if size == 0 {
+            break;
+        }
+        let Some(chunk) = after.get(..size) else {
+            out.push_str(after);
+            break;
+        };
+        out.push_str(chunk);
+        rest = after.get(size..).unwrap_or("").trim_start_matches("\r\n");
+    }
+    out
+}

@@ -1,0 +1,82 @@
+//! `toolgate grants`: the remembered "always" answers.
+
+use std::io::Write;
+
+use clap::{Args, Subcommand};
+
+use crate::client::{Client, ClientArgs, field};
+use crate::{EXIT_FOUND, EXIT_OK, Failure};
+
+/// Lists the remembered answers, or revokes one.
+#[derive(Debug, Args)]
+pub(crate) struct GrantsArgs {
+    #[command(flatten)]
+    pub(crate) client: ClientArgs,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+    #[command(subcommand)]
+    pub(crate) action: Option<Action>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Action {
+    /// List them (the default).
+    List,
+    /// Revoke one.
+    Revoke {
+        /// The grant's id.
+        id: String,
+    },
+}
+
+pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
+    let client = Client::new(&args.client)?;
+    let mut out = std::io::stdout().lock();
+    match &args.action {
+        None | Some(Action::List) => {
+            let reply = client.send("GET", "/api/grants", None)?;
+            if reply.status != 200 {
+                return Err(Failure::Message(reply.error()));
+            }
+            if args.json {
+                writeln!(out, "{}", reply.body)?;
+                return Ok(EXIT_OK);
+            }
+            let grants = field(&reply.body, "grants")
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if grants.is_empty() {
+                writeln!(out, "no grants")?;
+            }
+            for g in grants {
+                writeln!(
+                    out,
+                    "{}  {:5}  {}  {}  {}  by {}",
+                    field(&g, "id").as_str().unwrap_or(""),
+                    field(&g, "effect").as_str().unwrap_or(""),
+                    field(&g, "tool").as_str().unwrap_or(""),
+                    field(&g, "target"),
+                    field(&g, "scope").as_str().unwrap_or(""),
+                    field(&g, "created_by").as_str().unwrap_or("")
+                )?;
+            }
+            Ok(EXIT_OK)
+        }
+        Some(Action::Revoke { id }) => {
+            let reply = client.send("DELETE", &format!("/api/grants/{id}"), None)?;
+            match reply.status {
+                204 => {
+                    writeln!(out, "{id}: revoked")?;
+                    Ok(EXIT_OK)
+                }
+                404 => {
+                    writeln!(out, "{id}: {}", reply.error())?;
+                    Ok(EXIT_FOUND)
+                }
+                _ => Err(Failure::Message(reply.error())),
+            }
+        }
+    }
+}
