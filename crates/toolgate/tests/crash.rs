@@ -1,0 +1,292 @@
+//! `kill -9` the daemon while requests are pending and decisions are being written; after a
+//! restart nothing acknowledged is lost, the audit log has no gap, and the requests whose
+//! waiter died are refused with an event.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// A daemon process, killed however the test ends.
+struct Daemon(Child);
+
+impl Daemon {
+    /// `kill -9`, and reap.
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Starts the daemon on `data`; returns it and its address.
+fn start(data: &Path) -> (Daemon, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+        .current_dir(root())
+        .env("TOOLGATE_DATA_DIR", data)
+        .env("TOOLGATE_LISTEN", "127.0.0.1:0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let child = Daemon(child);
+    let mut lines = BufReader::new(stdout).lines();
+    for _ in 0..20 {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(address) = line.strip_prefix("toolgate is listening on http://") {
+            let address = address.to_owned();
+            // Keep draining stdout so the daemon never blocks on it.
+            std::thread::spawn(move || for _ in lines {});
+            return (child, address);
+        }
+    }
+    panic!("the daemon did not say where it listens");
+}
+
+/// One HTTP request; `None` when the connection failed or broke (nothing acknowledged).
+fn http(
+    address: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .ok()?;
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
+    let body = if body.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(body).ok()?
+    };
+    Some((status, body))
+}
+
+fn call(command: &str) -> Value {
+    json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "crash"}})
+}
+
+#[test]
+fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
+    let data = tempfile::tempdir().unwrap();
+    let (mut daemon, address) = start(data.path());
+    let token = std::fs::read_to_string(data.path().join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+
+    // Pending requests: some answered (acknowledged), some left waiting.
+    let mut pending = Vec::new();
+    for i in 0..6 {
+        let (status, body) = http(
+            &address,
+            &token,
+            "POST",
+            "/api/decisions",
+            Some(&call(&format!("make target{i}"))),
+        )
+        .unwrap();
+        assert_eq!(status, 202);
+        pending.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let mut answered = Vec::new();
+    for (i, id) in pending.iter().take(3).enumerate() {
+        let decision = if i == 0 {
+            "allow-always"
+        } else {
+            "reject-once"
+        };
+        let (status, _) = http(
+            &address,
+            &token,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(&json!({"decision": decision})),
+        )
+        .unwrap();
+        assert_eq!(status, 200);
+        answered.push((id.clone(), decision));
+    }
+
+    // A burst of decisions being written while the daemon is killed.
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (address, token) = (address.clone(), token.clone());
+            let (acknowledged, stop) = (Arc::clone(&acknowledged), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for i in 0..10_000 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    // `cat` is allowed, `rm` is asked: both kinds of write are in flight.
+                    let command = if i % 5 == 0 {
+                        format!("rm w{w}-{i}")
+                    } else {
+                        format!("cat w{w}-{i}")
+                    };
+                    match http(
+                        &address,
+                        &token,
+                        "POST",
+                        "/api/decisions",
+                        Some(&call(&command)),
+                    ) {
+                        Some((status, body)) if status == 200 || status == 202 => {
+                            acknowledged.lock().unwrap().push((
+                                body["id"].as_str().unwrap().to_owned(),
+                                body["decision"].as_str().unwrap().to_owned(),
+                            ));
+                        }
+                        _ => break,
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(700));
+    daemon.kill(); // SIGKILL
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() > 20,
+        "the burst was running: {}",
+        acknowledged.len()
+    );
+
+    let (mut daemon, address) = start(data.path());
+    let get = |id: &str| {
+        http(
+            &address,
+            &token,
+            "GET",
+            &format!("/api/decisions/{id}"),
+            None,
+        )
+        .unwrap()
+    };
+
+    // Every acknowledged decision is there, as acknowledged (asks are now refused).
+    for (id, decision) in &acknowledged {
+        let (status, body) = get(id);
+        assert_eq!(status, 200, "acknowledged decision {id} was lost");
+        if decision == "ask" {
+            assert_eq!(body["decision"], "deny");
+        } else {
+            assert_eq!(body["decision"].as_str(), Some(decision.as_str()));
+        }
+    }
+    // Answers given before the crash stand; the grant made by "allow-always" too.
+    for (id, decision) in &answered {
+        let (_, body) = get(id);
+        let expected = if decision.starts_with("allow") {
+            "allow"
+        } else {
+            "deny"
+        };
+        assert_eq!(body["decision"], expected, "{id}");
+        assert_eq!(body["layer"], "handler");
+    }
+    let (_, grants) = http(&address, &token, "GET", "/api/grants", None).unwrap();
+    assert_eq!(grants["grants"].as_array().unwrap().len(), 1);
+    // Requests whose waiter died are refused, with an event.
+    for id in pending.iter().skip(3) {
+        let (_, body) = get(id);
+        assert_eq!(
+            (body["decision"].as_str(), body["layer"].as_str()),
+            (Some("deny"), Some("timeout")),
+            "{id}"
+        );
+        assert_eq!(
+            body["reason"],
+            "The daemon restarted before this request was answered; it is refused (reject-once)."
+        );
+        let (_, audit) = http(
+            &address,
+            &token,
+            "GET",
+            &format!("/api/audit?request_id={id}"),
+            None,
+        )
+        .unwrap();
+        let kinds: Vec<&str> = audit["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["permission_requested", "permission_resolved"]);
+    }
+    let (_, pending_now) = http(&address, &token, "GET", "/api/pending", None).unwrap();
+    assert!(pending_now["pending"].as_array().unwrap().is_empty());
+
+    // The audit log has no gap.
+    let mut expected = 1;
+    let mut after = 0;
+    loop {
+        let (_, page) = http(
+            &address,
+            &token,
+            "GET",
+            &format!("/api/audit?after={after}&limit=1000"),
+            None,
+        )
+        .unwrap();
+        let events = page["events"].as_array().unwrap();
+        if events.is_empty() {
+            break;
+        }
+        for event in events {
+            assert_eq!(
+                event["seq"].as_i64(),
+                Some(expected),
+                "a gap in the audit log"
+            );
+            expected += 1;
+        }
+        after = page["next"].as_i64().unwrap();
+    }
+    assert!(expected > i64::try_from(acknowledged.len()).unwrap());
+    daemon.kill();
+}
