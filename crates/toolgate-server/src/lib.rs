@@ -45,6 +45,36 @@ pub use state::{AppState, LOGIN_CODE_LIFETIME};
 pub const ABANDONED: &str =
     "The daemon restarted before this request was answered; it is refused (reject-once).";
 
+/// The OpenAPI document of the API (committed as `openapi.json`; a test fails when it and the
+/// routes drift apart).
+pub const OPENAPI: &str = include_str!("../openapi.json");
+
+/// Every API route, as (method, path template). The OpenAPI document describes exactly these.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/api/health"),
+    ("GET", "/api/openapi.json"),
+    ("POST", "/api/login"),
+    ("POST", "/api/logout"),
+    ("POST", "/api/decisions"),
+    ("GET", "/api/decisions/{id}"),
+    ("GET", "/api/pending"),
+    ("POST", "/api/approvals/{id}"),
+    ("GET", "/api/grants"),
+    ("DELETE", "/api/grants/{id}"),
+    ("GET", "/api/events"),
+    ("GET", "/api/sessions/{id}/events"),
+    ("GET", "/api/audit"),
+];
+
+async fn openapi() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        OPENAPI,
+    )
+        .into_response()
+}
+
 /// The API: every route, behind the security guard.
 pub fn router(state: AppState) -> Router {
     Router::new()
@@ -52,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .route("/app.js", get(page::script))
         .route("/app.css", get(page::style))
         .route("/api/health", get(health))
+        .route("/api/openapi.json", get(openapi))
         .route("/api/login", post(page::login))
         .route("/api/logout", post(page::logout))
         .route("/api/decisions", post(decisions::submit))

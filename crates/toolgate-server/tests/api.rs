@@ -423,3 +423,51 @@ async fn the_event_stream_resumes_after_the_last_event_id_and_goes_on_live() {
         (StatusCode::BAD_REQUEST, Some("bad_last_event_id"))
     );
 }
+
+#[tokio::test]
+async fn the_openapi_document_describes_exactly_the_routes() {
+    let document: Value = serde_json::from_str(toolgate_server::OPENAPI).unwrap();
+    let mut described: Vec<(String, String)> = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            described.push((method.to_uppercase(), path.clone()));
+        }
+    }
+    described.sort();
+    let mut routes: Vec<(String, String)> = toolgate_server::ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    routes.sort();
+    assert_eq!(described, routes, "openapi.json and ROUTES drifted apart");
+
+    // Every listed route exists on the router: none answers 404 or 405 for its method.
+    let daemon = Daemon::start().await;
+    for (method, path) in toolgate_server::ROUTES {
+        let path = path.replace("{id}", "some-id");
+        let body = (*method == "POST").then(|| json!({}));
+        let request = daemon.request(method, &path, body);
+        let response = {
+            use tower::ServiceExt;
+            tokio::time::timeout(Duration::from_secs(5), daemon.app().oneshot(request))
+                .await
+                .unwrap()
+                .unwrap()
+        };
+        let status = response.status();
+        let error = if status.is_client_error() {
+            use http_body_util::BodyExt;
+            let bytes = response.into_body().collect().await.unwrap().to_bytes();
+            serde_json::from_slice::<Value>(&bytes).unwrap()["error"].clone()
+        } else {
+            Value::Null
+        };
+        assert!(
+            error["code"] != "method_not_allowed" && error["message"] != "no such route",
+            "{method} {path} is not routed ({status}, {error})"
+        );
+    }
+    let (status, served) = daemon.call("GET", "/api/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(served, document);
+}
