@@ -61,7 +61,12 @@ pub(crate) async fn resolve(
     answer: Answer,
     by: &str,
 ) -> Result<(), ApiError> {
-    let record = state.store().pending_request(id).await?;
+    // What answering needs: kept in memory for requests this process opened.
+    let open = state.open_request(id);
+    let record = match &open {
+        Some(_) => None,
+        None => state.store().pending_request(id).await?,
+    };
     let claim = state
         .broker()
         .claim(id, Response::Permission(answer.clone()))?;
@@ -72,15 +77,19 @@ pub(crate) async fn resolve(
             format!("request `{id}` is not a permission request"),
         ));
     };
-    let facts = record.as_ref().map_or_else(
-        || Facts {
-            action: request.tool.clone(),
-            rule: request.rule.clone(),
-            ..Facts::default()
-        },
-        facts_of,
-    );
-    let grants = grants_for(&request, record.as_ref(), answer.decision, by);
+    let (facts, call) = match (&open, &record) {
+        (Some(open), _) => (open.facts.clone(), Some(open.row.call.clone())),
+        (None, Some(record)) => (facts_of(record), record.request.get("call").cloned()),
+        (None, None) => (
+            Facts {
+                action: request.tool.clone(),
+                rule: request.rule.clone(),
+                ..Facts::default()
+            },
+            None,
+        ),
+    };
+    let grants = grants_for(&request, call.as_ref(), answer.decision, by);
     let (decision, reason) = if answer.decision.allows() {
         (
             Decision::Allow,
@@ -94,12 +103,12 @@ pub(crate) async fn resolve(
             .unwrap_or_else(|| messages::USER_DENIED.to_owned());
         (Decision::Deny, reason)
     };
-    if record.is_none() {
+    if open.is_none() && record.is_none() {
         // Not a request of this daemon's store (an in-process run's): nothing to close.
         claim.complete(by);
         return Ok(());
     }
-    match close(
+    let closed = close(
         state,
         id,
         &facts,
@@ -109,14 +118,14 @@ pub(crate) async fn resolve(
         by,
         grants,
     )
-    .await
-    {
-        Ok(Committed::Written(_)) => {
+    .await;
+    match closed {
+        Ok((Committed::Written(_), result)) => {
             claim.complete(by);
-            state.announce_decided(id);
+            state.announce_decided(id, result);
             Ok(())
         }
-        Ok(Committed::NotPending) => {
+        Ok((Committed::NotPending, _)) => {
             claim.fail("the request was resolved elsewhere");
             Err(ApiError::conflict(
                 "already_resolved",
@@ -125,7 +134,7 @@ pub(crate) async fn resolve(
         }
         Err(error) => {
             claim.fail("the answer could not be recorded, so the request is refused");
-            state.announce_decided(id);
+            state.announce_decided(id, None);
             Err(error)
         }
     }
@@ -142,7 +151,7 @@ fn facts_of(record: &PendingRecord) -> Facts {
 /// The grants an "always" answer stores: exactly the targets the request showed.
 fn grants_for(
     request: &toolgate_runtime::PermissionRequest,
-    record: Option<&PendingRecord>,
+    call: Option<&Value>,
     choice: Choice,
     by: &str,
 ) -> Vec<Grant> {
@@ -154,9 +163,7 @@ fn grants_for(
     let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
         return Vec::new();
     };
-    let call = record
-        .and_then(|r| r.request.get("call"))
-        .and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
+    let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
     let context = call
         .as_ref()
         .map(crate::decisions::grant_context)

@@ -27,6 +27,8 @@ pub struct ServerConfig {
     /// Extra `Host` values accepted besides the listening address's loopback names (a name a
     /// reverse proxy forwards, say).
     pub extra_hosts: Vec<String>,
+    /// What an acknowledged decision survives (default: a power loss too).
+    pub durability: toolgate_store::Durability,
 }
 
 impl ServerConfig {
@@ -37,6 +39,7 @@ impl ServerConfig {
             listen: DEFAULT_LISTEN,
             allow_remote: false,
             extra_hosts: Vec::new(),
+            durability: toolgate_store::Durability::Full,
         }
     }
 

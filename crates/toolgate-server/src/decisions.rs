@@ -23,7 +23,7 @@ use toolgate_store::{
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, OpenRequest};
 
 /// The longest a `GET /api/decisions/{id}?wait=` waits.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -264,6 +264,10 @@ pub(crate) async fn submit(
         created: created.clone(),
         updated: created,
     };
+    let open = OpenRequest {
+        facts: facts.clone(),
+        row: row.clone(),
+    };
     state
         .commit(Batch {
             open: Some(pending),
@@ -272,6 +276,7 @@ pub(crate) async fn submit(
             ..Batch::default()
         })
         .await?;
+    state.remember_open(&id, open);
     let ticket = state
         .broker()
         .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
@@ -290,15 +295,13 @@ pub(crate) async fn submit(
 /// are recorded by whoever gave them, before the waiter hears of them.
 async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution: Resolution) {
     let (reason, layer, actor) = match resolution {
-        Resolution::Answered { .. } => {
-            state.announce_decided(id);
-            return;
-        }
+        // Whoever answered recorded and announced it.
+        Resolution::Answered { .. } => return,
         Resolution::TimedOut => (messages::TIMED_OUT.to_owned(), Layer::Timeout, "timeout"),
         Resolution::Cancelled => (messages::CANCELLED.to_owned(), Layer::Handler, "cancelled"),
         Resolution::Failed { message } => (message, Layer::Handler, "daemon"),
     };
-    let _ = close(
+    let result = close(
         state,
         id,
         facts,
@@ -308,13 +311,15 @@ async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution
         actor,
         Vec::new(),
     )
-    .await;
-    state.announce_decided(id);
+    .await
+    .ok()
+    .and_then(|(_, result)| result);
+    state.announce_decided(id, result);
 }
 
 /// Closes a pending request with its final decision: the `permission_resolved` event, the
 /// external requester's decision (when there is one) and the grants an "always" answer makes,
-/// in one transaction.
+/// in one transaction. Returns the decision's final form.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn close(
     state: &AppState,
@@ -325,7 +330,7 @@ pub(crate) async fn close(
     layer: Layer,
     actor: &str,
     grants: Vec<toolgate_runtime::Grant>,
-) -> Result<Committed, ApiError> {
+) -> Result<(Committed, Option<Value>), ApiError> {
     let event = facts.event(
         "permission_resolved",
         id,
@@ -334,7 +339,11 @@ pub(crate) async fn close(
         reason,
         actor,
     );
-    let row = state.store().decision(id).await?.map(|mut row| {
+    let row = match state.open_request(id) {
+        Some(open) => Some(open.row),
+        None => state.store().decision(id).await?,
+    };
+    let row = row.map(|mut row| {
         if let Value::Object(result) = &mut row.result {
             result.insert("decision".into(), json!(decision));
             result.insert("status".into(), json!("decided"));
@@ -348,7 +357,8 @@ pub(crate) async fn close(
         row.updated = now();
         row
     });
-    Ok(state
+    let result = row.as_ref().map(|r| r.result.clone());
+    let committed = state
         .commit(Batch {
             close: Some(id.to_owned()),
             events: vec![event],
@@ -356,7 +366,11 @@ pub(crate) async fn close(
             grants,
             ..Batch::default()
         })
-        .await?)
+        .await?;
+    if matches!(committed, Committed::Written(_)) {
+        state.forget_open(id);
+    }
+    Ok((committed, result))
 }
 
 #[derive(Debug, Deserialize)]
@@ -395,7 +409,10 @@ pub(crate) async fn get(
         loop {
             match tokio::time::timeout_at(deadline, changes.recv()).await {
                 Err(_) => return Ok(Json(row.result)),
-                Ok(Ok(changed)) if changed == id => break,
+                Ok(Ok((changed, Some(result)))) if changed == id => {
+                    return Ok(Json(Value::clone(&result)));
+                }
+                Ok(Ok((changed, None))) if changed == id => break,
                 Ok(Ok(_)) => {}
                 Ok(Err(RecvError::Lagged(_))) => break,
                 Ok(Err(RecvError::Closed)) => return Ok(Json(row.result)),

@@ -140,7 +140,7 @@ impl Server {
             ))
         })?;
         let token = config::load_or_create_token(&config.token_file())?;
-        let store = SqliteStore::open(&config.database())
+        let store = SqliteStore::open_with(&config.database(), config.durability)
             .await
             .map_err(|e| ConfigError(e.to_string()))?;
         let state = AppState::new(config, Arc::new(store), Arc::new(policy), token)
@@ -182,7 +182,7 @@ async fn recover(state: &AppState) -> Result<usize, ApiError> {
             .get("facts")
             .and_then(|f| serde_json::from_value(f.clone()).ok())
             .unwrap_or_default();
-        decisions::close(
+        let _ = decisions::close(
             state,
             &record.id,
             &facts,

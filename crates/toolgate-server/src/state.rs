@@ -5,18 +5,28 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use toolgate_policy::Policy;
 use toolgate_runtime::{ApprovalBroker, EventBus};
-use toolgate_store::{Batch, Committed, SqliteStore, Store, StoreError};
+use toolgate_store::{Batch, Committed, DecisionRow, SqliteStore, Store, StoreError};
 
 use crate::config::{ServerConfig, secret};
+use crate::decisions::Facts;
 
 /// How long a login code printed by `toolgate serve` stays valid.
 pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
+
+/// An external request this process opened and has not closed.
+#[derive(Clone, Debug)]
+pub(crate) struct OpenRequest {
+    pub(crate) facts: Facts,
+    /// The external requester's decision as it stands (its `call` is the call).
+    pub(crate) row: DecisionRow,
+}
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<SqliteStore>,
@@ -28,7 +38,8 @@ pub(crate) struct Inner {
     page_sessions: Mutex<Vec<String>>,
     login_codes: Mutex<HashMap<String, Instant>>,
     pub(crate) last_seq: watch::Sender<i64>,
-    pub(crate) decided: broadcast::Sender<String>,
+    pub(crate) decided: broadcast::Sender<(String, Option<Arc<Value>>)>,
+    open: Mutex<HashMap<String, OpenRequest>>,
     pub(crate) config: ServerConfig,
 }
 
@@ -85,6 +96,7 @@ impl AppState {
                 login_codes: Mutex::new(HashMap::new()),
                 last_seq,
                 decided,
+                open: Mutex::new(HashMap::new()),
                 config,
             }),
         })
@@ -167,12 +179,29 @@ impl AppState {
         lock(&self.inner.page_sessions).retain(|s| s != session);
     }
 
-    /// The decisions that changed (their ids).
-    pub(crate) fn decided(&self) -> broadcast::Receiver<String> {
+    /// The decisions that changed: their ids, and their final form when known.
+    pub(crate) fn decided(&self) -> broadcast::Receiver<(String, Option<Arc<Value>>)> {
         self.inner.decided.subscribe()
     }
 
-    pub(crate) fn announce_decided(&self, id: &str) {
-        let _ = self.inner.decided.send(id.to_owned());
+    pub(crate) fn announce_decided(&self, id: &str, result: Option<Value>) {
+        let _ = self
+            .inner
+            .decided
+            .send((id.to_owned(), result.map(Arc::new)));
+    }
+
+    /// Keeps what resolving an external request needs, so answering it reads nothing back.
+    pub(crate) fn remember_open(&self, id: &str, request: OpenRequest) {
+        lock(&self.inner.open).insert(id.to_owned(), request);
+    }
+
+    /// What is kept of an open external request.
+    pub(crate) fn open_request(&self, id: &str) -> Option<OpenRequest> {
+        lock(&self.inner.open).get(id).cloned()
+    }
+
+    pub(crate) fn forget_open(&self, id: &str) {
+        lock(&self.inner.open).remove(id);
     }
 }

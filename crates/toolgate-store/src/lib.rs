@@ -25,7 +25,7 @@ mod sqlite;
 pub use record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
 };
-pub use sqlite::SqliteStore;
+pub use sqlite::{Durability, SqliteStore};
 
 use async_trait::async_trait;
 use serde_json::Value;

@@ -61,6 +61,19 @@ CREATE TABLE sessions (
 );
 "#];
 
+/// What a commit survives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// The daemon's crash and the machine's: every commit is flushed to the disk (`fsync`)
+    /// before it returns (`synchronous = FULL`).
+    #[default]
+    Full,
+    /// The daemon's crash (`kill -9`), not a power loss or kernel crash: commits reach the
+    /// operating system before they return, and the disk at each checkpoint
+    /// (`synchronous = NORMAL` in WAL mode). Several times faster per commit.
+    Process,
+}
+
 /// The embedded store.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
@@ -71,13 +84,22 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path` and brings its schema up to date.
+    /// Opens (creating if needed) the database at `path` and brings its schema up to date;
+    /// every commit is flushed to the disk.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Durability::Full).await
+    }
+
+    /// Opens the database at `path` with the given durability.
+    pub async fn open_with(path: &Path, durability: Durability) -> Result<SqliteStore, StoreError> {
         let url = format!("sqlite://{}", path.display());
         let options = SqliteConnectOptions::from_str(&url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(match durability {
+                Durability::Full => SqliteSynchronous::Full,
+                Durability::Process => SqliteSynchronous::Normal,
+            })
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
         let write = SqlitePoolOptions::new()

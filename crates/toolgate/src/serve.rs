@@ -31,6 +31,20 @@ pub(crate) struct ServeArgs {
     /// Allow listening on a non-loopback address.
     #[arg(long)]
     pub(crate) allow_remote: bool,
+    /// What an acknowledged decision survives: `full` (a power loss too: every commit is
+    /// flushed to the disk) or `process` (the daemon's crash only; several times faster).
+    #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = parse_durability)]
+    pub(crate) durability: toolgate_store::Durability,
+}
+
+fn parse_durability(text: &str) -> Result<toolgate_store::Durability, String> {
+    match text {
+        "full" => Ok(toolgate_store::Durability::Full),
+        "process" => Ok(toolgate_store::Durability::Process),
+        other => Err(format!(
+            "`{other}` is not a durability; use `full` or `process`"
+        )),
+    }
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
@@ -45,6 +59,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     let mut config = ServerConfig::new(data_dir);
     config.listen = args.listen;
     config.allow_remote = args.allow_remote;
+    config.durability = args.durability;
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;

@@ -1,0 +1,275 @@
+//! The daemon under load, over real loopback TCP, all in one run so the figures compare:
+//!
+//! - a trivial request (`GET /api/health`, keep-alive) — the baseline;
+//! - an approval round trip: a call waits (`GET /api/decisions/{id}?wait=30` in flight), an
+//!   answer is posted, the waiting call is released — timed from posting to release;
+//! - sustained decisions: concurrent clients posting calls the policy decides at once, each
+//!   committed (SQLite, `synchronous = FULL`) before its answer;
+//! - 10,000 pending requests held, and the memory each costs.
+//!
+//! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk)
+//! and `Durability::Process` (commits survive the daemon's crash, not the machine's).
+//!
+//! Run with `cargo bench -p toolgate-server --bench daemon`.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stdout,
+    clippy::cast_precision_loss
+)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use toolgate_policy::Policy;
+use toolgate_server::{Server, ServerConfig};
+
+const POLICY: &str = r#"
+version = 1
+mode = "approve-all"
+[[rule]]
+name = "ask-pay"
+decision = "ask"
+tool = "pay"
+"#;
+
+/// A keep-alive HTTP/1.1 connection.
+struct Connection {
+    stream: BufReader<TcpStream>,
+    host: String,
+    token: String,
+}
+
+impl Connection {
+    async fn open(address: &str, token: &str) -> Connection {
+        let stream = TcpStream::connect(address).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        Connection {
+            stream: BufReader::new(stream),
+            host: address.to_owned(),
+            token: token.to_owned(),
+        }
+    }
+
+    async fn send(&mut self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let payload = body.map(Value::to_string).unwrap_or_default();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
+            self.host,
+            self.token,
+            payload.len()
+        );
+        self.stream
+            .get_mut()
+            .write_all(request.as_bytes())
+            .await
+            .unwrap();
+        self.read().await
+    }
+
+    async fn read(&mut self) -> (u16, Value) {
+        let mut line = String::new();
+        self.stream.read_line(&mut line).await.unwrap();
+        let status: u16 = line.split(' ').nth(1).unwrap().parse().unwrap();
+        let mut length = 0;
+        loop {
+            line.clear();
+            self.stream.read_line(&mut line).await.unwrap();
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; length];
+        self.stream.read_exact(&mut body).await.unwrap();
+        let body = if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&body).unwrap()
+        };
+        (status, body)
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn main() {
+    for durability in [
+        toolgate_store::Durability::Full,
+        toolgate_store::Durability::Process,
+    ] {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(run(durability));
+    }
+}
+
+async fn run(durability: toolgate_store::Durability) {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let mut config = ServerConfig::new(dir.path());
+    config.listen = address;
+    config.durability = durability;
+    let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
+    let server = Server::open(config, policy).await.unwrap();
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    let token = std::fs::read_to_string(dir.path().join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let address = address.to_string();
+    println!("daemon benchmarks, durability {durability:?} (one run; compare within it)");
+
+    // The baseline: a trivial request.
+    let mut plain = Connection::open(&address, &token).await;
+    for _ in 0..200 {
+        plain.send("GET", "/api/health", None).await;
+    }
+    let mut trivial = Vec::new();
+    for _ in 0..2000 {
+        let started = Instant::now();
+        let (status, _) = plain.send("GET", "/api/health", None).await;
+        trivial.push(started.elapsed());
+        assert_eq!(status, 200);
+    }
+    let trivial = median(trivial);
+    println!(
+        "  trivial request (GET /api/health)     p50 {:>8.1} µs",
+        micros(trivial)
+    );
+
+    // Approval round trips.
+    let mut requester = Connection::open(&address, &token).await;
+    let mut approver = Connection::open(&address, &token).await;
+    let mut round_trips = Vec::new();
+    for i in 0..500 {
+        let call = json!({"tool": "pay", "args": {"n": i}, "context": {"session": "bench"}});
+        let (status, body) = requester.send("POST", "/api/decisions", Some(&call)).await;
+        assert_eq!(status, 202);
+        let id = body["id"].as_str().unwrap().to_owned();
+        // The waiting call is in flight before the answer is posted.
+        let wait = format!(
+            "GET /api/decisions/{id}?wait=30 HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\r\n"
+        );
+        requester
+            .stream
+            .get_mut()
+            .write_all(wait.as_bytes())
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let started = Instant::now();
+        let answer = json!({"decision": "allow-once"});
+        let (status, _) = approver
+            .send("POST", &format!("/api/approvals/{id}"), Some(&answer))
+            .await;
+        assert_eq!(status, 200);
+        let (status, released) = requester.read().await;
+        round_trips.push(started.elapsed());
+        assert_eq!(
+            (status, released["decision"].as_str()),
+            (200, Some("allow"))
+        );
+    }
+    let round_trip = median(round_trips);
+    println!(
+        "  approval round trip (post → release)  p50 {:>8.1} µs   = {:.2}× the trivial request",
+        micros(round_trip),
+        round_trip.as_secs_f64() / trivial.as_secs_f64()
+    );
+
+    // Sustained decisions, each durable before it is acknowledged.
+    let clients = 8;
+    let per_client = 400;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (address, token) = (address.clone(), token.clone());
+            tokio::spawn(async move {
+                let mut connection = Connection::open(&address, &token).await;
+                for i in 0..per_client {
+                    let call = json!({"tool": "read", "args": {"c": c, "i": i}, "context": {"session": "bench"}});
+                    let (status, _) = connection.send("POST", "/api/decisions", Some(&call)).await;
+                    assert_eq!(status, 200);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let decisions = f64::from(clients * per_client);
+    println!(
+        "  durable decisions, {clients} clients           {:>8.0} /s   ({} in {:.2} s)",
+        decisions / elapsed.as_secs_f64(),
+        clients * per_client,
+        elapsed.as_secs_f64()
+    );
+
+    // 10,000 pending requests.
+    let before = rss_kib();
+    let held = 10_000;
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..4)
+        .map(|c| {
+            let (address, token) = (address.clone(), token.clone());
+            tokio::spawn(async move {
+                let mut connection = Connection::open(&address, &token).await;
+                for i in 0..held / 4 {
+                    let call = json!({"tool": "pay", "args": {"c": c, "i": i}, "context": {"session": "held"}});
+                    let (status, _) = connection.send("POST", "/api/decisions", Some(&call)).await;
+                    assert_eq!(status, 202);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let opened = started.elapsed();
+    let after = rss_kib();
+    let (_, pending) = plain.send("GET", "/api/pending", None).await;
+    let count = pending["pending"].as_array().unwrap().len();
+    println!(
+        "  pending requests held                  {count:>8}   (opened in {:.2} s)",
+        opened.as_secs_f64()
+    );
+    // Only the first run starts from a fresh heap: later runs reuse what the first freed.
+    if let (Some(before), Some(after), toolgate_store::Durability::Full) =
+        (before, after, durability)
+    {
+        println!(
+            "  memory per pending request             {:>8.0} bytes (resident {} → {} KiB)",
+            (after.saturating_sub(before) * 1024) as f64 / held as f64,
+            before,
+            after
+        );
+    }
+}
