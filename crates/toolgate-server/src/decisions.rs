@@ -140,6 +140,15 @@ pub(crate) async fn submit(
 ) -> Result<Response, ApiError> {
     let call = Call::from_value(body.clone())
         .map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
+    if let Some(session) = &call.context.session {
+        crate::sessions::ensure(
+            &state,
+            session,
+            call.context.workspace.as_deref(),
+            call.context.branch.as_deref(),
+        )
+        .await?;
+    }
     let evaluation = state.policy().evaluate(&call);
     let id = uuid::Uuid::new_v4().to_string();
     let created = now();

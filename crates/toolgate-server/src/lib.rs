@@ -20,6 +20,7 @@ mod events;
 mod grants;
 mod page;
 pub mod security;
+mod sessions;
 mod state;
 
 use std::sync::Arc;
@@ -39,6 +40,7 @@ pub use decisions::MAX_WAIT;
 pub use error::ApiError;
 pub use events::MAX_PAGE;
 pub use page::CSP;
+pub use sessions::AGENT_ID;
 pub use state::{AppState, LOGIN_CODE_LIFETIME};
 
 /// The reason a request gets when the daemon stopped before anyone answered it.
@@ -64,6 +66,15 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/events"),
     ("GET", "/api/sessions/{id}/events"),
     ("GET", "/api/audit"),
+    ("POST", "/api/sessions"),
+    ("GET", "/api/sessions"),
+    ("GET", "/api/sessions/{id}"),
+    ("POST", "/api/sessions/{id}/branches"),
+    ("POST", "/api/sessions/{id}/approve"),
+    (
+        "POST",
+        "/agents/{agent}/sessions/{session}/branches/{branch}/responses",
+    ),
 ];
 
 async fn openapi() -> axum::response::Response {
@@ -94,6 +105,14 @@ pub fn router(state: AppState) -> Router {
         .route("/api/events", get(events::all))
         .route("/api/sessions/{id}/events", get(events::of_session))
         .route("/api/audit", get(events::audit))
+        .route("/api/sessions", post(sessions::create).get(sessions::list))
+        .route("/api/sessions/{id}", get(sessions::get))
+        .route("/api/sessions/{id}/branches", post(sessions::fork))
+        .route("/api/sessions/{id}/approve", post(sessions::agh_approve))
+        .route(
+            "/agents/{agent}/sessions/{session}/branches/{branch}/responses",
+            post(sessions::hpd_respond),
+        )
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY))

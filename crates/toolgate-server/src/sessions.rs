@@ -1,0 +1,370 @@
+//! Sessions, and the seeds' approval routes that are scoped by them: AGH's
+//! `POST /api/sessions/{id}/approve` and HPD's
+//! `POST /agents/{agent}/sessions/{sid}/branches/{bid}/responses`.
+//!
+//! A session is created explicitly (`POST /api/sessions`) or by the first call that names it
+//! in its context; it has branches (`main` first; `POST /api/sessions/{id}/branches` forks
+//! one). Its pending requests are the external calls that name it.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde_json::{Map, Value, json};
+use toolgate_policy::Choice;
+use toolgate_runtime::{Answer, MAIN_BRANCH};
+use toolgate_store::{PendingRecord, Store};
+
+use crate::approvals::{actor, resolve};
+use crate::body::JsonBody;
+use crate::decisions::{SOURCE, now};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The agent id of the daemon's own requests on HPD's route.
+pub const AGENT_ID: &str = SOURCE;
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
+}
+
+fn session_json(id: &str, workspace: Option<&str>) -> Value {
+    json!({"id": id, "created": now(), "workspace": workspace, "branches": [MAIN_BRANCH]})
+}
+
+/// Makes sure a session named by a call exists, with the call's branch.
+pub(crate) async fn ensure(
+    state: &AppState,
+    id: &str,
+    workspace: Option<&str>,
+    branch: Option<&str>,
+) -> Result<(), ApiError> {
+    let branch = branch.unwrap_or(MAIN_BRANCH);
+    let mut snapshot = match state.store().session(id).await? {
+        Some(row) => row.snapshot,
+        None => session_json(id, workspace),
+    };
+    let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut) else {
+        return Ok(());
+    };
+    let known = branches.iter().any(|b| b.as_str() == Some(branch));
+    if !known {
+        branches.push(Value::String(branch.to_owned()));
+    }
+    if !known || branch == MAIN_BRANCH {
+        state.store().put_session(id, &snapshot).await?;
+    }
+    Ok(())
+}
+
+/// `POST /api/sessions` with `{"id"?, "workspace"?}`.
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let id = match body.get("id") {
+        None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
+        Some(Value::String(id)) if valid_name(id) => id.clone(),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_session_id",
+                "a session id is 1 to 128 letters, digits and `-_.:/`",
+            ));
+        }
+    };
+    let workspace = body.get("workspace").and_then(Value::as_str);
+    if state.store().session(&id).await?.is_some() {
+        return Err(ApiError::conflict(
+            "session_exists",
+            format!("session `{id}` exists"),
+        ));
+    }
+    let snapshot = session_json(&id, workspace);
+    state.store().put_session(&id, &snapshot).await?;
+    Ok((StatusCode::CREATED, Json(snapshot)))
+}
+
+/// `GET /api/sessions`.
+pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let sessions: Vec<Value> = state
+        .store()
+        .sessions()
+        .await?
+        .into_iter()
+        .map(|s| s.snapshot)
+        .collect();
+    Ok(Json(json!({ "sessions": sessions })))
+}
+
+async fn pending_of(state: &AppState, session: &str) -> Result<Vec<PendingRecord>, ApiError> {
+    Ok(state
+        .store()
+        .pending()
+        .await?
+        .into_iter()
+        .filter(|p| p.session.as_deref() == Some(session))
+        .collect())
+}
+
+/// `GET /api/sessions/{id}`: the session and its pending requests.
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let session = state
+        .store()
+        .session(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+    let pending = pending_of(&state, &id).await?;
+    let mut body = match session.snapshot {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    body.insert("pending".into(), json!(pending));
+    Ok(Json(Value::Object(body)))
+}
+
+/// `POST /api/sessions/{id}/branches` with `{"name", "from"?}`: forks a branch.
+pub(crate) async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let mut session = state
+        .store()
+        .session(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?
+        .snapshot;
+    let name = body
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| valid_name(n))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_branch",
+                "a branch needs a `name`: letters, digits and `-_.:/`",
+            )
+        })?
+        .to_owned();
+    let from = body
+        .get("from")
+        .and_then(Value::as_str)
+        .unwrap_or(MAIN_BRANCH)
+        .to_owned();
+    let branches = session
+        .get_mut("branches")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| {
+            ApiError::bad_request("corrupt_session", "the session has no branch list")
+        })?;
+    if !branches.iter().any(|b| b.as_str() == Some(from.as_str())) {
+        return Err(ApiError::not_found(format!(
+            "session `{id}` has no branch `{from}`"
+        )));
+    }
+    if branches.iter().any(|b| b.as_str() == Some(name.as_str())) {
+        return Err(ApiError::conflict(
+            "branch_exists",
+            format!("session `{id}` already has a branch `{name}`"),
+        ));
+    }
+    branches.push(Value::String(name.clone()));
+    state.store().put_session(&id, &session).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"session": id, "branch": name, "from": from})),
+    ))
+}
+
+fn request_of(record: &PendingRecord) -> &Value {
+    record.request.get("request").unwrap_or(&record.request)
+}
+
+/// AGH's `POST /api/sessions/{id}/approve` with `{"request_id"?, "turn_id"?, "decision"}`:
+/// the four exact decisions (trimmed); 400 for a malformed body, a missing id or a decision
+/// that was not offered (the request stays pending); 404 for an unknown session; 409 when no
+/// such request is pending or a turn has several; `{"status": "approved"}` for any decision.
+pub(crate) async fn agh_approve(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let text = |key: &str| {
+        body.get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let (request_id, turn_id) = (text("request_id"), text("turn_id"));
+    if request_id.is_none() && turn_id.is_none() {
+        return Err(ApiError::bad_request(
+            "missing_request",
+            "send `request_id` or `turn_id`",
+        ));
+    }
+    let decision: Choice = text("decision")
+        .ok_or_else(|| ApiError::bad_request("invalid_decision", "send a `decision`"))?
+        .parse()
+        .map_err(|_| {
+            ApiError::bad_request(
+                "invalid_decision",
+                "`decision` is one of allow-once, allow-always, reject-once, reject-always",
+            )
+        })?;
+    if state.store().session(&id).await?.is_none() {
+        return Err(ApiError::not_found(format!("no session `{id}`")));
+    }
+    let pending = pending_of(&state, &id).await?;
+    let record = match (&request_id, &turn_id) {
+        (Some(request_id), _) => pending
+            .iter()
+            .find(|p| p.id == *request_id)
+            .ok_or_else(|| {
+                ApiError::conflict(
+                    "not_pending",
+                    format!("no request `{request_id}` is pending in session `{id}`"),
+                )
+            })?,
+        (None, Some(turn)) => {
+            let in_turn: Vec<&PendingRecord> = pending
+                .iter()
+                .filter(|p| p.request.get("turn").and_then(Value::as_str) == Some(turn.as_str()))
+                .collect();
+            match in_turn.as_slice() {
+                [one] => *one,
+                [] => {
+                    return Err(ApiError::conflict(
+                        "not_pending",
+                        format!("no request is pending in turn `{turn}`"),
+                    ));
+                }
+                _ => {
+                    return Err(ApiError::conflict(
+                        "ambiguous",
+                        format!("turn `{turn}` has several pending requests; send `request_id`"),
+                    ));
+                }
+            }
+        }
+        (None, None) => {
+            return Err(ApiError::bad_request(
+                "missing_request",
+                "send `request_id` or `turn_id`",
+            ));
+        }
+    };
+    // AGH's option-kind fallback: an "always" the request does not offer falls back to its
+    // "once" sibling, and the reverse.
+    let offered: Vec<Choice> = request_of(record)
+        .get("choices")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let sibling = match decision {
+        Choice::AllowAlways => Choice::AllowOnce,
+        Choice::AllowOnce => Choice::AllowAlways,
+        Choice::RejectAlways => Choice::RejectOnce,
+        Choice::RejectOnce => Choice::RejectAlways,
+    };
+    let applied = if offered.contains(&decision) {
+        decision
+    } else if offered.contains(&sibling) {
+        sibling
+    } else {
+        return Err(ApiError::bad_request(
+            "decision_not_offered",
+            format!("`{decision}` (or its sibling) was not offered; the request stays pending"),
+        ));
+    };
+    resolve(
+        &state,
+        &record.id.clone(),
+        Answer::from(applied),
+        &actor(&body, "agh"),
+    )
+    .await?;
+    Ok(Json(json!({"status": "approved"})))
+}
+
+/// HPD's `POST /agents/{agent}/sessions/{sid}/branches/{bid}/responses` with a
+/// `PERMISSION_RESPONSE` envelope (`permissionId`, `approved`, `choice`, `reason`): 404 for an
+/// unknown agent, session or branch; 409 `BranchRuntimeNotActive` when nothing waits in the
+/// branch, 409 when no request waits for this id; 200 with the result.
+pub(crate) async fn hpd_respond(
+    State(state): State<AppState>,
+    Path((agent, session, branch)): Path<(String, String, String)>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    if agent != AGENT_ID {
+        return Err(ApiError::not_found(format!(
+            "no agent `{agent}` (this daemon's is `{AGENT_ID}`)"
+        )));
+    }
+    let known = state
+        .store()
+        .session(&session)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no session `{session}`")))?;
+    let has_branch = known
+        .snapshot
+        .get("branches")
+        .and_then(Value::as_array)
+        .is_some_and(|b| b.iter().any(|b| b.as_str() == Some(branch.as_str())));
+    if !has_branch {
+        return Err(ApiError::not_found(format!(
+            "session `{session}` has no branch `{branch}`"
+        )));
+    }
+    let kind = body
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("PERMISSION_RESPONSE");
+    if kind != "PERMISSION_RESPONSE" {
+        return Err(ApiError::bad_request(
+            "unsupported_response",
+            format!("`{kind}` responses are not handled here; send PERMISSION_RESPONSE"),
+        ));
+    }
+    let permission_id = body
+        .get("permissionId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("missing_permission_id", "send `permissionId`"))?
+        .to_owned();
+    let answer =
+        Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_response", e))?;
+    let in_branch: Vec<PendingRecord> = pending_of(&state, &session)
+        .await?
+        .into_iter()
+        .filter(|p| {
+            p.request
+                .get("call")
+                .and_then(|c| c.get("context"))
+                .and_then(|c| c.get("branch"))
+                .and_then(Value::as_str)
+                .unwrap_or(MAIN_BRANCH)
+                == branch
+        })
+        .collect();
+    if in_branch.is_empty() {
+        return Err(ApiError::conflict(
+            "BranchRuntimeNotActive",
+            format!("nothing is waiting in session `{session}`, branch `{branch}`"),
+        ));
+    }
+    if !in_branch.iter().any(|p| p.id == permission_id) {
+        return Err(ApiError::conflict(
+            "no_waiter",
+            format!("no request `{permission_id}` is waiting in this branch"),
+        ));
+    }
+    let choice = answer.decision;
+    resolve(&state, &permission_id, answer, &actor(&body, "hpd")).await?;
+    Ok(Json(
+        json!({"accepted": true, "permissionId": permission_id, "decision": choice}),
+    ))
+}

@@ -1,0 +1,258 @@
+//! The seeds' approval routes over HTTP: AGH's approve API and HPD's hosted response route,
+//! with their exact statuses; and sessions.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use common::Daemon;
+
+async fn ask(daemon: &Daemon, tool: &str, session: &str, branch: &str) -> String {
+    let call = json!({"tool": tool, "args": {}, "context": {"session": session, "branch": branch}});
+    let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+async fn decision(daemon: &Daemon, id: &str) -> Value {
+    daemon
+        .call("GET", &format!("/api/decisions/{id}"), None)
+        .await
+        .1
+}
+
+#[tokio::test]
+async fn agh_approve_answers_by_request_id_with_its_statuses() {
+    let daemon = Daemon::start().await;
+    let id = ask(&daemon, "pay", "s1", "main").await;
+    let approve = |body: Value| daemon.call("POST", "/api/sessions/s1/approve", Some(body));
+
+    for (body, status, code) in [
+        (
+            json!({"decision": "allow-once"}),
+            StatusCode::BAD_REQUEST,
+            "missing_request",
+        ),
+        (
+            json!({"request_id": id, "decision": "Allow-Once"}),
+            StatusCode::BAD_REQUEST,
+            "invalid_decision",
+        ),
+        (
+            json!({"request_id": id}),
+            StatusCode::BAD_REQUEST,
+            "invalid_decision",
+        ),
+        (
+            json!({"request_id": "nope", "decision": "allow-once"}),
+            StatusCode::CONFLICT,
+            "not_pending",
+        ),
+        (
+            json!({"turn_id": "t9", "decision": "allow-once"}),
+            StatusCode::CONFLICT,
+            "not_pending",
+        ),
+    ] {
+        let (got, error) = approve(body).await;
+        assert_eq!(
+            (got, error["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{error}"
+        );
+    }
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/api/sessions/unknown/approve",
+            Some(json!({"request_id": id, "decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
+    assert_eq!(daemon.pending_ids().await, [id.clone()], "still pending");
+
+    // " reject-once " (trimmed) is approved too: AGH's naming quirk.
+    let (status, body) = approve(json!({"request_id": id, "decision": " reject-once "})).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"status": "approved"}))
+    );
+    assert_eq!(decision(&daemon, &id).await["decision"], "deny");
+    let (status, error) = approve(json!({"request_id": id, "decision": "allow-once"})).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("not_pending"))
+    );
+}
+
+#[tokio::test]
+async fn agh_falls_back_to_the_sibling_option_kind() {
+    let daemon = Daemon::start().await;
+    // `deploy` offers allow-once and reject-once only.
+    let id = ask(&daemon, "deploy", "s1", "main").await;
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s1/approve",
+            Some(json!({"request_id": id, "decision": "allow-always"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let decided = decision(&daemon, &id).await;
+    assert_eq!(decided["decision"], "allow");
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert!(
+        grants["grants"].as_array().unwrap().is_empty(),
+        "applied as allow-once: no grant"
+    );
+}
+
+#[tokio::test]
+async fn hpd_responses_are_routed_by_agent_session_and_branch() {
+    let daemon = Daemon::start().await;
+    let id = ask(&daemon, "pay", "s1", "main").await;
+    let route = |agent: &str, session: &str, branch: &str| {
+        format!("/agents/{agent}/sessions/{session}/branches/{branch}/responses")
+    };
+    let envelope = |permission: &str| {
+        json!({"version": "1.0", "type": "PERMISSION_RESPONSE", "permissionId": permission,
+               "sourceName": "toolgate", "approved": true, "choice": "alwaysAllow"})
+    };
+    for (path, status, code) in [
+        (
+            route("other", "s1", "main"),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            route("toolgate", "nope", "main"),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+        (
+            route("toolgate", "s1", "nope"),
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+    ] {
+        let (got, error) = daemon.call("POST", &path, Some(envelope(&id))).await;
+        assert_eq!(
+            (got, error["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{path}"
+        );
+    }
+    // A branch with nothing waiting: the runtime is not active.
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s1/branches",
+            Some(json!({"name": "alt"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, error) = daemon
+        .call("POST", &route("toolgate", "s1", "alt"), Some(envelope(&id)))
+        .await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("BranchRuntimeNotActive"))
+    );
+    let (status, error) = daemon
+        .call(
+            "POST",
+            &route("toolgate", "s1", "main"),
+            Some(envelope("other-id")),
+        )
+        .await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("no_waiter"))
+    );
+    assert_eq!(daemon.pending_ids().await, [id.clone()]);
+
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &route("toolgate", "s1", "main"),
+            Some(envelope(&id)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["decision"], "allow-always");
+    assert_eq!(decision(&daemon, &id).await["decision"], "allow");
+    let (status, _) = daemon
+        .call(
+            "POST",
+            &route("toolgate", "s1", "main"),
+            Some(envelope(&id)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "nothing waits any more");
+}
+
+#[tokio::test]
+async fn sessions_are_created_listed_read_and_forked() {
+    let daemon = Daemon::start().await;
+    let (status, created) = daemon
+        .call(
+            "POST",
+            "/api/sessions",
+            Some(json!({"id": "work", "workspace": "/ws"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert_eq!(created["branches"], json!(["main"]));
+    let (status, _) = daemon
+        .call("POST", "/api/sessions", Some(json!({"id": "work"})))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = daemon
+        .call("POST", "/api/sessions", Some(json!({"id": "bad id!"})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // A call naming a session and branch creates them.
+    let id = ask(&daemon, "pay", "auto", "feature").await;
+    let (_, session) = daemon.call("GET", "/api/sessions/auto", None).await;
+    assert_eq!(session["branches"], json!(["main", "feature"]));
+    assert_eq!(session["pending"][0]["id"], id);
+    let (_, list) = daemon.call("GET", "/api/sessions", None).await;
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 2);
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions/work/branches",
+            Some(json!({"name": "try", "from": "nope"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions/work/branches",
+            Some(json!({"name": "try"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions/work/branches",
+            Some(json!({"name": "try"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = daemon.call("GET", "/api/sessions/missing", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
