@@ -80,7 +80,7 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
-    assert_eq!(daemon.pending_ids().await, [id.clone()], "still pending");
+    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id), "still pending");
 
     // " reject-once " (trimmed) is approved too: AGH's naming quirk.
     let (status, body) = approve(json!({"request_id": id, "decision": " reject-once "})).await;
@@ -180,7 +180,7 @@ async fn hpd_responses_are_routed_by_agent_session_and_branch() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("no_waiter"))
     );
-    assert_eq!(daemon.pending_ids().await, [id.clone()]);
+    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id));
 
     let (status, body) = daemon
         .call(
