@@ -92,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(page::index))
         .route("/app.js", get(page::script))
         .route("/app.css", get(page::style))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
         .route("/api/login", post(page::login))

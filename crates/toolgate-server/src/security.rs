@@ -29,7 +29,7 @@ fn is_public(method: &Method, path: &str) -> bool {
         (method.as_str(), path),
         (
             "GET",
-            "/" | "/app.js" | "/app.css" | "/api/health" | "/api/openapi.json"
+            "/" | "/app.js" | "/app.css" | "/favicon.ico" | "/api/health" | "/api/openapi.json"
         ) | ("POST", "/api/login")
     )
 }

@@ -80,7 +80,11 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
-    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id), "still pending");
+    assert_eq!(
+        daemon.pending_ids().await,
+        std::slice::from_ref(&id),
+        "still pending"
+    );
 
     // " reject-once " (trimmed) is approved too: AGH's naming quirk.
     let (status, body) = approve(json!({"request_id": id, "decision": " reject-once "})).await;

@@ -15,7 +15,9 @@ use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+mod common;
+
+use common::{BIN, DaemonProcess, Killed, wait_for_line};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -727,40 +729,6 @@ fn readme_block<'a>(readme: &'a str, marker: &str, lang: &str) -> &'a str {
     &readme[block_start..block_end]
 }
 
-/// Reads `process`'s stdout until a line starts with `prefix` (at most 60 s).
-fn wait_for_line(stdout: std::process::ChildStdout, prefix: &str) -> (String, Vec<String>) {
-    use std::io::BufRead;
-    let (send, receive) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if send.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    loop {
-        let line = receive
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .unwrap_or_else(|_| panic!("no line starting with {prefix:?}; got {seen:?}"));
-        seen.push(line.clone());
-        if line.starts_with(prefix) {
-            return (line, seen);
-        }
-    }
-}
-
-/// Kills a child process however the test ends.
-struct Killed(std::process::Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_readme_quick_start_runs_as_written() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -879,78 +847,15 @@ fn help_text_is_committed_and_current() {
     );
 }
 
-/// A daemon process on a free port with its own data directory.
-struct DaemonProcess {
-    _child: Killed,
-    data: tempfile::TempDir,
-    address: String,
-}
-
-impl DaemonProcess {
-    fn start() -> DaemonProcess {
-        let data = tempfile::tempdir().unwrap();
-        let child = Command::new(BIN)
-            .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
-            .current_dir(root())
-            .env("TOOLGATE_DATA_DIR", data.path())
-            .env("TOOLGATE_LISTEN", "127.0.0.1:0")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut child = Killed(child);
-        let output = child.0.stdout.take().unwrap();
-        let (listening, _) = wait_for_line(output, "toolgate is listening on http://");
-        let address = listening
-            .trim_start_matches("toolgate is listening on http://")
-            .to_owned();
-        DaemonProcess {
-            _child: child,
-            data,
-            address,
-        }
-    }
-
-    /// Runs a client command against this daemon.
-    fn client(&self, args: &[&str]) -> Output {
-        Command::new(BIN)
-            .args(args)
-            .env("TOOLGATE_DATA_DIR", self.data.path())
-            .env("TOOLGATE_URL", format!("http://{}", self.address))
-            .env_remove("TOOLGATE_TOKEN")
-            .output()
-            .unwrap()
-    }
-
-    /// Submits a call over HTTP; returns the status line and body.
-    fn submit(&self, call: &str) -> String {
-        use std::io::{Read, Write};
-        let token = std::fs::read_to_string(self.data.path().join("token")).unwrap();
-        let mut stream = std::net::TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
-        write!(
-            stream,
-            "POST /api/decisions HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{call}",
-            self.address,
-            token.trim(),
-            call.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    }
-}
-
 #[test]
 fn people_answer_list_and_revoke_from_the_command_line() {
-    let daemon = DaemonProcess::start();
-    let response = daemon.submit(
-        r#"{"tool": "bash", "args": {"command": "cargo publish"}, "context": {"workspace": "/tmp", "session": "s1"}}"#,
-    );
-    assert!(response.starts_with("HTTP/1.1 202"), "{response}");
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let call = |command: &str| json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "s1"}});
+    let (status, _) = daemon
+        .http("POST", "/api/decisions", Some(&call("cargo publish")))
+        .unwrap();
+    assert_eq!(status, 202);
 
     let o = daemon.client(&["approvals"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -976,13 +881,14 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     );
 
     // The grant answers the next call at once.
-    let response = daemon.submit(
-        r#"{"tool": "bash", "args": {"command": "cargo publish --dry-run"}, "context": {"workspace": "/tmp", "session": "s1"}}"#,
-    );
-    assert!(
-        response.starts_with("HTTP/1.1 200") && response.contains("\"layer\":\"grant\""),
-        "{response}"
-    );
+    let (status, body) = daemon
+        .http(
+            "POST",
+            "/api/decisions",
+            Some(&call("cargo publish --dry-run")),
+        )
+        .unwrap();
+    assert_eq!((status, body["layer"].as_str()), (200, Some("grant")));
     let o = daemon.client(&["grants"]);
     let grants = stdout(&o);
     assert!(grants.contains("allow  bash  {\"kind\":\"command\",\"prefix\":[\"cargo\",\"publish\"]}  session  by cli"), "{grants}");

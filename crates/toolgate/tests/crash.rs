@@ -9,95 +9,15 @@
     clippy::indexing_slicing
 )]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+mod common;
 
-fn root() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
-/// A daemon process, killed however the test ends.
-struct Daemon(Child);
-
-impl Daemon {
-    /// `kill -9`, and reap.
-    fn kill(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Starts the daemon on `data`; returns it and its address.
-fn start(data: &Path) -> (Daemon, String) {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
-        .current_dir(root())
-        .env("TOOLGATE_DATA_DIR", data)
-        .env("TOOLGATE_LISTEN", "127.0.0.1:0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let child = Daemon(child);
-    let mut lines = BufReader::new(stdout).lines();
-    for _ in 0..20 {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(address) = line.strip_prefix("toolgate is listening on http://") {
-            let address = address.to_owned();
-            // Keep draining stdout so the daemon never blocks on it.
-            std::thread::spawn(move || for _ in lines {});
-            return (child, address);
-        }
-    }
-    panic!("the daemon did not say where it listens");
-}
-
-/// One HTTP request; `None` when the connection failed or broke (nothing acknowledged).
-fn http(
-    address: &str,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<&Value>,
-) -> Option<(u16, Value)> {
-    let mut stream = TcpStream::connect(address).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok()?;
-    let payload = body.map(Value::to_string).unwrap_or_default();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
-        payload.len()
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n")?;
-    let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
-    let body = if body.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(body).ok()?
-    };
-    Some((status, body))
-}
+use common::{DaemonProcess, http};
 
 fn call(command: &str) -> Value {
     json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "crash"}})
@@ -106,11 +26,8 @@ fn call(command: &str) -> Value {
 #[test]
 fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
     let data = tempfile::tempdir().unwrap();
-    let (mut daemon, address) = start(data.path());
-    let token = std::fs::read_to_string(data.path().join("token"))
-        .unwrap()
-        .trim()
-        .to_owned();
+    let mut daemon = DaemonProcess::start(data.path());
+    let (address, token) = (daemon.address.clone(), daemon.token());
 
     // Pending requests: some answered (acknowledged), some left waiting.
     let mut pending = Vec::new();
@@ -195,7 +112,8 @@ fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
         acknowledged.len()
     );
 
-    let (mut daemon, address) = start(data.path());
+    let mut daemon = DaemonProcess::start(data.path());
+    let address = daemon.address.clone();
     let get = |id: &str| {
         http(
             &address,

@@ -1,0 +1,157 @@
+//! A `toolgate serve` process for the end-to-end tests, and a minimal HTTP client for it.
+
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_toolgate");
+
+/// The repository's root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Reads a process's stdout until a line starts with `prefix` (at most 60 s); the rest of the
+/// output keeps being drained so the process never blocks on it.
+pub fn wait_for_line(stdout: ChildStdout, prefix: &str) -> (String, Vec<String>) {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = send.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    loop {
+        let line = receive
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no line starting with {prefix:?}; got {seen:?}"));
+        seen.push(line.clone());
+        if line.starts_with(prefix) {
+            return (line, seen);
+        }
+    }
+}
+
+/// Kills a child process however the test ends.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A daemon process on a free loopback port, with its data in `data`.
+pub struct DaemonProcess {
+    child: Killed,
+    pub data: PathBuf,
+    pub address: String,
+    /// The one-time code of the page address it printed.
+    pub login: String,
+}
+
+impl DaemonProcess {
+    /// Starts `toolgate serve` with the shipped policy.
+    pub fn start(data: &Path) -> DaemonProcess {
+        let child = Command::new(BIN)
+            .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+            .current_dir(root())
+            .env("TOOLGATE_DATA_DIR", data)
+            .env("TOOLGATE_LISTEN", "127.0.0.1:0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut child = Killed(child);
+        let output = child.0.stdout.take().unwrap();
+        let (page, seen) = wait_for_line(output, "  open the approval page: http://");
+        let address = seen
+            .iter()
+            .find_map(|l| l.strip_prefix("toolgate is listening on http://"))
+            .unwrap()
+            .to_owned();
+        let login = page.split("#login=").nth(1).unwrap().trim().to_owned();
+        DaemonProcess {
+            child,
+            data: data.to_owned(),
+            address,
+            login,
+        }
+    }
+
+    /// `kill -9`, and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.0.kill();
+        let _ = self.child.0.wait();
+    }
+
+    /// The API token.
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(self.data.join("token"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
+    /// Runs a client command against this daemon.
+    pub fn client(&self, args: &[&str]) -> Output {
+        Command::new(BIN)
+            .args(args)
+            .env("TOOLGATE_DATA_DIR", &self.data)
+            .env("TOOLGATE_URL", format!("http://{}", self.address))
+            .env_remove("TOOLGATE_TOKEN")
+            .output()
+            .unwrap()
+    }
+
+    /// One HTTP request with the token; `None` when the connection failed or broke.
+    pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
+        http(&self.address, &self.token(), method, path, body)
+    }
+}
+
+/// One HTTP request; `None` when the connection failed or broke (nothing acknowledged).
+pub fn http(
+    address: &str,
+    token: &str,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Option<(u16, Value)> {
+    let mut stream = TcpStream::connect(address).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
+    let body = if body.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(body).ok()?
+    };
+    Some((status, body))
+}

@@ -1,0 +1,73 @@
+//! The approval page in a real browser: Debian's Chromium driven by playwright-core
+//! (`tests/browser/page.mjs`). `.ci/run` installs both and sets `TOOLGATE_REQUIRE_BROWSER=1`, so
+//! the test cannot skip there; elsewhere it says what is missing and passes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::print_stderr
+)]
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{DaemonProcess, root};
+
+fn missing() -> Option<String> {
+    let browser = root().join("tests/browser");
+    if !browser.join("node_modules/playwright-core").exists() {
+        return Some("tests/browser/node_modules (run `npm ci --prefix tests/browser`)".into());
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        return Some(format!("{chromium} (apt-get install chromium)"));
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return Some("node".into());
+    }
+    None
+}
+
+#[test]
+fn a_person_answers_on_the_page_and_the_waiting_call_proceeds() {
+    if let Some(what) = missing() {
+        assert!(
+            std::env::var_os("TOOLGATE_REQUIRE_BROWSER").is_none(),
+            "the browser test needs {what}"
+        );
+        eprintln!("skipped: the browser test needs {what}");
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let mut node = Command::new("node")
+        .arg("page.mjs")
+        .current_dir(root().join("tests/browser"))
+        .env("TOOLGATE_URL", format!("http://{}", daemon.address))
+        .env("TOOLGATE_LOGIN", &daemon.login)
+        .env("TOOLGATE_TOKEN", daemon.token())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while node.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(120) {
+            let _ = node.kill();
+            panic!("the browser test did not finish in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = node.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the page test failed:\n{out}\n{err}"
+    );
+    assert!(out.starts_with("OK "), "{out}\n{err}");
+}

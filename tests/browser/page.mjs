@@ -1,0 +1,72 @@
+// Drives the approval page in Debian's Chromium: sign in through the printed address, see a
+// request arrive, answer it with a click, and check the waiting call proceeds.
+// Run by crates/toolgate/tests/page.rs with TOOLGATE_URL, TOOLGATE_LOGIN and TOOLGATE_TOKEN.
+import { chromium } from "playwright-core";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const { TOOLGATE_URL: base, TOOLGATE_LOGIN: login, TOOLGATE_TOKEN: token } = process.env;
+const fail = (message) => { console.error(`FAIL ${message}`); process.exitCode = 1; };
+const api = (path, init = {}) =>
+  fetch(`${base}${path}`, { ...init, headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" } })
+    .then((r) => r.json());
+
+const profile = mkdtempSync(join(tmpdir(), "toolgate-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"],
+});
+const timer = setTimeout(() => { fail("timed out"); process.exit(1); }, 60_000);
+try {
+  const page = context.pages()[0] || (await context.newPage());
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
+
+  await page.goto(`${base}/#login=${login}`);
+  await page.locator("#app:not([hidden])").waitFor({ timeout: 20_000 });
+  await page.getByText("Nothing is waiting.").waitFor();
+  if (page.url().includes("login=")) fail(`the login code stayed in the address: ${page.url()}`);
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "toolgate_session");
+  if (!session || !session.httpOnly || session.sameSite !== "Strict") fail(`bad session cookie ${JSON.stringify(session)}`);
+
+  // A call arrives and waits.
+  const submitted = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin main", note: "x".repeat(600) },
+                           context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  if (submitted.decision !== "ask") fail(`expected an ask, got ${JSON.stringify(submitted)}`);
+  const waiting = api(`/api/decisions/${submitted.id}?wait=30`);
+
+  const card = page.locator(`article[data-id="${submitted.id}"]`);
+  await card.waitFor({ timeout: 15_000 });
+  const text = await card.innerText();
+  for (const expected of ["bash", "git push origin main", "commits, pushes and resets change the history",
+                          "history-changes (rule)", "/tmp/project", "Allow once", "Deny once",
+                          "Always deny commands starting with `git push` of `bash` in this session"]) {
+    if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
+  }
+  if (await card.locator("details summary").count() !== 1) fail("the long argument is not folded");
+  if (text.includes("Always allow")) fail("an allow-always was shown though the rule does not offer it");
+  const count = await page.locator("#pending-count").innerText();
+  if (count !== "1") fail(`the count shows ${count}`);
+
+  await card.getByRole("button", { name: "Allow once" }).click();
+  const decided = await waiting;
+  if (decided.decision !== "allow" || decided.actor !== "web") fail(`the call was not released: ${JSON.stringify(decided)}`);
+  await card.waitFor({ state: "detached", timeout: 15_000 });
+  await page.locator("#decisions tbody tr td.allow").first().waitFor({ timeout: 15_000 });
+  if (problems.length) fail(problems.join("\n"));
+  if (!process.exitCode) console.log(`OK ${submitted.id} ${decided.decision}`);
+} catch (error) {
+  fail(error.stack || String(error));
+} finally {
+  clearTimeout(timer);
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
