@@ -295,7 +295,86 @@ fn shell_line() -> impl Strategy<Value = String> {
         proptest::collection::vec(proptest::sample::select(SHELL_TOKENS), 0..24)
             .prop_map(|t| t.concat()),
         "\\PC{0,120}",
+        // Braces next to wide characters: the grammar's brace-range lookahead (see above).
+        (
+            "[ a-z]{0,3}",
+            "\\{[0-9]{0,2}(\\.\\.[0-9]{0,2})?",
+            "\\PC{0,3}"
+        )
+            .prop_map(|(a, b, c)| format!("{a}{b}{c}")),
     ]
+}
+
+/// Inputs that crashed the process inside tree-sitter-bash's external scanner (SIGSEGV on Linux:
+/// `isdigit` on a code point beyond its table, tree-sitter-bash#337). They must be refused as
+/// unparseable and never allowed, yet read well enough from a stand-in for deny rules to apply.
+#[test]
+fn a_brace_next_to_a_wide_character_is_read_from_a_stand_in_and_never_allowed() {
+    let policy = Policy::from_toml("p.toml", "mode = \"approve-all\"\n").unwrap();
+    for line in [
+        "{\u{E011F}",
+        "{\u{31860}",
+        "x {12\u{4E00}",
+        "echo {1..\u{1F389}",
+        "echo {1..22\u{1F389}}",
+        "git commit -m \"{\u{1F389}\"",
+    ] {
+        let analysis = toolgate_policy::shell::analyze(line);
+        assert!(!analysis.is_clean(), "{line:?}");
+        assert!(
+            analysis
+                .findings
+                .iter()
+                .any(|f| f.detail.contains("tree-sitter-bash#337")),
+            "{line:?}: {:?}",
+            analysis.findings
+        );
+        let call = Call::from_value(serde_json::json!({"tool": "bash", "args": {"command": line}}))
+            .unwrap();
+        assert_ne!(
+            policy.evaluate(&call).decision,
+            toolgate_policy::Decision::Allow,
+            "{line:?}"
+        );
+    }
+    // Deny rules still see the commands around it, and words keep their own text.
+    let deny = Policy::from_toml(
+        "p.toml",
+        "mode = \"approve-all\"\n[[rule]]\nname = \"d\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n",
+    )
+    .unwrap();
+    let call = Call::from_value(
+        serde_json::json!({"tool": "bash", "args": {"command": "echo {\u{1F389} && rm -rf ~"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        deny.evaluate(&call).decision,
+        toolgate_policy::Decision::Deny
+    );
+    let analysis = toolgate_policy::shell::analyze("echo '{\u{1F389}' && ls {12\u{4E00}");
+    let programs: Vec<_> = analysis
+        .commands
+        .iter()
+        .map(|c| c.argv[0].value().unwrap().to_owned())
+        .collect();
+    assert_eq!(programs, ["echo", "ls"]);
+    assert_eq!(analysis.commands[0].argv[1].value(), Some("{\u{1F389}"));
+    for line in [
+        "echo {\u{e9}}",
+        "echo \u{1F389}{a,b}",
+        "echo {1..3}",
+        "echo {a..\u{e9}}",
+    ] {
+        let analysis = toolgate_policy::shell::analyze(line);
+        assert!(
+            !analysis
+                .findings
+                .iter()
+                .any(|f| f.detail.contains("tree-sitter-bash#337")),
+            "{line:?}: {:?}",
+            analysis.findings
+        );
+    }
 }
 
 proptest! {

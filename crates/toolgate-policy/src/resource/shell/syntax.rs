@@ -29,6 +29,37 @@ fn parse(line: &str) -> Option<Tree> {
     })
 }
 
+/// The characters the grammar's external scanner would classify with C's `isdigit` although they
+/// lie beyond U+00FF: the first character after `{`, digits, and optionally `..` and digits (its
+/// brace-range lookahead). glibc's table covers -128..=255 only, so such a character reads far past
+/// it — undefined behaviour that crashes the process for some code points (tree-sitter-bash#337,
+/// found by `tests/fuzz.rs`). Returns each one's byte range.
+fn brace_hazards(line: &str) -> Vec<std::ops::Range<usize>> {
+    let bytes = line.as_bytes();
+    let wide = |at: usize| {
+        line.get(at..)
+            .and_then(|rest| rest.chars().next())
+            .filter(|c| u32::from(*c) > 0xFF)
+            .map(|c| at..at + c.len_utf8())
+    };
+    let digits = |mut at: usize| {
+        while bytes.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        at
+    };
+    line.match_indices('{')
+        .filter_map(|(open, _)| {
+            let after = digits(open + 1);
+            wide(after).or_else(|| {
+                (bytes.get(after..after + 2) == Some(b"..".as_slice()))
+                    .then(|| wide(digits(after + 2)))
+                    .flatten()
+            })
+        })
+        .collect()
+}
+
 fn finding(kind: FindingKind, detail: impl Into<String>) -> Finding {
     Finding {
         kind,
@@ -109,7 +140,26 @@ impl<'s> Walker<'s> {
             ));
             return;
         }
-        let Some(tree) = parse(line) else {
+        let hazards = brace_hazards(line);
+        // The grammar parses a copy with each hazard replaced by as many `x` bytes, so byte ranges
+        // still index the original and deny rules still see the commands; the finding keeps the
+        // line from ever being allowed on that approximate reading.
+        let stand_in = hazards.first().map(|first| {
+            self.out.findings.push(finding(
+                FindingKind::ParseError,
+                format!(
+                    "a character beyond U+00FF after `{{` at byte {}: the bash grammar reads out \
+                     of bounds there (tree-sitter-bash#337), so toolgate reads a stand-in",
+                    first.start
+                ),
+            ));
+            let mut copy = line.to_owned();
+            for range in hazards.iter().rev() {
+                copy.replace_range(range.clone(), &"x".repeat(range.len()));
+            }
+            copy
+        });
+        let Some(tree) = parse(stand_in.as_deref().unwrap_or(line)) else {
             self.out.findings.push(finding(
                 FindingKind::ParseError,
                 "the command could not be parsed",
