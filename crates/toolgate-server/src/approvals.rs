@@ -89,7 +89,15 @@ pub(crate) async fn resolve(
             None,
         ),
     };
-    let grants = grants_for(&request, call.as_ref(), answer.decision, by);
+    // A hosted run stores its grants itself, through the same store, before its call goes on.
+    let hosted = record
+        .as_ref()
+        .is_some_and(|r| r.kind == crate::hosted::HOSTED);
+    let grants = if hosted {
+        Vec::new()
+    } else {
+        grants_for(&request, call.as_ref(), answer.decision, by)
+    };
     let (decision, reason) = if answer.decision.allows() {
         (
             Decision::Allow,

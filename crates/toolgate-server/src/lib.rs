@@ -18,6 +18,7 @@ mod decisions;
 mod error;
 mod events;
 mod grants;
+mod hosted;
 mod page;
 pub mod security;
 mod sessions;

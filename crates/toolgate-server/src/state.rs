@@ -84,7 +84,7 @@ impl AppState {
         let last = store.last_seq().await?;
         let (last_seq, _) = watch::channel(last);
         let (decided, _) = broadcast::channel(1024);
-        Ok(AppState {
+        let state = AppState {
             inner: Arc::new(Inner {
                 store,
                 broker: ApprovalBroker::new(EventBus::new()),
@@ -99,7 +99,9 @@ impl AppState {
                 open: Mutex::new(HashMap::new()),
                 config,
             }),
-        })
+        };
+        crate::hosted::start_bridge(&state);
+        Ok(state)
     }
 
     /// The store.

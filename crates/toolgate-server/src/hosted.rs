@@ -1,0 +1,261 @@
+//! Agents the daemon hosts: toolgate-runtime agents running in the daemon's process, whose
+//! permission requests join the same pending registry as external requesters' calls.
+//!
+//! [`AppState::host`] wires an agent to the daemon's broker, event bus and grant store. A bridge
+//! task reads that bus and records what the agents do: each permission request becomes a pending
+//! request in the store (so the page, `toolgate approvals`, `GET /api/pending`, HPD's and AGH's
+//! routes see and answer it, and a restart after a crash resolves it as reject-once), each
+//! resolution closes it, and the runs' other events join the audit stream. Streamed text deltas
+//! are not stored (the model's whole response is).
+//!
+//! An answer given over HTTP is committed before the run hears of it. The run then stores the
+//! grants an "always" answer makes, through the same store, before the call proceeds.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Weak};
+
+use serde_json::{Value, json};
+use toolgate_policy::{Decision, Layer};
+use toolgate_runtime::{
+    AgentBuilder, Event, EventKind, GrantStore, MAIN_BRANCH, PermissionRequest, Resolution,
+    Response, messages,
+};
+use toolgate_store::{Batch, EventRecord, PendingRecord, Store};
+
+use crate::decisions::{Facts, close, now};
+use crate::error::ApiError;
+use crate::state::{AppState, Inner};
+
+/// The `kind` of pending records that hosted runs opened.
+pub(crate) const HOSTED: &str = "hosted";
+
+impl AppState {
+    /// Prepares an agent to run inside the daemon: it asks through the daemon's broker (answered
+    /// from the page, the CLI or the seeds' routes, and persisted like every pending request),
+    /// publishes on the daemon's event bus (stored in the audit stream) and keeps its grants in
+    /// the daemon's store. Add the agent's `PermissionMiddleware` as usual.
+    pub fn host(&self, builder: AgentBuilder) -> AgentBuilder {
+        let grants: Arc<dyn GrantStore> = Arc::clone(self.store()) as Arc<dyn GrantStore>;
+        builder
+            .broker(self.broker().clone())
+            .grants(grants)
+            .approve_through_events()
+    }
+}
+
+/// Starts the task that records hosted runs' events. It holds the state weakly and ends with
+/// the event bus.
+pub(crate) fn start_bridge(state: &AppState) {
+    let mut stream = state.broker().events().subscribe();
+    let weak: Weak<Inner> = Arc::downgrade(&state.inner);
+    tokio::spawn(async move {
+        let mut bridge = Bridge::default();
+        while let Some(first) = stream.recv().await {
+            let mut events = vec![first];
+            while events.len() < 256
+                && let Some(next) = stream.try_recv()
+            {
+                events.push(next);
+            }
+            let Some(inner) = weak.upgrade() else { return };
+            let state = AppState { inner };
+            bridge.record(&state, &events).await;
+        }
+    });
+}
+
+#[derive(Default)]
+struct Bridge {
+    /// Sessions and branches known to exist in the store.
+    known: HashSet<(String, String)>,
+}
+
+impl Bridge {
+    async fn record(&mut self, state: &AppState, events: &[Arc<Event>]) {
+        let mut plain = Vec::new();
+        for event in events {
+            if is_external(event) {
+                // An external requester's request: recorded where it is opened and answered.
+                continue;
+            }
+            if let Some(session) = &event.scope.session {
+                let branch = event.scope.branch.as_deref().unwrap_or(MAIN_BRANCH);
+                let key = (session.to_string(), branch.to_owned());
+                if !self.known.contains(&key) {
+                    let known = crate::sessions::ensure(state, session, None, Some(branch)).await;
+                    if known.is_ok() {
+                        self.known.insert(key);
+                    }
+                }
+            }
+            match &event.kind {
+                EventKind::TextDelta { .. } => {}
+                EventKind::PermissionRequested(request) => {
+                    let (pending, requested) = opened(event, request);
+                    plain.push(requested);
+                    let batch = Batch {
+                        open: Some(pending),
+                        events: std::mem::take(&mut plain),
+                        ..Batch::default()
+                    };
+                    report(state.commit(batch).await.map_err(ApiError::from));
+                }
+                EventKind::RequestResolved {
+                    request_id,
+                    resolution,
+                } => {
+                    flush(state, &mut plain).await;
+                    report(settle(state, request_id, resolution).await);
+                }
+                _ => plain.push(EventRecord::from_event(event)),
+            }
+        }
+        flush(state, &mut plain).await;
+    }
+}
+
+/// Whether an event is about an external requester's request: those are opened outside any run
+/// (every run's scope names it).
+fn is_external(event: &Event) -> bool {
+    matches!(
+        event.kind,
+        EventKind::PermissionRequested(_) | EventKind::RequestResolved { .. }
+    ) && event.scope.run.is_none()
+}
+
+async fn flush(state: &AppState, plain: &mut Vec<EventRecord>) {
+    if plain.is_empty() {
+        return;
+    }
+    let batch = Batch {
+        events: std::mem::take(plain),
+        ..Batch::default()
+    };
+    report(state.commit(batch).await.map_err(ApiError::from));
+}
+
+fn report<T>(result: Result<T, ApiError>) {
+    if let Err(error) = result {
+        // Nothing to answer to: the run goes on, and the operator hears of it.
+        eprintln!(
+            "toolgate: a hosted run's events could not be recorded: {}",
+            error.message
+        );
+    }
+}
+
+fn facts(event: &Event, request: &PermissionRequest) -> Facts {
+    Facts {
+        session: event.scope.session.as_deref().map(str::to_owned),
+        branch: event.scope.branch.as_deref().map(str::to_owned),
+        server: None,
+        action: request.tool.clone(),
+        resource: None,
+        rule: request.rule.clone(),
+    }
+}
+
+/// The pending record and the `permission_requested` event for a hosted run's request.
+fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRecord) {
+    let facts = facts(event, request);
+    let call = json!({
+        "tool": request.tool,
+        "args": request.arguments,
+        "context": {"session": facts.session, "branch": facts.branch},
+    });
+    let mut requested = facts.event(
+        "permission_requested",
+        &request.id,
+        None,
+        request.layer,
+        &request.reason,
+        &request.source,
+    );
+    if let Value::Object(fields) = &mut requested.body {
+        fields.insert("request".into(), json!(request));
+        fields.insert("turn".into(), json!(event.scope.turn));
+        fields.insert("tool_call_id".into(), json!(request.call_id));
+    }
+    let pending = PendingRecord {
+        id: request.id.clone(),
+        kind: HOSTED.into(),
+        session: facts.session.clone(),
+        created: now(),
+        // AGH's approve route can name it by its turn.
+        request: json!({"request": request, "call": call, "facts": facts, "hosted": true,
+                        "turn": event.scope.turn.map(|t| t.to_string())}),
+    };
+    (pending, requested)
+}
+
+/// Closes a hosted request the run saw end, unless an answer over HTTP already closed it.
+async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(), ApiError> {
+    let Some(record) = state.store().pending_request(id).await? else {
+        return Ok(());
+    };
+    let facts: Facts = record
+        .request
+        .get("facts")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default();
+    let (decision, reason, layer, actor) = match resolution {
+        Resolution::Answered {
+            response: Response::Permission(answer),
+            by,
+        } if answer.decision.allows() => (
+            Decision::Allow,
+            format!("approved by {by} ({})", answer.decision),
+            Layer::Handler,
+            by.clone(),
+        ),
+        Resolution::Answered {
+            response: Response::Permission(answer),
+            by,
+        } => (
+            Decision::Deny,
+            answer
+                .reason
+                .clone()
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| messages::USER_DENIED.to_owned()),
+            Layer::Handler,
+            by.clone(),
+        ),
+        Resolution::Answered { by, .. } => (
+            Decision::Deny,
+            "the answer was not a permission answer".to_owned(),
+            Layer::Handler,
+            by.clone(),
+        ),
+        Resolution::TimedOut => (
+            Decision::Deny,
+            messages::TIMED_OUT.to_owned(),
+            Layer::Timeout,
+            "timeout".to_owned(),
+        ),
+        Resolution::Cancelled => (
+            Decision::Deny,
+            messages::CANCELLED.to_owned(),
+            Layer::Handler,
+            "cancelled".to_owned(),
+        ),
+        Resolution::Failed { message } => (
+            Decision::Deny,
+            message.clone(),
+            Layer::Handler,
+            "daemon".to_owned(),
+        ),
+    };
+    close(
+        state,
+        id,
+        &facts,
+        decision,
+        &reason,
+        layer,
+        &actor,
+        Vec::new(),
+    )
+    .await?;
+    Ok(())
+}

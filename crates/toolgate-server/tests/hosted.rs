@@ -1,0 +1,307 @@
+//! Agents hosted in the daemon: their permission requests join the daemon's pending registry,
+//! are answered over HTTP like an external requester's, and are recorded with the runs' events.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use common::Daemon;
+use serde_json::{Value, json};
+use toolgate_policy::Policy;
+use toolgate_runtime::{
+    Agent, FnTool, Outcome, PermissionMiddleware, Reply, ScriptedModel, ToolInfo, TurnEnd,
+};
+
+/// A `pay` tool that records each run.
+fn pay_tool(log: &Arc<Mutex<Vec<Value>>>) -> FnTool {
+    let log = Arc::clone(log);
+    FnTool::new(ToolInfo::new("pay", "Pays."), move |args, _cx| {
+        let log = Arc::clone(&log);
+        async move {
+            log.lock().unwrap().push(Value::Object(args));
+            Ok(json!("paid"))
+        }
+    })
+}
+
+fn hosted_agent(daemon: &Daemon, replies: Vec<Reply>, log: &Arc<Mutex<Vec<Value>>>) -> Agent {
+    let policy = Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    daemon
+        .server
+        .state()
+        .host(Agent::builder(ScriptedModel::new(replies)))
+        .tool(pay_tool(log))
+        .middleware(PermissionMiddleware::new(policy))
+        .build()
+        .unwrap()
+}
+
+/// The pending requests, waited for until `count` are listed (bounded: 5 s).
+async fn pending(daemon: &Daemon, count: usize) -> Vec<Value> {
+    for _ in 0..500 {
+        let (status, body) = daemon.call("GET", "/api/pending", None).await;
+        assert_eq!(status, StatusCode::OK);
+        let list = body["pending"].as_array().unwrap().clone();
+        if list.len() == count {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("never {count} pending requests");
+}
+
+/// The session's stored events, waited for until one of `kind` is there (bounded: 5 s).
+async fn events_until(daemon: &Daemon, session: &str, kind: &str) -> Vec<Value> {
+    for _ in 0..500 {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/audit?session={session}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let events = body["events"].as_array().unwrap().clone();
+        if events.iter().any(|e| e["type"] == kind) {
+            return events;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no `{kind}` event for session `{session}`");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_run_asks_the_daemon_and_an_answer_over_hpds_route_releases_it() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = hosted_agent(
+        &daemon,
+        vec![
+            Reply::call("pay", json!({"amount": 5})),
+            Reply::text("paid once"),
+            Reply::call("pay", json!({"amount": 5})),
+            Reply::text("paid twice"),
+        ],
+        &log,
+    );
+    let session = agent.session("s1");
+    let run = {
+        let agent = agent.clone();
+        let session = session.clone();
+        tokio::spawn(async move { agent.run(&session, "pay the invoice").await })
+    };
+
+    // The request is listed with the external ones, with what the page shows.
+    let listed = pending(&daemon, 1).await;
+    let request = &listed[0];
+    let id = request["id"].as_str().unwrap().to_owned();
+    let shown = &request["request"]["request"];
+    assert_eq!(shown["tool"], "pay", "{request}");
+    assert_eq!(shown["arguments"], json!({"amount": 5}));
+    assert_eq!(shown["rule"], "ask-pay");
+    assert_eq!(shown["reason"], "payments need a person");
+    assert_eq!(request["session"], "s1");
+    assert!(
+        log.lock().unwrap().is_empty(),
+        "nothing ran before the answer"
+    );
+
+    // HPD's route finds it in the session's branch; the answer is recorded, then the run goes on.
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/agents/toolgate/sessions/s1/branches/main/responses",
+            Some(json!({"type": "PERMISSION_RESPONSE", "permissionId": id,
+                        "approved": true, "choice": "alwaysAllow"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let turn = run.await.unwrap().unwrap();
+    assert_eq!(turn.end, TurnEnd::Completed);
+    assert_eq!(turn.text(), "paid once");
+    assert_eq!(
+        turn.results[0].outcome,
+        Outcome::Completed,
+        "{:?}",
+        turn.results
+    );
+    assert_eq!(*log.lock().unwrap(), vec![json!({"amount": 5})]);
+    assert!(pending(&daemon, 0).await.is_empty());
+
+    // The "always" answer became a daemon grant; the next turn's call needs nobody.
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    let grants = grants["grants"].as_array().unwrap().clone();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0]["tool"], "pay");
+    assert_eq!(grants[0]["request_id"], id.as_str());
+    let second = tokio::time::timeout(Duration::from_secs(10), agent.run(&session, "again"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.text(), "paid twice");
+    assert_eq!(log.lock().unwrap().len(), 2);
+
+    // The audit stream has the runs' events: the request, its resolution, the decisions and
+    // the turns; never the streamed deltas.
+    let events = events_until(&daemon, "s1", "turn_finished").await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    for kind in [
+        "turn_started",
+        "permission_requested",
+        "permission_resolved",
+        "decision",
+        "tool_call_finished",
+        "turn_finished",
+    ] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    assert!(!kinds.contains(&"text_delta"), "{kinds:?}");
+    let resolved = events
+        .iter()
+        .find(|e| e["type"] == "permission_resolved")
+        .unwrap();
+    assert_eq!(resolved["request_id"], id.as_str());
+    assert_eq!(resolved["decision"], "allow");
+    assert_eq!(resolved["actor"], "hpd");
+    let requested = events
+        .iter()
+        .filter(|e| e["type"] == "permission_requested")
+        .count();
+    assert_eq!(requested, 1, "the second call was granted: {kinds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_request_refused_through_aghs_route_stops_the_call() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = hosted_agent(
+        &daemon,
+        vec![
+            Reply::call("pay", json!({"amount": 900})),
+            Reply::text("could not pay"),
+        ],
+        &log,
+    );
+    let session = agent.session("s2");
+    let run = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.run(&session, "pay").await })
+    };
+    // AGH names the request by its turn: the session's first.
+    pending(&daemon, 1).await;
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s2/approve",
+            Some(json!({"turn_id": "1", "decision": "reject-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let turn = run.await.unwrap().unwrap();
+    assert_eq!(
+        turn.results[0].outcome,
+        Outcome::Denied,
+        "{:?}",
+        turn.results
+    );
+    assert!(log.lock().unwrap().is_empty());
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert!(grants["grants"].as_array().unwrap().is_empty());
+    let events = events_until(&daemon, "s2", "permission_resolved").await;
+    let resolved = events
+        .iter()
+        .find(|e| e["type"] == "permission_resolved")
+        .unwrap();
+    assert_eq!(
+        (&resolved["decision"], &resolved["reason"]),
+        (&json!("deny"), &json!("Permission denied by user."))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_request_nobody_answers_is_closed_when_the_run_gives_up() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let policy = Policy::from_toml(
+        "policy.toml",
+        "mode = \"approve-all\"\n[[rule]]\nname = \"ask-pay\"\ndecision = \"ask\"\ntool = \"pay\"\ntimeout = \"200ms\"\n",
+    )
+    .unwrap();
+    let agent = daemon
+        .server
+        .state()
+        .host(Agent::builder(ScriptedModel::new([
+            Reply::call("pay", json!({"amount": 1})),
+            Reply::text("timed out"),
+        ])))
+        .tool(pay_tool(&log))
+        .middleware(PermissionMiddleware::new(policy))
+        .build()
+        .unwrap();
+    let turn = tokio::time::timeout(
+        Duration::from_secs(10),
+        agent.run(&agent.session("s3"), "pay"),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_ne!(turn.results[0].outcome, Outcome::Completed);
+    assert!(log.lock().unwrap().is_empty());
+    let events = events_until(&daemon, "s3", "permission_resolved").await;
+    let resolved = events
+        .iter()
+        .find(|e| e["type"] == "permission_resolved")
+        .unwrap();
+    assert_eq!(
+        (&resolved["decision"], &resolved["actor"]),
+        (&json!("deny"), &json!("timeout"))
+    );
+    assert!(pending(&daemon, 0).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = hosted_agent(
+        &daemon,
+        vec![Reply::call("pay", json!({"amount": 3})), Reply::text("-")],
+        &log,
+    );
+    let session = agent.session("s4");
+    let _run = tokio::spawn(async move { agent.run(&session, "pay").await });
+    let id = pending(&daemon, 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The process dies with the run waiting (here its memory is simply never consulted again);
+    // the next daemon on the same data directory finds the request and refuses it.
+    let policy = Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    let restarted = toolgate_server::Server::open(
+        toolgate_server::ServerConfig::new(daemon.dir.path()),
+        policy,
+    )
+    .await
+    .unwrap();
+    assert_eq!(restarted.recovered, 1);
+    let store = restarted.state().store();
+    use toolgate_store::Store;
+    assert!(store.pending().await.unwrap().is_empty());
+    let events = store
+        .events_after(0, &toolgate_store::EventFilter::default(), 1000)
+        .await
+        .unwrap();
+    let resolved: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "permission_resolved" && e.request_id.as_deref() == Some(&id))
+        .collect();
+    assert_eq!(resolved.len(), 1, "resolved exactly once: {resolved:?}");
+    assert_eq!(resolved[0].body["decision"], "deny");
+    assert_eq!(resolved[0].body["reason"], toolgate_server::ABANDONED);
+    assert!(log.lock().unwrap().is_empty());
+}
