@@ -1,15 +1,20 @@
-//! The embedded store: one SQLite file in WAL mode, `synchronous = FULL`, one writer.
+//! The embedded store: one SQLite file in WAL mode, one writer, a few readers.
+//!
+//! Statements run on the calling thread through rusqlite: a commit of a few rows costs tens of
+//! microseconds with [`Durability::Process`], where handing each statement to a driver's worker
+//! thread (sqlx's design) cost about as much per statement as a whole HTTP request on the
+//! machines we measure on (`cargo bench -p toolgate-store --bench commit`). With
+//! [`Durability::Full`] the disk flush dominates, and writes tell tokio's multi-threaded runtime
+//! they block (`block_in_place`) so other tasks move to another thread meanwhile.
 
-use std::path::Path;
-use std::str::FromStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OpenFlags, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
 use toolgate_runtime::{Grant, GrantStore};
 
 use crate::record::{
@@ -74,13 +79,71 @@ pub enum Durability {
     Process,
 }
 
-/// The embedded store.
-#[derive(Clone, Debug)]
+/// Idle read connections kept open.
+const IDLE_READERS: usize = 4;
+
+/// The embedded store. Cheap to clone; clones share the connections.
+#[derive(Clone)]
 pub struct SqliteStore {
-    /// One connection: writes never contend with each other.
-    write: SqlitePool,
-    /// Readers (WAL lets them read while the writer writes).
-    read: SqlitePool,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    path: PathBuf,
+    durability: Durability,
+    /// The one writer: writes never contend with each other.
+    writer: Mutex<Connection>,
+    /// Idle readers (WAL lets them read while the writer writes).
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.shared.path)
+            .field("durability", &self.shared.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn connect(path: &Path, durability: Durability, read_only: bool) -> Result<Connection, StoreError> {
+    let flags = if read_only {
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+    };
+    let connection = Connection::open_with_flags(path, flags)?;
+    connection.busy_timeout(Duration::from_secs(10))?;
+    if !read_only {
+        connection.pragma_update(None, "journal_mode", "WAL")?;
+    }
+    connection.pragma_update(
+        None,
+        "synchronous",
+        match durability {
+            Durability::Full => "FULL",
+            Durability::Process => "NORMAL",
+        },
+    )?;
+    connection.pragma_update(None, "foreign_keys", "ON")?;
+    connection.set_prepared_statement_cache_capacity(32);
+    Ok(connection)
+}
+
+/// Runs `work`, telling a multi-threaded tokio runtime that it blocks.
+fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
 }
 
 impl SqliteStore {
@@ -92,29 +155,53 @@ impl SqliteStore {
 
     /// Opens the database at `path` with the given durability.
     pub async fn open_with(path: &Path, durability: Durability) -> Result<SqliteStore, StoreError> {
-        let url = format!("sqlite://{}", path.display());
-        let options = SqliteConnectOptions::from_str(&url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(match durability {
-                Durability::Full => SqliteSynchronous::Full,
-                Durability::Process => SqliteSynchronous::Normal,
+        blocking(|| {
+            let mut writer = connect(path, durability, false)?;
+            migrate(&mut writer)?;
+            let reader = connect(path, durability, true)?;
+            Ok(SqliteStore {
+                shared: Arc::new(Shared {
+                    path: path.to_owned(),
+                    durability,
+                    writer: Mutex::new(writer),
+                    readers: Mutex::new(vec![reader]),
+                }),
             })
-            .busy_timeout(Duration::from_secs(10))
-            .foreign_keys(true);
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
-        migrate(&write).await?;
-        let read = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options.read_only(true))
-            .await?;
-        Ok(SqliteStore { write, read })
+        })
     }
 
-    async fn select_events(
+    /// Runs `work` on the writer.
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let run = || work(&mut lock(&self.shared.writer));
+        match self.shared.durability {
+            // A disk flush: long enough for tokio to move other tasks away.
+            Durability::Full => blocking(run),
+            Durability::Process => run(),
+        }
+    }
+
+    /// Runs `work` on an idle reader (opening one when none is idle).
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let idle = lock(&self.shared.readers).pop();
+        let connection = match idle {
+            Some(connection) => connection,
+            None => connect(&self.shared.path, self.shared.durability, true)?,
+        };
+        let result = work(&connection);
+        let mut readers = lock(&self.shared.readers);
+        if readers.len() < IDLE_READERS {
+            readers.push(connection);
+        }
+        result
+    }
+
+    fn select_events(
         &self,
         after: i64,
         filter: &EventFilter,
@@ -124,72 +211,70 @@ impl SqliteStore {
         let mut sql = String::from(
             "SELECT seq, type, time, session, request_id, tool_call_id, body FROM events WHERE seq > ?",
         );
-        if filter.session.is_some() {
+        let mut values = vec![SqlValue::Integer(after)];
+        if let Some(session) = &filter.session {
             sql.push_str(" AND session = ?");
+            values.push(SqlValue::Text(session.clone()));
         }
-        if filter.request_id.is_some() {
+        if let Some(request) = &filter.request_id {
             sql.push_str(" AND request_id = ?");
+            values.push(SqlValue::Text(request.clone()));
         }
-        if filter.since.is_some() {
+        if let Some(since) = &filter.since {
             sql.push_str(" AND time >= ?");
+            values.push(SqlValue::Text(since.clone()));
         }
         if !filter.kinds.is_empty() {
             sql.push_str(" AND type IN (");
             sql.push_str(&vec!["?"; filter.kinds.len()].join(", "));
             sql.push(')');
+            values.extend(filter.kinds.iter().cloned().map(SqlValue::Text));
         }
         sql.push_str(if newest_first {
             " ORDER BY seq DESC LIMIT ?"
         } else {
             " ORDER BY seq LIMIT ?"
         });
-        let mut query = sqlx::query(&sql).bind(after);
-        if let Some(session) = &filter.session {
-            query = query.bind(session);
-        }
-        if let Some(request) = &filter.request_id {
-            query = query.bind(request);
-        }
-        if let Some(since) = &filter.since {
-            query = query.bind(since);
-        }
-        for kind in &filter.kinds {
-            query = query.bind(kind);
-        }
-        let rows = query.bind(i64::from(limit)).fetch_all(&self.read).await?;
-        rows.iter().map(event_from_row).collect()
+        values.push(SqlValue::Integer(i64::from(limit)));
+        self.read(|connection| {
+            let mut statement = connection.prepare_cached(&sql)?;
+            let rows = statement.query_map(rusqlite::params_from_iter(values), event_from_row)?;
+            rows.map(|row| row?).collect()
+        })
     }
 
-    /// Closes both pools, waiting for running queries.
+    /// Folds the write-ahead log into the database file (a clean shutdown's last step; nothing
+    /// is lost without it).
     pub async fn close(&self) {
-        self.write.close().await;
-        self.read.close().await;
+        let _ = self.write(|connection| {
+            connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+            Ok(())
+        });
     }
 }
 
-async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    sqlx::query(
+fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    connection.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)",
-    )
-    .execute(pool)
-    .await?;
-    let applied: i64 = sqlx::query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
-        .fetch_one(pool)
-        .await?
-        .try_get(0)?;
+        [],
+    )?;
+    let applied: i64 = connection.query_row(
+        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+        [],
+        |row| row.get(0),
+    )?;
     for (index, migration) in MIGRATIONS.iter().enumerate() {
         let version = i64::try_from(index + 1).unwrap_or(i64::MAX);
         if version <= applied {
             continue;
         }
-        let mut tx = pool.begin().await?;
-        sqlx::raw_sql(migration).execute(&mut *tx).await?;
-        sqlx::query("INSERT INTO schema_migrations (version, applied) VALUES (?, ?)")
-            .bind(version)
-            .bind(rfc3339(SystemTime::now()))
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch(migration)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied) VALUES (?, ?)",
+            (version, rfc3339(SystemTime::now())),
+        )?;
+        tx.commit()?;
     }
     let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
     if applied > known {
@@ -200,99 +285,164 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     Ok(())
 }
 
-async fn insert_event(
-    tx: &mut Transaction<'_, Sqlite>,
-    event: &EventRecord,
-) -> Result<i64, StoreError> {
+fn insert_event(tx: &Transaction<'_>, event: &EventRecord) -> Result<i64, StoreError> {
     let body = serde_json::to_string(&event.body)?;
-    let seq: i64 = sqlx::query(
+    tx.prepare_cached(
         "INSERT INTO events (type, time, session, request_id, tool_call_id, body) \
-         VALUES (?, ?, ?, ?, ?, ?) RETURNING seq",
-    )
-    .bind(&event.kind)
-    .bind(&event.time)
-    .bind(&event.session)
-    .bind(&event.request_id)
-    .bind(&event.tool_call_id)
-    .bind(body)
-    .fetch_one(&mut **tx)
-    .await?
-    .try_get(0)?;
-    Ok(seq)
+         VALUES (?, ?, ?, ?, ?, ?)",
+    )?
+    .execute((
+        &event.kind,
+        &event.time,
+        &event.session,
+        &event.request_id,
+        &event.tool_call_id,
+        body,
+    ))?;
+    Ok(tx.last_insert_rowid())
 }
 
-fn event_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<EventRecord, StoreError> {
-    let body: String = row.try_get("body")?;
-    Ok(EventRecord {
-        seq: row.try_get("seq")?,
-        kind: row.try_get("type")?,
-        time: row.try_get("time")?,
-        session: row.try_get("session")?,
-        request_id: row.try_get("request_id")?,
-        tool_call_id: row.try_get("tool_call_id")?,
-        body: serde_json::from_str(&body)?,
+/// A JSON column, or a row error naming it.
+fn json_column(row: &Row<'_>, column: &str) -> Result<Value, StoreError> {
+    let text: String = row.get(column)?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Result<EventRecord, StoreError>> {
+    Ok(Ok(EventRecord {
+        seq: row.get("seq")?,
+        kind: row.get("type")?,
+        time: row.get("time")?,
+        session: row.get("session")?,
+        request_id: row.get("request_id")?,
+        tool_call_id: row.get("tool_call_id")?,
+        body: match json_column(row, "body") {
+            Ok(body) => body,
+            Err(error) => return Ok(Err(error)),
+        },
+    }))
+}
+
+fn grant_from_row(row: &Row<'_>) -> Result<Grant, StoreError> {
+    let body: String = row.get("body")?;
+    let mut grant: Grant = serde_json::from_str(&body)?;
+    let uses: Option<i64> = row.get("uses_left")?;
+    grant.uses_left = uses.map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+    Ok(grant)
+}
+
+fn pending_from_row(row: &Row<'_>) -> Result<PendingRecord, StoreError> {
+    Ok(PendingRecord {
+        id: row.get("id")?,
+        kind: row.get("kind")?,
+        session: row.get("session")?,
+        created: row.get("created")?,
+        request: json_column(row, "request")?,
     })
 }
 
-fn grant_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Grant, StoreError> {
-    let body: String = row.try_get("body")?;
-    let mut grant: Grant = serde_json::from_str(&body)?;
-    let uses: Option<i64> = row.try_get("uses_left")?;
-    grant.uses_left = uses.map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));
-    Ok(grant)
+fn session_from_row(row: &Row<'_>) -> Result<SessionRow, StoreError> {
+    Ok(SessionRow {
+        id: row.get("id")?,
+        snapshot: json_column(row, "snapshot")?,
+        updated: row.get("updated")?,
+    })
+}
+
+/// Every row of a query, mapped by `map`.
+fn all<T>(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    map: impl Fn(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Vec<T>, StoreError> {
+    let mut statement = connection.prepare_cached(sql)?;
+    let mut rows = statement.query(params)?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(map(row)?);
+    }
+    Ok(out)
+}
+
+/// The first row of a query, if any, mapped by `map`.
+fn first<T>(
+    connection: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    map: impl Fn(&Row<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, StoreError> {
+    let mut statement = connection.prepare_cached(sql)?;
+    let mut rows = statement.query(params)?;
+    rows.next()?.map(map).transpose()
+}
+
+fn insert_grant(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(
+            "INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
+        )?
+        .execute((
+            &grant.id,
+            &grant.tool,
+            grant.uses_left.map(i64::from),
+            serde_json::to_string(grant)?,
+            rfc3339(grant.created_at),
+        ))?;
+    Ok(())
 }
 
 #[async_trait]
 impl Store for SqliteStore {
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
-        let mut tx = self.write.begin().await?;
-        if let Some(id) = &batch.close {
-            let removed = sqlx::query("DELETE FROM pending WHERE id = ?")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if removed == 0 {
-                tx.rollback().await?;
-                return Ok(Committed::NotPending);
+        self.write(|connection| {
+            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(id) = &batch.close {
+                let removed = tx
+                    .prepare_cached("DELETE FROM pending WHERE id = ?")?
+                    .execute([id])?;
+                if removed == 0 {
+                    tx.rollback()?;
+                    return Ok(Committed::NotPending);
+                }
             }
-        }
-        if let Some(request) = &batch.open {
-            sqlx::query(
-                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(&request.id)
-            .bind(&request.kind)
-            .bind(&request.session)
-            .bind(&request.created)
-            .bind(serde_json::to_string(&request.request)?)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let mut seqs = Vec::with_capacity(batch.events.len());
-        for event in &batch.events {
-            seqs.push(insert_event(&mut tx, event).await?);
-        }
-        if let Some(decision) = &batch.decision {
-            sqlx::query(
-                "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
-                 updated = excluded.updated",
-            )
-            .bind(&decision.id)
-            .bind(decision.status.as_str())
-            .bind(serde_json::to_string(&decision.call)?)
-            .bind(serde_json::to_string(&decision.result)?)
-            .bind(&decision.created)
-            .bind(&decision.updated)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for grant in &batch.grants {
-            insert_grant(&mut *tx, grant).await?;
-        }
-        tx.commit().await?;
-        Ok(Committed::Written(seqs))
+            if let Some(request) = &batch.open {
+                tx.prepare_cached(
+                    "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+                )?
+                .execute((
+                    &request.id,
+                    &request.kind,
+                    &request.session,
+                    &request.created,
+                    serde_json::to_string(&request.request)?,
+                ))?;
+            }
+            let mut seqs = Vec::with_capacity(batch.events.len());
+            for event in &batch.events {
+                seqs.push(insert_event(&tx, event)?);
+            }
+            if let Some(decision) = &batch.decision {
+                tx.prepare_cached(
+                    "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
+                     ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
+                     updated = excluded.updated",
+                )?
+                .execute((
+                    &decision.id,
+                    decision.status.as_str(),
+                    serde_json::to_string(&decision.call)?,
+                    serde_json::to_string(&decision.result)?,
+                    &decision.created,
+                    &decision.updated,
+                ))?;
+            }
+            for grant in &batch.grants {
+                insert_grant(&tx, grant)?;
+            }
+            tx.commit()?;
+            Ok(Committed::Written(seqs))
+        })
     }
 
     async fn events_after(
@@ -301,7 +451,7 @@ impl Store for SqliteStore {
         filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<EventRecord>, StoreError> {
-        self.select_events(after, filter, limit, false).await
+        self.select_events(after, filter, limit, false)
     }
 
     async fn latest(
@@ -309,136 +459,110 @@ impl Store for SqliteStore {
         filter: &EventFilter,
         limit: u32,
     ) -> Result<Vec<EventRecord>, StoreError> {
-        self.select_events(0, filter, limit, true).await
+        self.select_events(0, filter, limit, true)
     }
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
-        let seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM events")
-            .fetch_one(&self.read)
-            .await?
-            .try_get(0)?;
-        Ok(seq)
+        self.read(|connection| {
+            Ok(
+                connection.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |row| {
+                    row.get(0)
+                })?,
+            )
+        })
     }
 
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, kind, session, created, request FROM pending ORDER BY created, id",
-        )
-        .fetch_all(&self.read)
-        .await?;
-        rows.iter().map(pending_from_row).collect()
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT id, kind, session, created, request FROM pending ORDER BY created, id",
+                [],
+                pending_from_row,
+            )
+        })
     }
 
     async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
-        let row =
-            sqlx::query("SELECT id, kind, session, created, request FROM pending WHERE id = ?")
-                .bind(id)
-                .fetch_optional(&self.read)
-                .await?;
-        row.as_ref().map(pending_from_row).transpose()
+        self.read(|connection| {
+            first(
+                connection,
+                "SELECT id, kind, session, created, request FROM pending WHERE id = ?",
+                [id],
+                pending_from_row,
+            )
+        })
     }
 
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
-        let row = sqlx::query(
-            "SELECT id, status, call, result, created, updated FROM decisions WHERE id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.read)
-        .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let status: String = row.try_get("status")?;
-        let call: String = row.try_get("call")?;
-        let result: String = row.try_get("result")?;
-        Ok(Some(DecisionRow {
-            id: row.try_get("id")?,
-            status: if status == "pending" {
-                DecisionStatus::Pending
-            } else {
-                DecisionStatus::Decided
-            },
-            call: serde_json::from_str(&call)?,
-            result: serde_json::from_str(&result)?,
-            created: row.try_get("created")?,
-            updated: row.try_get("updated")?,
-        }))
+        self.read(|connection| {
+            first(
+                connection,
+                "SELECT id, status, call, result, created, updated FROM decisions WHERE id = ?",
+                [id],
+                |row| {
+                    let status: String = row.get("status")?;
+                    Ok(DecisionRow {
+                        id: row.get("id")?,
+                        status: if status == "pending" {
+                            DecisionStatus::Pending
+                        } else {
+                            DecisionStatus::Decided
+                        },
+                        call: json_column(row, "call")?,
+                        result: json_column(row, "result")?,
+                        created: row.get("created")?,
+                        updated: row.get("updated")?,
+                    })
+                },
+            )
+        })
     }
 
     async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
-             ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
-        )
-        .bind(id)
-        .bind(serde_json::to_string(snapshot)?)
-        .bind(rfc3339(SystemTime::now()))
-        .execute(&self.write)
-        .await?;
-        Ok(())
+        let snapshot = serde_json::to_string(snapshot)?;
+        self.write(|connection| {
+            connection
+                .prepare_cached(
+                    "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
+                     ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
+                )?
+                .execute((id, snapshot, rfc3339(SystemTime::now())))?;
+            Ok(())
+        })
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let row = sqlx::query("SELECT id, snapshot, updated FROM sessions WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&self.read)
-            .await?;
-        row.map(|row| session_from_row(&row)).transpose()
+        self.read(|connection| {
+            first(
+                connection,
+                "SELECT id, snapshot, updated FROM sessions WHERE id = ?",
+                [id],
+                session_from_row,
+            )
+        })
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, snapshot, updated FROM sessions ORDER BY updated DESC, id")
-                .fetch_all(&self.read)
-                .await?;
-        rows.iter().map(session_from_row).collect()
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT id, snapshot, updated FROM sessions ORDER BY updated DESC, id",
+                [],
+                session_from_row,
+            )
+        })
     }
-}
-
-fn pending_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PendingRecord, StoreError> {
-    let request: String = row.try_get("request")?;
-    Ok(PendingRecord {
-        id: row.try_get("id")?,
-        kind: row.try_get("kind")?,
-        session: row.try_get("session")?,
-        created: row.try_get("created")?,
-        request: serde_json::from_str(&request)?,
-    })
-}
-
-fn session_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionRow, StoreError> {
-    let snapshot: String = row.try_get("snapshot")?;
-    Ok(SessionRow {
-        id: row.try_get("id")?,
-        snapshot: serde_json::from_str(&snapshot)?,
-        updated: row.try_get("updated")?,
-    })
 }
 
 fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
     toolgate_runtime::grants::StoreError(error.0)
 }
 
-async fn insert_grant<'e, E>(executor: E, grant: &Grant) -> Result<(), StoreError>
-where
-    E: sqlx::Executor<'e, Database = Sqlite>,
-{
-    sqlx::query("INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)")
-        .bind(&grant.id)
-        .bind(&grant.tool)
-        .bind(grant.uses_left.map(i64::from))
-        .bind(serde_json::to_string(grant)?)
-        .bind(rfc3339(grant.created_at))
-        .execute(executor)
-        .await?;
-    Ok(())
-}
-
 #[async_trait]
 impl GrantStore for SqliteStore {
     async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        insert_grant(&self.write, &grant)
-            .await
+        self.write(|connection| insert_grant(connection, &grant))
             .map_err(to_grant_error)
     }
 
@@ -446,45 +570,49 @@ impl GrantStore for SqliteStore {
         &self,
         tool: &str,
     ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
-        let rows =
-            sqlx::query("SELECT uses_left, body FROM grants WHERE tool = ? ORDER BY created, id")
-                .bind(tool)
-                .fetch_all(&self.read)
-                .await
-                .map_err(|e| to_grant_error(e.into()))?;
-        rows.iter()
-            .map(|row| grant_from_row(row).map_err(to_grant_error))
-            .collect()
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT uses_left, body FROM grants WHERE tool = ? ORDER BY created, id",
+                [tool],
+                grant_from_row,
+            )
+        })
+        .map_err(to_grant_error)
     }
 
     async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let row = sqlx::query(
-            "UPDATE grants SET uses_left = CASE WHEN uses_left IS NULL THEN NULL ELSE uses_left - 1 END \
-             WHERE id = ? AND (uses_left IS NULL OR uses_left > 0) RETURNING id",
-        )
-        .bind(id)
-        .fetch_optional(&self.write)
-        .await
-        .map_err(|e| to_grant_error(e.into()))?;
-        Ok(row.is_some())
+        self.write(|connection| {
+            let spent = connection
+                .prepare_cached(
+                    "UPDATE grants SET uses_left = CASE WHEN uses_left IS NULL THEN NULL ELSE uses_left - 1 END \
+                     WHERE id = ? AND (uses_left IS NULL OR uses_left > 0)",
+                )?
+                .execute([id])?;
+            Ok(spent > 0)
+        })
+        .map_err(to_grant_error)
     }
 
     async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
-        let rows = sqlx::query("SELECT uses_left, body FROM grants ORDER BY created, id")
-            .fetch_all(&self.read)
-            .await
-            .map_err(|e| to_grant_error(e.into()))?;
-        rows.iter()
-            .map(|row| grant_from_row(row).map_err(to_grant_error))
-            .collect()
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT uses_left, body FROM grants ORDER BY created, id",
+                [],
+                grant_from_row,
+            )
+        })
+        .map_err(to_grant_error)
     }
 
     async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let done = sqlx::query("DELETE FROM grants WHERE id = ?")
-            .bind(id)
-            .execute(&self.write)
-            .await
-            .map_err(|e| to_grant_error(e.into()))?;
-        Ok(done.rows_affected() > 0)
+        self.write(|connection| {
+            let removed = connection
+                .prepare_cached("DELETE FROM grants WHERE id = ?")?
+                .execute([id])?;
+            Ok(removed > 0)
+        })
+        .map_err(to_grant_error)
     }
 }

@@ -225,13 +225,15 @@ async fn a_database_from_a_newer_toolgate_is_refused() {
     let store = SqliteStore::open(&path).await.unwrap();
     store.close().await;
     // Pretend a newer toolgate migrated it further.
-    let url = format!("sqlite://{}", path.display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    sqlx::query("INSERT INTO schema_migrations (version, applied) VALUES (99, 'x')")
-        .execute(&pool)
-        .await
+    drop(store);
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    connection
+        .execute(
+            "INSERT INTO schema_migrations (version, applied) VALUES (99, 'x')",
+            [],
+        )
         .unwrap();
-    pool.close().await;
+    drop(connection);
     let error = SqliteStore::open(&path).await.unwrap_err();
     assert!(
         error.to_string().contains("newer than this toolgate knows"),

@@ -1,0 +1,127 @@
+//! What the store's commits cost, next to the cheapest write SQLite does on the same kind of
+//! connection in the same run (a one-row insert in autocommit mode): opening a request (its
+//! pending row, event and decision) and closing one (the same three rows), once per durability.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolgate_store::{
+    Batch, DecisionRow, DecisionStatus, Durability, EventRecord, PendingRecord, SqliteStore, Store,
+};
+
+const N: usize = 2000;
+
+fn median(mut samples: Vec<Duration>) -> f64 {
+    samples.sort();
+    samples[samples.len() / 2].as_secs_f64() * 1e6
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for durability in [Durability::Full, Durability::Process] {
+        runtime.block_on(run(durability));
+    }
+}
+
+/// A bare connection configured as the store's are.
+fn baseline(dir: &std::path::Path, durability: Durability) -> f64 {
+    let connection = rusqlite::Connection::open(dir.join("baseline.db")).unwrap();
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .unwrap();
+    let synchronous = match durability {
+        Durability::Full => "FULL",
+        Durability::Process => "NORMAL",
+    };
+    connection
+        .pragma_update(None, "synchronous", synchronous)
+        .unwrap();
+    connection
+        .execute(
+            "CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT)",
+            [],
+        )
+        .unwrap();
+    let mut samples = Vec::with_capacity(N);
+    for i in 0..N {
+        let started = Instant::now();
+        connection
+            .prepare_cached("INSERT INTO t (body) VALUES (?)")
+            .unwrap()
+            .execute([format!("{{\"i\": {i}}}")])
+            .unwrap();
+        samples.push(started.elapsed());
+    }
+    median(samples)
+}
+
+async fn run(durability: Durability) {
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = baseline(dir.path(), durability);
+    let store = SqliteStore::open_with(&dir.path().join("store.db"), durability)
+        .await
+        .unwrap();
+    let (mut opens, mut closes) = (Vec::with_capacity(N), Vec::with_capacity(N));
+    for i in 0..N {
+        let id = format!("r{i}");
+        let call = json!({"tool": "pay", "args": {"n": i}, "context": {"session": "bench"}});
+        let row = DecisionRow {
+            id: id.clone(),
+            status: DecisionStatus::Pending,
+            call: call.clone(),
+            result: json!({"id": id, "status": "pending"}),
+            created: "2026-11-22T00:00:00Z".into(),
+            updated: "2026-11-22T00:00:00Z".into(),
+        };
+        let open = Batch {
+            open: Some(PendingRecord {
+                id: id.clone(),
+                kind: "decision".into(),
+                session: Some("bench".into()),
+                created: "2026-11-22T00:00:00Z".into(),
+                request: json!({"call": call}),
+            }),
+            events: vec![EventRecord::new(
+                "permission_requested",
+                json!({"request_id": id}),
+            )],
+            decision: Some(row.clone()),
+            ..Batch::default()
+        };
+        let started = Instant::now();
+        store.commit(open).await.unwrap();
+        opens.push(started.elapsed());
+        let close = Batch {
+            close: Some(id.clone()),
+            events: vec![EventRecord::new(
+                "permission_resolved",
+                json!({"request_id": id}),
+            )],
+            decision: Some(DecisionRow {
+                status: DecisionStatus::Decided,
+                ..row
+            }),
+            ..Batch::default()
+        };
+        let started = Instant::now();
+        store.commit(close).await.unwrap();
+        closes.push(started.elapsed());
+    }
+    let (open, close) = (median(opens), median(closes));
+    println!("store commits, durability {durability:?} (one run; compare within it)");
+    println!("  one-row insert, bare connection   p50 {baseline:>8.1} µs");
+    println!(
+        "  open a request (3 rows)           p50 {open:>8.1} µs   = {:.2}×",
+        open / baseline
+    );
+    println!(
+        "  close a request (3 rows)          p50 {close:>8.1} µs   = {:.2}×",
+        close / baseline
+    );
+}
