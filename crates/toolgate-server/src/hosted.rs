@@ -43,24 +43,32 @@ impl AppState {
     }
 }
 
-/// Starts the task that records hosted runs' events. It holds the state weakly and ends with
-/// the event bus.
+/// Starts the task that records hosted runs' events. A filter on the publishing side keeps
+/// external requesters' requests (recorded where they are opened and answered) and streamed
+/// text deltas from waking it. It holds the state weakly and ends with it.
 pub(crate) fn start_bridge(state: &AppState) {
-    let mut stream = state.broker().events().subscribe();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Arc<Event>>();
+    let bus = state.broker().events().clone();
+    let subscription = bus.subscribe_fn(move |event| {
+        if !is_external(event) && !matches!(event.kind, EventKind::TextDelta { .. }) {
+            let _ = sender.send(Arc::new(event.clone()));
+        }
+    });
     let weak: Weak<Inner> = Arc::downgrade(&state.inner);
     tokio::spawn(async move {
         let mut bridge = Bridge::default();
-        while let Some(first) = stream.recv().await {
+        while let Some(first) = receiver.recv().await {
             let mut events = vec![first];
             while events.len() < 256
-                && let Some(next) = stream.try_recv()
+                && let Ok(next) = receiver.try_recv()
             {
                 events.push(next);
             }
-            let Some(inner) = weak.upgrade() else { return };
+            let Some(inner) = weak.upgrade() else { break };
             let state = AppState { inner };
             bridge.record(&state, &events).await;
         }
+        bus.unsubscribe(subscription);
     });
 }
 
@@ -74,10 +82,6 @@ impl Bridge {
     async fn record(&mut self, state: &AppState, events: &[Arc<Event>]) {
         let mut plain = Vec::new();
         for event in events {
-            if is_external(event) {
-                // An external requester's request: recorded where it is opened and answered.
-                continue;
-            }
             if let Some(session) = &event.scope.session {
                 let branch = event.scope.branch.as_deref().unwrap_or(MAIN_BRANCH);
                 let key = (session.to_string(), branch.to_owned());
@@ -89,7 +93,6 @@ impl Bridge {
                 }
             }
             match &event.kind {
-                EventKind::TextDelta { .. } => {}
                 EventKind::PermissionRequested(request) => {
                     let (pending, requested) = opened(event, request);
                     plain.push(requested);
