@@ -420,15 +420,25 @@ const REMEMBERED: usize = 4096;
 #[derive(Default)]
 struct Registry {
     waiting: HashMap<String, Waiter>,
-    resolved: VecDeque<(String, &'static str)>,
+    /// The last [`REMEMBERED`] resolved ids in order, and how each ended.
+    resolved: VecDeque<String>,
+    statuses: HashMap<String, &'static str>,
 }
 
 impl Registry {
     fn remember(&mut self, id: String, status: &'static str) {
-        if self.resolved.len() == REMEMBERED {
-            self.resolved.pop_front();
+        if self.resolved.len() >= REMEMBERED
+            && let Some(oldest) = self.resolved.pop_front()
+        {
+            self.statuses.remove(&oldest);
         }
-        self.resolved.push_back((id, status));
+        if self.statuses.insert(id.clone(), status).is_none() {
+            self.resolved.push_back(id);
+        }
+    }
+
+    fn resolved_status(&self, id: &str) -> Option<&'static str> {
+        self.statuses.get(id).copied()
     }
 }
 
@@ -539,8 +549,7 @@ impl ApprovalBroker {
         let (sender, receiver) = oneshot::channel();
         {
             let mut registry = self.lock();
-            if registry.waiting.contains_key(&id) || registry.resolved.iter().any(|(r, _)| *r == id)
-            {
+            if registry.waiting.contains_key(&id) || registry.resolved_status(&id).is_some() {
                 return Err(Conflict::AlreadyResolved {
                     id,
                     status: "already used",
@@ -607,12 +616,7 @@ impl ApprovalBroker {
     pub fn claim(&self, id: &str, response: Response) -> Result<Claim, Conflict> {
         let mut registry = self.lock();
         let Some(waiter) = registry.waiting.get(id) else {
-            let status = registry
-                .resolved
-                .iter()
-                .rev()
-                .find(|(r, _)| r == id)
-                .map(|(_, s)| *s);
+            let status = registry.resolved_status(id);
             return Err(match status {
                 Some(status) => Conflict::AlreadyResolved {
                     id: id.to_owned(),

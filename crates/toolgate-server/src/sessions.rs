@@ -43,9 +43,9 @@ pub(crate) async fn ensure(
     branch: Option<&str>,
 ) -> Result<(), ApiError> {
     let branch = branch.unwrap_or(MAIN_BRANCH);
-    let mut snapshot = match state.store().session(id).await? {
-        Some(row) => row.snapshot,
-        None => session_json(id, workspace),
+    let (mut snapshot, new) = match state.store().session(id).await? {
+        Some(row) => (row.snapshot, false),
+        None => (session_json(id, workspace), true),
     };
     let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut) else {
         return Ok(());
@@ -54,7 +54,8 @@ pub(crate) async fn ensure(
     if !known {
         branches.push(Value::String(branch.to_owned()));
     }
-    if !known || branch == MAIN_BRANCH {
+    // Written only when something changed: most calls name a session that exists.
+    if new || !known {
         state.store().put_session(id, &snapshot).await?;
     }
     Ok(())
