@@ -75,9 +75,11 @@ pub(crate) enum Credential {
 
 fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiError> {
     if let Some(auth) = header_text(headers, &header::AUTHORIZATION)? {
-        let token = auth
-            .strip_prefix("Bearer ")
-            .ok_or_else(ApiError::unauthorized)?;
+        // The scheme is case-insensitive (RFC 9110 §11.1).
+        let (scheme, token) = auth.split_once(' ').ok_or_else(ApiError::unauthorized)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(ApiError::unauthorized());
+        }
         return if same_secret(&state.inner.token, token.trim()) {
             Ok(Credential::Token)
         } else {
@@ -94,10 +96,10 @@ fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiEr
 pub(crate) fn check(
     state: &AppState,
     method: &Method,
-    path: &str,
-    query: Option<&str>,
+    uri: &axum::http::Uri,
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
+    let (path, query) = (uri.path(), uri.query());
     if headers.contains_key("x-forwarded-host") {
         return Err(ApiError::bad_request(
             "forwarded_host",
@@ -107,7 +109,10 @@ pub(crate) fn check(
     let host = header_text(headers, &header::HOST)?
         .map(str::to_ascii_lowercase)
         .ok_or_else(|| ApiError::bad_request("missing_host", "a `Host` header is required"))?;
-    if !state.hosts().contains(&host) {
+    // An absolute request target (`GET http://name/…`) names the host HTTP/1.1 goes by.
+    let target = uri.authority().map(|a| a.as_str().to_ascii_lowercase());
+    let named = [Some(host), target];
+    if named.iter().flatten().any(|h| !state.hosts().contains(h)) {
         return Err(ApiError::forbidden(
             "host_not_allowed",
             format!(
@@ -187,13 +192,7 @@ pub(crate) async fn guard(
     request: Request<Body>,
     next: Next,
 ) -> Response {
-    let checked = check(
-        &state,
-        request.method(),
-        request.uri().path(),
-        request.uri().query(),
-        request.headers(),
-    );
+    let checked = check(&state, request.method(), request.uri(), request.headers());
     let mut response = match checked {
         Ok(()) => next.run(request).await,
         Err(error) => error.into_response(),

@@ -112,6 +112,30 @@ async fn requests_for_another_host_are_refused() {
         "forwarded_host",
     )
     .await;
+    // An absolute request target names the host the request is for, whatever `Host` says.
+    let request = Request::builder()
+        .method("POST")
+        .uri(format!("http://evil.example/api/approvals/{id}"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::FORBIDDEN,
+        "host_not_allowed",
+    )
+    .await;
+    let request = Request::builder()
+        .uri(format!("http://{HOST}/api/pending"))
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, &bearer)
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(daemon.send(request).await.0, StatusCode::OK);
     // The loopback names of the daemon's own port are all fine.
     for host in ["127.0.0.1:7811", "LOCALHOST:7811", "[::1]:7811"] {
         let request = Request::builder()
@@ -190,6 +214,24 @@ async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() 
             "unauthorized",
         ),
         (
+            Some("Bearer".into()),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            Some(format!("Bearer{}", daemon.token)),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            Some(format!("Bearer {} {}", daemon.token, daemon.token)),
+            format!("/api/approvals/{id}"),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
             None,
             format!("/api/approvals/{id}?token={}", daemon.token),
             StatusCode::BAD_REQUEST,
@@ -213,6 +255,14 @@ async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() 
         }
         refused(&daemon, &id, builder.body(answer()).unwrap(), status, code).await;
     }
+    // The scheme is case-insensitive, as HTTP says.
+    let request = Request::builder()
+        .uri("/api/pending")
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, format!("bearer {}", daemon.token))
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(daemon.send(request).await.0, StatusCode::OK);
     // Reading needs credentials too; only the page and health are public.
     for path in ["/api/pending", "/api/grants", "/api/audit", "/api/events"] {
         let request = Request::builder()
