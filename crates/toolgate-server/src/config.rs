@@ -80,6 +80,78 @@ pub fn default_data_dir() -> Option<PathBuf> {
         .map(|home| PathBuf::from(home).join(".local/share/toolgate"))
 }
 
+/// The daemon's settings file, `daemon.toml`: what the command line does not say. Every key is
+/// optional; flags and environment variables win over it; unknown keys are errors.
+///
+/// ```toml
+/// listen = "127.0.0.1:7811"
+/// data_dir = "/var/lib/toolgate"   # relative paths are relative to this file's folder
+/// allow_remote = false
+/// hosts = ["toolgate.lan:7811"]    # more `Host` values accepted (a reverse proxy's name)
+/// durability = "full"              # or "process"
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Where to listen.
+    pub listen: Option<SocketAddr>,
+    /// Where the database and the token live.
+    pub data_dir: Option<PathBuf>,
+    /// Allow a non-loopback `listen`.
+    pub allow_remote: Option<bool>,
+    /// Extra `Host` values accepted.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// What an acknowledged decision survives.
+    pub durability: Option<toolgate_store::Durability>,
+}
+
+impl ConfigFile {
+    /// Reads and checks a settings file; errors name the file, line and column.
+    pub fn load(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?;
+        let mut file: ConfigFile = toml::from_str(&text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|span| {
+                    let before = text.get(..span.start).unwrap_or("");
+                    let line = before.matches('\n').count() + 1;
+                    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    format!(":{line}:{column}")
+                })
+                .unwrap_or_default();
+            ConfigError(format!("{}{at}: {}", path.display(), e.message()))
+        })?;
+        if let Some(dir) = &file.data_dir
+            && dir.is_relative()
+        {
+            let base = path.parent().unwrap_or(Path::new("."));
+            file.data_dir = Some(base.join(dir));
+        }
+        for host in &file.hosts {
+            if host.is_empty() || host.contains(['/', ' ', '@']) {
+                return Err(ConfigError(format!(
+                    "{}: `{host}` in `hosts` is not a host[:port] value",
+                    path.display()
+                )));
+            }
+        }
+        Ok(file)
+    }
+
+    /// Where the settings file is looked for when none is named: `$XDG_CONFIG_HOME/toolgate/`
+    /// or `~/.config/toolgate/`, file `daemon.toml`.
+    pub fn default_path() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir).join("toolgate/daemon.toml"));
+        }
+        std::env::var_os("HOME")
+            .filter(|d| !d.is_empty())
+            .map(|home| PathBuf::from(home).join(".config/toolgate/daemon.toml"))
+    }
+}
+
 /// Why the daemon cannot start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConfigError(pub String);

@@ -35,7 +35,7 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::{SqliteStore, Store};
 
 pub use config::{
-    ConfigError, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY, ServerConfig, default_data_dir,
+    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY, ServerConfig, default_data_dir,
 };
 pub use decisions::MAX_WAIT;
 pub use error::ApiError;

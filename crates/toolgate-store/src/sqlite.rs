@@ -66,8 +66,9 @@ CREATE TABLE sessions (
 );
 "#];
 
-/// What a commit survives.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// What a commit survives. Spelled `full` and `process` in files and on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// The daemon's crash and the machine's: every commit is flushed to the disk (`fsync`)
     /// before it returns (`synchronous = FULL`).
@@ -77,6 +78,20 @@ pub enum Durability {
     /// operating system before they return, and the disk at each checkpoint
     /// (`synchronous = NORMAL` in WAL mode). Several times faster per commit.
     Process,
+}
+
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Durability, String> {
+        match text {
+            "full" => Ok(Durability::Full),
+            "process" => Ok(Durability::Process),
+            other => Err(format!(
+                "`{other}` is not a durability; use `full` or `process`"
+            )),
+        }
+    }
 }
 
 /// Idle read connections kept open.

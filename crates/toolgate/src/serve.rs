@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use toolgate_policy::LoadOptions;
-use toolgate_server::{DEFAULT_LISTEN, Server, ServerConfig, default_data_dir};
+use toolgate_server::{ConfigFile, DEFAULT_LISTEN, Server, ServerConfig, default_data_dir};
 
 use crate::args::PolicyArgs;
 use crate::{EXIT_OK, Failure};
@@ -17,49 +17,73 @@ use crate::{EXIT_OK, Failure};
 The daemon keeps its database (SQLite) and its access token in the data directory; the token file
 is created at first start, readable only by you. API clients send `Authorization: Bearer <token>`;
 the page signs in through the one-time address printed at start. It listens on loopback only
-unless --allow-remote is given. Stop it with Ctrl-C.")]
+unless --allow-remote is given. Settings the command line does not give are read from the file
+--config names, else $XDG_CONFIG_HOME/toolgate/daemon.toml or ~/.config/toolgate/daemon.toml when
+it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability. Stop it with
+Ctrl-C.")]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
+    /// The settings file [default: $XDG_CONFIG_HOME/toolgate/daemon.toml or
+    /// ~/.config/toolgate/daemon.toml, when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
     /// Where the database and the token live [default: $TOOLGATE_DATA_DIR, else
     /// $XDG_DATA_HOME/toolgate, else ~/.local/share/toolgate].
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
-    /// The address to listen on.
-    #[arg(long, value_name = "ADDR", env = "TOOLGATE_LISTEN", default_value_t = DEFAULT_LISTEN)]
-    pub(crate) listen: SocketAddr,
+    /// The address to listen on [default: 127.0.0.1:7811].
+    #[arg(long, value_name = "ADDR", env = "TOOLGATE_LISTEN")]
+    pub(crate) listen: Option<SocketAddr>,
     /// Allow listening on a non-loopback address.
     #[arg(long)]
     pub(crate) allow_remote: bool,
     /// What an acknowledged decision survives: `full` (a power loss too: every commit is
-    /// flushed to the disk) or `process` (the daemon's crash only; several times faster).
-    #[arg(long, value_name = "LEVEL", default_value = "full", value_parser = parse_durability)]
-    pub(crate) durability: toolgate_store::Durability,
+    /// flushed to the disk) or `process` (the daemon's crash only; faster) [default: full].
+    #[arg(long, value_name = "LEVEL", value_parser = parse_durability)]
+    pub(crate) durability: Option<toolgate_store::Durability>,
 }
 
 fn parse_durability(text: &str) -> Result<toolgate_store::Durability, String> {
-    match text {
-        "full" => Ok(toolgate_store::Durability::Full),
-        "process" => Ok(toolgate_store::Durability::Process),
-        other => Err(format!(
-            "`{other}` is not a durability; use `full` or `process`"
-        )),
-    }
+    text.parse()
+}
+
+/// The settings file: the one named, else the default one when it exists (never with
+/// `--isolated`).
+fn config_file(args: &ServeArgs) -> Result<ConfigFile, Failure> {
+    let path = match &args.config {
+        Some(path) => path.clone(),
+        None if args.policy.isolated => return Ok(ConfigFile::default()),
+        None => match ConfigFile::default_path().filter(|p| p.exists()) {
+            Some(path) => path,
+            None => return Ok(ConfigFile::default()),
+        },
+    };
+    ConfigFile::load(&path).map_err(|e| Failure::Message(format!("error: {e}")))
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
+    let file = config_file(args)?;
     let policy = args.policy.load(LoadOptions::default())?;
     let data_dir = args
         .data_dir
         .clone()
+        .or_else(|| {
+            std::env::var_os("TOOLGATE_DATA_DIR")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+        })
+        .or(file.data_dir)
         .or_else(default_data_dir)
         .ok_or_else(|| {
             Failure::Message("no data directory: pass --data-dir or set $TOOLGATE_DATA_DIR".into())
         })?;
+    let listen = args.listen.or(file.listen).unwrap_or(DEFAULT_LISTEN);
     let mut config = ServerConfig::new(data_dir);
-    config.listen = args.listen;
-    config.allow_remote = args.allow_remote;
-    config.durability = args.durability;
+    config.listen = listen;
+    config.allow_remote = args.allow_remote || file.allow_remote.unwrap_or(false);
+    config.durability = args.durability.or(file.durability).unwrap_or_default();
+    config.extra_hosts = file.hosts;
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;
@@ -68,9 +92,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::Message(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.listen)
+        let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| Failure::Message(format!("cannot listen on {}: {e}", args.listen)))?;
+            .map_err(|e| Failure::Message(format!("cannot listen on {listen}: {e}")))?;
         let address = listener
             .local_addr()
             .map_err(|e| Failure::Message(e.to_string()))?;

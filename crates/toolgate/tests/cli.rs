@@ -936,3 +936,109 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
 }
+
+/// `toolgate serve --config FILE`: settings the command line does not give; flags win; a bad
+/// file names its line and column.
+#[test]
+fn serve_reads_its_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "durability = \"full\"\nlisen = \"127.0.0.1:0\"\n").unwrap();
+    let output = Command::new(BIN)
+        .args([
+            "serve",
+            "--isolated",
+            "--policy",
+            "examples/policy.toml",
+            "--config",
+        ])
+        .arg(&bad)
+        .current_dir(common::root())
+        .env_remove("TOOLGATE_LISTEN")
+        .env_remove("TOOLGATE_DATA_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:2:1: unknown field `lisen`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`listen`"), "the keys it knows: {stderr}");
+    std::fs::write(&bad, "durability = \"fast\"\n").unwrap();
+    let output = Command::new(BIN)
+        .args([
+            "serve",
+            "--isolated",
+            "--policy",
+            "examples/policy.toml",
+            "--config",
+        ])
+        .arg(&bad)
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:1:14: unknown variant `fast`"),
+        "{stderr}"
+    );
+
+    let good = dir.path().join("daemon.toml");
+    std::fs::write(
+        &good,
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\n",
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "serve",
+            "--isolated",
+            "--policy",
+            "examples/policy.toml",
+            "--config",
+        ])
+        .arg(&good)
+        .current_dir(common::root())
+        .env_remove("TOOLGATE_LISTEN")
+        .env_remove("TOOLGATE_DATA_DIR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    let (store, seen) = wait_for_line(child.0.stdout.take().unwrap(), "  store: ");
+    // The relative data directory is the file's neighbour.
+    assert_eq!(
+        store.trim(),
+        format!(
+            "  store: {}",
+            dir.path().join("state/toolgate.db").display()
+        )
+        .trim()
+    );
+    assert!(dir.path().join("state/token").exists());
+    let address = seen
+        .iter()
+        .find_map(|l| l.strip_prefix("toolgate is listening on http://"))
+        .unwrap()
+        .to_owned();
+    // The file's extra Host is accepted, another is not.
+    for (host, status) in [("toolgate.lan:7811", "200"), ("evil.lan:7811", "403")] {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /api/health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        assert!(
+            response.starts_with(&format!("HTTP/1.1 {status}")),
+            "{host}: {response}"
+        );
+    }
+}
