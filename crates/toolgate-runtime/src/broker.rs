@@ -836,6 +836,18 @@ impl Ticket {
     }
 }
 
+impl Ticket {
+    /// Times the request out if it is still waiting, for holders that keep tickets without
+    /// waiting on each (a daemon with one timer for all its requests). Returns how the request
+    /// ended — by this timeout or earlier — or `None` while a claimed answer is being recorded
+    /// (its [`Claim`] delivers it).
+    pub fn expire(&mut self) -> Option<Resolution> {
+        self.broker
+            .finish(self.request.id(), &self.scope, Resolution::TimedOut);
+        self.receiver.as_mut()?.try_recv().ok()
+    }
+}
+
 impl Drop for Ticket {
     /// However a wait ends — even dropped mid-way (a timed-out middleware, a cancelled child
     /// run) — the request does not outlive it.

@@ -129,20 +129,34 @@ pub(crate) async fn resolve(
     .await;
     match closed {
         Ok((Committed::Written(_), result)) => {
-            claim.complete(by);
+            // The released call first: it is what the requester waits for.
             state.announce_decided(id, result);
+            claim.complete(by);
+            state.inner.timer.release(id);
             Ok(())
         }
         Ok((Committed::NotPending, _)) => {
             claim.fail("the request was resolved elsewhere");
+            state.inner.timer.release(id);
             Err(ApiError::conflict(
                 "already_resolved",
                 format!("request `{id}` is no longer pending"),
             ))
         }
         Err(error) => {
-            claim.fail("the answer could not be recorded, so the request is refused");
-            state.announce_decided(id, None);
+            let message = "the answer could not be recorded, so the request is refused";
+            claim.fail(message);
+            state.inner.timer.release(id);
+            // Try to record the refusal (the store may be back); the waiting call hears of it.
+            crate::decisions::settle_unanswered(
+                state,
+                id,
+                &facts,
+                toolgate_runtime::Resolution::Failed {
+                    message: message.to_owned(),
+                },
+            )
+            .await;
             Err(error)
         }
     }

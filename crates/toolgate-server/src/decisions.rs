@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use toolgate_policy::{Call, Decision, Evaluation, Layer};
 use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
-    CancellationToken, Effect, GrantContext, PermissionRequest, Request, Resolution, Scope,
+    Effect, GrantContext, PermissionRequest, Request, Resolution, Scope,
     ScopeKind, messages,
 };
 use toolgate_store::{
@@ -290,19 +290,16 @@ pub(crate) async fn submit(
         .broker()
         .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
         .map_err(ApiError::from)?;
-    let waiter = state.clone();
-    tokio::spawn(async move {
-        let resolution = ticket
-            .wait(None, offer.timeout, &CancellationToken::new())
-            .await;
-        settle_unanswered(&waiter, &id, &facts, resolution).await;
-    });
+    state
+        .inner
+        .timer
+        .hold(ticket, tokio::time::Instant::now() + offer.timeout);
     Ok((StatusCode::ACCEPTED, Json(result)).into_response())
 }
 
 /// Records how a request ended when nobody's answer ended it (a timeout, a failure); answers
 /// are recorded by whoever gave them, before the waiter hears of them.
-async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution: Resolution) {
+pub(crate) async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution: Resolution) {
     let (reason, layer, actor) = match resolution {
         // Whoever answered recorded and announced it.
         Resolution::Answered { .. } => return,

@@ -23,6 +23,7 @@ mod page;
 pub mod security;
 mod sessions;
 mod state;
+mod timer;
 
 use std::sync::Arc;
 

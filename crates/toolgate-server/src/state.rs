@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     pub(crate) last_seq: watch::Sender<i64>,
     pub(crate) decided: broadcast::Sender<(String, Option<Arc<Value>>)>,
     open: Mutex<HashMap<String, OpenRequest>>,
+    /// External requests' tickets and their timeouts.
+    pub(crate) timer: Arc<crate::timer::Timer>,
     pub(crate) config: ServerConfig,
 }
 
@@ -97,10 +99,12 @@ impl AppState {
                 last_seq,
                 decided,
                 open: Mutex::new(HashMap::new()),
+                timer: Arc::default(),
                 config,
             }),
         };
         crate::hosted::start_bridge(&state);
+        crate::timer::start(&state);
         Ok(state)
     }
 
