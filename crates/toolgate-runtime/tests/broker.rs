@@ -295,3 +295,48 @@ async fn a_claimed_answer_outlives_the_timeout_and_a_failed_claim_denies() {
         }
     }
 }
+
+#[test]
+fn a_held_ticket_expires_unless_answered_and_never_while_an_answer_is_recorded() {
+    use toolgate_runtime::Request;
+    let broker = ApprovalBroker::new(EventBus::new());
+    let open = |i| {
+        broker
+            .open(
+                Default::default(),
+                Request::Permission(Arc::new(request(i))),
+            )
+            .unwrap()
+    };
+    // Nobody answered: it times out, and an answer afterwards is a conflict.
+    let mut ticket = open(1);
+    assert_eq!(ticket.expire(), Some(Resolution::TimedOut));
+    assert!(broker.is_empty());
+    assert!(matches!(
+        broker.respond("req-1", Answer::from(Choice::AllowOnce).into(), "late"),
+        Err(Conflict::AlreadyResolved { .. })
+    ));
+    // Answered first: expiring reports the answer.
+    let mut ticket = open(2);
+    broker
+        .respond("req-2", Answer::from(Choice::AllowOnce).into(), "bob")
+        .unwrap();
+    assert_eq!(
+        ticket.expire(),
+        Some(Resolution::Answered {
+            response: Response::Permission(Answer::from(Choice::AllowOnce)),
+            by: "bob".into()
+        })
+    );
+    // Claimed, not yet recorded: nothing ends; the claim delivers.
+    let mut ticket = open(3);
+    let claim = broker
+        .claim("req-3", Answer::from(Choice::RejectOnce).into())
+        .unwrap();
+    assert_eq!(ticket.expire(), None);
+    claim.complete("carol");
+    assert!(matches!(
+        ticket.expire(),
+        Some(Resolution::Answered { by, .. }) if by == "carol"
+    ));
+}

@@ -14,8 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use toolgate_policy::{Call, Decision, Evaluation, Layer};
 use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
-    Effect, GrantContext, PermissionRequest, Request, Resolution, Scope,
-    ScopeKind, messages,
+    Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
 };
 use toolgate_store::{
     Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord, Store,
@@ -299,7 +298,12 @@ pub(crate) async fn submit(
 
 /// Records how a request ended when nobody's answer ended it (a timeout, a failure); answers
 /// are recorded by whoever gave them, before the waiter hears of them.
-pub(crate) async fn settle_unanswered(state: &AppState, id: &str, facts: &Facts, resolution: Resolution) {
+pub(crate) async fn settle_unanswered(
+    state: &AppState,
+    id: &str,
+    facts: &Facts,
+    resolution: Resolution,
+) {
     let (reason, layer, actor) = match resolution {
         // Whoever answered recorded and announced it.
         Resolution::Answered { .. } => return,

@@ -50,7 +50,10 @@ impl Timer {
     }
 
     /// Expires what is due; returns the requests that ended, with how, and the next deadline.
-    fn expire_due(&self, now: Instant) -> (Vec<(String, toolgate_runtime::Resolution)>, Option<Instant>) {
+    fn expire_due(
+        &self,
+        now: Instant,
+    ) -> (Vec<(String, toolgate_runtime::Resolution)>, Option<Instant>) {
         let mut ended = Vec::new();
         let mut dropped = Vec::new();
         let mut held = self.lock();
@@ -70,7 +73,10 @@ impl Timer {
                 ended.push((id, resolution));
             }
         }
-        let next = held.deadlines.peek().map(|Reverse((deadline, _))| *deadline);
+        let next = held
+            .deadlines
+            .peek()
+            .map(|Reverse((deadline, _))| *deadline);
         drop(held);
         drop(dropped);
         (ended, next)
