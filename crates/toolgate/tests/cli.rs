@@ -939,12 +939,11 @@ fn people_answer_list_and_revoke_from_the_command_line() {
 
 /// `toolgate serve --config FILE`: settings the command line does not give; flags win; a bad
 /// file names its line and column.
-#[test]
-fn serve_reads_its_settings_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "durability = \"full\"\nlisen = \"127.0.0.1:0\"\n").unwrap();
-    let output = Command::new(BIN)
+/// `toolgate serve` with the shipped policy and the settings file `config`, nothing from the
+/// environment.
+fn serve_with(config: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command
         .args([
             "serve",
             "--isolated",
@@ -952,12 +951,19 @@ fn serve_reads_its_settings_file() {
             "examples/policy.toml",
             "--config",
         ])
-        .arg(&bad)
+        .arg(config)
         .current_dir(common::root())
         .env_remove("TOOLGATE_LISTEN")
-        .env_remove("TOOLGATE_DATA_DIR")
-        .output()
-        .unwrap();
+        .env_remove("TOOLGATE_DATA_DIR");
+    command
+}
+
+#[test]
+fn serve_reads_its_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "durability = \"full\"\nlisen = \"127.0.0.1:0\"\n").unwrap();
+    let output = serve_with(&bad).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -966,18 +972,7 @@ fn serve_reads_its_settings_file() {
     );
     assert!(stderr.contains("`listen`"), "the keys it knows: {stderr}");
     std::fs::write(&bad, "durability = \"fast\"\n").unwrap();
-    let output = Command::new(BIN)
-        .args([
-            "serve",
-            "--isolated",
-            "--policy",
-            "examples/policy.toml",
-            "--config",
-        ])
-        .arg(&bad)
-        .current_dir(common::root())
-        .output()
-        .unwrap();
+    let output = serve_with(&bad).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("bad.toml:1:14: unknown variant `fast`"),
@@ -990,18 +985,7 @@ fn serve_reads_its_settings_file() {
         "listen = \"127.0.0.1:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\n",
     )
     .unwrap();
-    let child = Command::new(BIN)
-        .args([
-            "serve",
-            "--isolated",
-            "--policy",
-            "examples/policy.toml",
-            "--config",
-        ])
-        .arg(&good)
-        .current_dir(common::root())
-        .env_remove("TOOLGATE_LISTEN")
-        .env_remove("TOOLGATE_DATA_DIR")
+    let child = serve_with(&good)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
