@@ -2,7 +2,9 @@
 //! the waiting call hears of them.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+
+use crate::body::Path;
 use serde_json::{Value, json};
 use toolgate_policy::{Choice, Decision, Layer};
 use toolgate_runtime::{Answer, Grant, Request, Response, messages};

@@ -41,3 +41,48 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         })
     }
 }
+
+/// Query parameters; a malformed query is a 400 in the API's JSON shape.
+#[derive(Debug)]
+pub(crate) struct Query<T>(pub(crate) T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Query<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Query<T>, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| Query(value))
+            .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
+    }
+}
+
+/// Path parameters; a malformed one (bad percent-encoding, say) is a 400 in the API's JSON
+/// shape.
+#[derive(Debug)]
+pub(crate) struct Path<T>(pub(crate) T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Path<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Path<T>, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(value)| Path(value))
+            .map_err(|e| ApiError::bad_request("invalid_path", e.body_text()))
+    }
+}

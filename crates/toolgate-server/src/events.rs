@@ -5,7 +5,9 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
+
+use crate::body::{Path, Query};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
@@ -95,13 +97,16 @@ pub(crate) async fn all(
     stream_events(state, &headers, &query, None)
 }
 
-/// `GET /api/sessions/{id}/events`: one session's events, live.
+/// `GET /api/sessions/{id}/events`: one session's events, live; 404 for an unknown session.
 pub(crate) async fn of_session(
     State(state): State<AppState>,
     Path(session): Path<String>,
     headers: HeaderMap,
     Query(query): Query<LogQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    if state.store().session(&session).await?.is_none() {
+        return Err(ApiError::not_found(format!("no session `{session}`")));
+    }
     stream_events(state, &headers, &query, Some(session))
 }
 

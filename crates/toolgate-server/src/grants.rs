@@ -1,7 +1,9 @@
 //! Remembered answers: `GET /api/grants`, `DELETE /api/grants/{id}`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+
+use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use toolgate_runtime::GrantStore;

@@ -7,7 +7,9 @@
 //! one). Its pending requests are the external calls that name it.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
+
+use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use toolgate_policy::Choice;

@@ -471,3 +471,71 @@ async fn the_openapi_document_describes_exactly_the_routes() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(served, document);
 }
+
+/// Malformed queries and path parameters are refused with the API's JSON error, never a
+/// framework's plain text; a stream for an unknown session is a 404.
+#[tokio::test]
+async fn malformed_queries_and_paths_get_json_errors() {
+    let daemon = Daemon::start().await;
+    for (path, status, code) in [
+        (
+            "/api/audit?after=99999999999999999999",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/api/audit?limit=many",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/api/audit?last=-1",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/api/decisions/x?wait=soon",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/api/events?after=x",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        (
+            "/api/sessions/%FF%FE",
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+        ),
+        (
+            "/api/sessions/nope/events",
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
+    ] {
+        let (got, body) = daemon.call("GET", path, None).await;
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{path}: {body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/api/approvals/%C0",
+            Some(serde_json::json!({"decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_path"))
+    );
+}
