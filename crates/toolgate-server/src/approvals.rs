@@ -91,14 +91,11 @@ pub(crate) async fn resolve(
             None,
         ),
     };
-    // A hosted run stores its grants itself, through the same store, before its call goes on.
-    let hosted = record
-        .as_ref()
-        .is_some_and(|r| r.kind == crate::hosted::HOSTED);
-    let grants = if hosted {
-        Vec::new()
-    } else {
-        grants_for(&request, call.as_ref(), answer.decision, by)
+    let grants = match &record {
+        Some(record) if record.kind == crate::hosted::HOSTED => {
+            crate::hosted::grants_for(record, &request, answer.decision, by)
+        }
+        _ => grants_for(&request, call.as_ref(), answer.decision, by),
     };
     let (decision, reason) = if answer.decision.allows() {
         (

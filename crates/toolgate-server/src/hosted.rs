@@ -8,17 +8,19 @@
 //! resolution closes it, and the runs' other events join the audit stream. Streamed text deltas
 //! are not stored (the model's whole response is).
 //!
-//! An answer given over HTTP is committed before the run hears of it. The run then stores the
-//! grants an "always" answer makes, through the same store, before the call proceeds.
+//! An answer given over HTTP is committed before the run hears of it, with the grants an
+//! "always" answer makes (the run, released, finds them there and does not store them twice).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
+use toolgate_policy::Choice;
 use toolgate_policy::{Decision, Layer};
+use toolgate_runtime::grants::StoreError as GrantStoreError;
 use toolgate_runtime::{
-    AgentBuilder, Event, EventKind, GrantStore, MAIN_BRANCH, PermissionRequest, Resolution,
-    Response, messages,
+    AgentBuilder, Effect, Event, EventKind, Grant, GrantContext, GrantStore, MAIN_BRANCH,
+    PermissionRequest, Resolution, Response, ScopeKind, messages,
 };
 use toolgate_store::{Batch, EventRecord, PendingRecord, Store};
 
@@ -35,12 +37,113 @@ impl AppState {
     /// publishes on the daemon's event bus (stored in the audit stream) and keeps its grants in
     /// the daemon's store. Add the agent's `PermissionMiddleware` as usual.
     pub fn host(&self, builder: AgentBuilder) -> AgentBuilder {
-        let grants: Arc<dyn GrantStore> = Arc::clone(self.store()) as Arc<dyn GrantStore>;
+        let grants: Arc<dyn GrantStore> = Arc::new(HostedGrants {
+            store: Arc::clone(self.store()),
+        });
         builder
             .broker(self.broker().clone())
             .grants(grants)
             .approve_through_events()
     }
+}
+
+/// A hosted run's grant store: the daemon's, except that a grant the daemon already committed
+/// with the answer that made it (same request, tool, target and scope) is not stored twice
+/// when the run, released, stores it too.
+struct HostedGrants {
+    store: Arc<toolgate_store::SqliteStore>,
+}
+
+#[async_trait::async_trait]
+impl GrantStore for HostedGrants {
+    async fn insert(&self, grant: Grant) -> Result<(), GrantStoreError> {
+        if grant.request_id.is_some() {
+            let stored = self.store.for_tool(&grant.tool).await?;
+            let same = |g: &Grant| {
+                g.request_id == grant.request_id
+                    && g.effect == grant.effect
+                    && g.target == grant.target
+                    && g.scope == grant.scope
+            };
+            if stored.iter().any(same) {
+                return Ok(());
+            }
+        }
+        self.store.insert(grant).await
+    }
+
+    async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, GrantStoreError> {
+        self.store.for_tool(tool).await
+    }
+
+    async fn use_once(&self, id: &str) -> Result<bool, GrantStoreError> {
+        self.store.use_once(id).await
+    }
+
+    async fn list(&self) -> Result<Vec<Grant>, GrantStoreError> {
+        self.store.list().await
+    }
+
+    async fn revoke(&self, id: &str) -> Result<bool, GrantStoreError> {
+        self.store.revoke(id).await
+    }
+}
+
+/// The grants an "always" answer to a hosted request makes, committed with the answer: those
+/// whose scope the daemon can name from the request's session, branch and turn (a workspace
+/// scope needs the run's workspace; the run stores those itself).
+pub(crate) fn grants_for(
+    record: &PendingRecord,
+    request: &PermissionRequest,
+    choice: Choice,
+    by: &str,
+) -> Vec<Grant> {
+    let effect = match choice {
+        Choice::AllowAlways => Effect::Allow,
+        Choice::RejectAlways => Effect::Deny,
+        Choice::AllowOnce | Choice::RejectOnce => return Vec::new(),
+    };
+    let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
+        return Vec::new();
+    };
+    let recorded = record.request.get("grant_context");
+    let text = |key: &str| {
+        recorded
+            .and_then(|c| c.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let (Some(session), Some(branch), Some(turn)) = (
+        text("session"),
+        text("branch"),
+        recorded.and_then(|c| c.get("turn")).and_then(Value::as_u64),
+    ) else {
+        return Vec::new();
+    };
+    if covers.scope == ScopeKind::Workspace {
+        return Vec::new();
+    }
+    let context = GrantContext {
+        session,
+        branch,
+        turn,
+        workspace: None,
+    };
+    covers
+        .targets
+        .iter()
+        .map(|target| {
+            let mut grant = Grant::new(
+                effect,
+                request.tool.clone(),
+                target.clone(),
+                context.scope(covers.scope),
+                by,
+            );
+            grant.request_id = Some(request.id.clone());
+            grant
+        })
+        .collect()
 }
 
 /// Starts the task that records hosted runs' events. A filter on the publishing side keeps
@@ -186,7 +289,9 @@ fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRe
         created: now(),
         // AGH's approve route can name it by its turn.
         request: json!({"request": request, "call": call, "facts": facts, "hosted": true,
-                        "turn": event.scope.turn.map(|t| t.to_string())}),
+                        "turn": event.scope.turn.map(|t| t.to_string()),
+                        "grant_context": {"session": facts.session, "branch": facts.branch,
+                                          "turn": event.scope.turn}}),
     };
     (pending, requested)
 }

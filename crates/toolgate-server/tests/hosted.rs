@@ -121,6 +121,9 @@ async fn a_hosted_run_asks_the_daemon_and_an_answer_over_hpds_route_releases_it(
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    // The grant was committed with the answer, before the run was released.
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(grants["grants"].as_array().unwrap().len(), 1, "{grants}");
     let turn = run.await.unwrap().unwrap();
     assert_eq!(turn.end, TurnEnd::Completed);
     assert_eq!(turn.text(), "paid once");
@@ -133,7 +136,7 @@ async fn a_hosted_run_asks_the_daemon_and_an_answer_over_hpds_route_releases_it(
     assert_eq!(*log.lock().unwrap(), vec![json!({"amount": 5})]);
     assert!(pending(&daemon, 0).await.is_empty());
 
-    // The "always" answer became a daemon grant; the next turn's call needs nobody.
+    // The run, released, did not store it twice; the next turn's call needs nobody.
     let (_, grants) = daemon.call("GET", "/api/grants", None).await;
     let grants = grants["grants"].as_array().unwrap().clone();
     assert_eq!(grants.len(), 1, "{grants:?}");
