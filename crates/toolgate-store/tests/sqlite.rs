@@ -282,3 +282,30 @@ async fn a_batch_stands_or_falls_together() {
     assert_eq!(store.decision("d1").await.unwrap(), Some(row));
     assert_eq!(store.list().await.unwrap().len(), 1);
 }
+
+/// The write-ahead log is folded into the database as it grows (SQLite's checkpoints), so it
+/// stays bounded however many commits come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_ahead_log_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolgate.db");
+    let store = SqliteStore::open_with(&path, toolgate_store::Durability::Process)
+        .await
+        .unwrap();
+    let body = "x".repeat(2000);
+    for i in 0..5000 {
+        store
+            .append(&[EventRecord::new("custom", json!({"i": i, "pad": body}))])
+            .await
+            .unwrap();
+    }
+    let wal = std::fs::metadata(dir.path().join("toolgate.db-wal"))
+        .unwrap()
+        .len();
+    // Without checkpoints the log would hold every commit's pages: over 40 MB here.
+    assert!(wal < 16 * 1024 * 1024, "the log is {wal} bytes");
+    assert_eq!(store.last_seq().await.unwrap(), 5000);
+    drop(store);
+    let reopened = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(reopened.last_seq().await.unwrap(), 5000);
+}
