@@ -277,20 +277,23 @@ async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
         &log,
     );
     let session = agent.session("s4");
-    let _run = tokio::spawn(async move { agent.run(&session, "pay").await });
+    let run = tokio::spawn(async move { agent.run(&session, "pay").await });
     let id = pending(&daemon, 1).await[0]["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    // The process dies with the run waiting (here its memory is simply never consulted again);
-    // the next daemon on the same data directory finds the request and refuses it.
+    // The process dies with the run waiting: the daemon goes first (so nothing of it records
+    // the run's end), then the run; the next daemon on the same data directory finds the
+    // request and refuses it.
+    let Daemon { dir, server, .. } = daemon;
+    drop(server);
+    run.abort();
+    assert!(run.await.unwrap_err().is_cancelled());
     let policy = Policy::from_toml("policy.toml", common::POLICY).unwrap();
-    let restarted = toolgate_server::Server::open(
-        toolgate_server::ServerConfig::new(daemon.dir.path()),
-        policy,
-    )
-    .await
-    .unwrap();
+    let restarted =
+        toolgate_server::Server::open(toolgate_server::ServerConfig::new(dir.path()), policy)
+            .await
+            .unwrap();
     assert_eq!(restarted.recovered, 1);
     let store = restarted.state().store();
     use toolgate_store::Store;

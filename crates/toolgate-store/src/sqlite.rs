@@ -106,6 +106,8 @@ pub struct SqliteStore {
 struct Shared {
     path: PathBuf,
     durability: Durability,
+    /// Held for the store's life: one store per database (see [`owner_lock`]).
+    _owner: Mutex<Connection>,
     /// The one writer: writes never contend with each other.
     writer: Mutex<Connection>,
     /// Idle readers (WAL lets them read while the writer writes).
@@ -151,6 +153,41 @@ fn connect(path: &Path, durability: Durability, read_only: bool) -> Result<Conne
     Ok(connection)
 }
 
+/// Takes the lock that makes this store the database's only owner: a second daemon on the
+/// same data directory would otherwise refuse the first one's live requests as abandoned when
+/// it recovers. An SQLite file next to the database (`toolgate.db.lock`) held in exclusive
+/// locking mode; the operating system releases it when the process ends, however it ends. The
+/// database itself stays readable by other programs (`sqlite3`, backups).
+fn owner_lock(path: &Path) -> Result<Connection, StoreError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let connection = Connection::open(&lock_path)?;
+    // A daemon that is shutting down lets go within moments; a live one never does.
+    connection.busy_timeout(Duration::from_millis(200))?;
+    connection.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    let taken = connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS owner (id INTEGER PRIMARY KEY, since TEXT NOT NULL);
+         INSERT OR REPLACE INTO owner (id, since) VALUES (1, datetime('now'));",
+    );
+    match taken {
+        Ok(()) => Ok(connection),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if matches!(
+                e.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ) =>
+        {
+            Err(StoreError(format!(
+                "{} is in use by another toolgate (one daemon per data directory; stop the other \
+                 one or give this one another --data-dir)",
+                path.display()
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Runs `work`, telling a multi-threaded tokio runtime that it blocks.
 fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
@@ -171,6 +208,7 @@ impl SqliteStore {
     /// Opens the database at `path` with the given durability.
     pub async fn open_with(path: &Path, durability: Durability) -> Result<SqliteStore, StoreError> {
         blocking(|| {
+            let owner = owner_lock(path)?;
             let mut writer = connect(path, durability, false)?;
             migrate(&mut writer)?;
             let reader = connect(path, durability, true)?;
@@ -178,6 +216,7 @@ impl SqliteStore {
                 shared: Arc::new(Shared {
                     path: path.to_owned(),
                     durability,
+                    _owner: Mutex::new(owner),
                     writer: Mutex::new(writer),
                     readers: Mutex::new(vec![reader]),
                 }),

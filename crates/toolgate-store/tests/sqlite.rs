@@ -37,6 +37,7 @@ async fn events_come_back_in_order_filtered_and_survive_reopening() {
     assert_eq!(seqs, [1, 2, 3]);
     assert_eq!(store.append(&[event("d", "s2")]).await.unwrap(), [4]);
     store.close().await;
+    drop(store);
 
     let store = open(&dir).await;
     assert_eq!(store.last_seq().await.unwrap(), 4);
@@ -308,4 +309,34 @@ async fn the_write_ahead_log_stays_bounded() {
     drop(store);
     let reopened = SqliteStore::open(&path).await.unwrap();
     assert_eq!(reopened.last_seq().await.unwrap(), 5000);
+}
+
+/// One store per database: a second one (another daemon on the same data directory) is refused
+/// while the first is open, with a message that says what to do, and allowed once it is gone.
+#[tokio::test]
+async fn a_database_has_one_owner_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = open(&dir).await;
+    let started = std::time::Instant::now();
+    let error = SqliteStore::open(&dir.path().join("toolgate.db"))
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("in use by another toolgate"),
+        "{error}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "refused at once"
+    );
+    // The first one is untouched, and other programs can still read the database.
+    first.append(&[event("a", "s")]).await.unwrap();
+    let reader = rusqlite::Connection::open(dir.path().join("toolgate.db")).unwrap();
+    let count: i64 = reader
+        .query_row("SELECT COUNT(*) FROM events", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(count, 1);
+    drop(first);
+    let second = open(&dir).await;
+    assert_eq!(second.last_seq().await.unwrap(), 1);
 }

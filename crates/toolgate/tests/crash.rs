@@ -208,3 +208,41 @@ fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
     assert!(expected > i64::try_from(acknowledged.len()).unwrap());
     daemon.kill();
 }
+
+/// A second daemon on the same data directory (another port) refuses to start, saying why,
+/// instead of refusing the first one's live requests as abandoned.
+#[test]
+fn a_second_daemon_on_the_same_data_directory_refuses_to_start() {
+    let data = tempfile::tempdir().unwrap();
+    let first = DaemonProcess::start(data.path());
+    let (status, body) = first
+        .http("POST", "/api/decisions", Some(&call("make all")))
+        .unwrap();
+    assert_eq!(status, 202);
+    let id = body["id"].as_str().unwrap().to_owned();
+
+    let second = std::process::Command::new(common::BIN)
+        .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+        .current_dir(common::root())
+        .env("TOOLGATE_DATA_DIR", data.path())
+        .env("TOOLGATE_LISTEN", "127.0.0.1:0")
+        .output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("in use by another toolgate"), "{stderr}");
+
+    let (status, body) = first.http("GET", "/api/pending", None).unwrap();
+    assert_eq!(status, 200);
+    let ids: Vec<&str> = body["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [id.as_str()],
+        "the first daemon's request is still waiting"
+    );
+}
