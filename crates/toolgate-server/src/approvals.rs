@@ -169,12 +169,35 @@ fn facts_of(record: &PendingRecord) -> Facts {
         .unwrap_or_default()
 }
 
-/// The grants an "always" answer stores: exactly the targets the request showed.
+/// The grants an "always" answer to an external request stores.
 fn grants_for(
     request: &toolgate_runtime::PermissionRequest,
     call: Option<&Value>,
     choice: Choice,
     by: &str,
+) -> Vec<Grant> {
+    always_grants(request, choice, by, |_| {
+        let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
+        Some(
+            call.as_ref()
+                .map(crate::decisions::grant_context)
+                .unwrap_or(toolgate_runtime::GrantContext {
+                    session: String::new(),
+                    branch: String::new(),
+                    turn: 0,
+                    workspace: None,
+                }),
+        )
+    })
+}
+
+/// The grants an "always" answer stores: exactly the targets the request showed, in the scope
+/// it named, placed by the context `place` gives for that scope (none: no grants).
+pub(crate) fn always_grants(
+    request: &toolgate_runtime::PermissionRequest,
+    choice: Choice,
+    by: &str,
+    place: impl FnOnce(toolgate_runtime::ScopeKind) -> Option<toolgate_runtime::GrantContext>,
 ) -> Vec<Grant> {
     let effect = match choice {
         Choice::AllowAlways => toolgate_runtime::Effect::Allow,
@@ -184,16 +207,9 @@ fn grants_for(
     let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
         return Vec::new();
     };
-    let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
-    let context = call
-        .as_ref()
-        .map(crate::decisions::grant_context)
-        .unwrap_or(toolgate_runtime::GrantContext {
-            session: String::new(),
-            branch: String::new(),
-            turn: 0,
-            workspace: None,
-        });
+    let Some(context) = place(covers.scope) else {
+        return Vec::new();
+    };
     covers
         .targets
         .iter()

@@ -19,7 +19,7 @@ use toolgate_policy::Choice;
 use toolgate_policy::{Decision, Layer};
 use toolgate_runtime::grants::StoreError as GrantStoreError;
 use toolgate_runtime::{
-    AgentBuilder, Effect, Event, EventKind, Grant, GrantContext, GrantStore, MAIN_BRANCH,
+    AgentBuilder, Event, EventKind, Grant, GrantContext, GrantStore, MAIN_BRANCH,
     PermissionRequest, Resolution, Response, ScopeKind, messages,
 };
 use toolgate_store::{Batch, EventRecord, PendingRecord, Store};
@@ -98,14 +98,6 @@ pub(crate) fn grants_for(
     choice: Choice,
     by: &str,
 ) -> Vec<Grant> {
-    let effect = match choice {
-        Choice::AllowAlways => Effect::Allow,
-        Choice::RejectAlways => Effect::Deny,
-        Choice::AllowOnce | Choice::RejectOnce => return Vec::new(),
-    };
-    let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
-        return Vec::new();
-    };
     let recorded = record.request.get("grant_context");
     let text = |key: &str| {
         recorded
@@ -113,37 +105,19 @@ pub(crate) fn grants_for(
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    let (Some(session), Some(branch), Some(turn)) = (
-        text("session"),
-        text("branch"),
-        recorded.and_then(|c| c.get("turn")).and_then(Value::as_u64),
-    ) else {
-        return Vec::new();
-    };
-    if covers.scope == ScopeKind::Workspace {
-        return Vec::new();
-    }
-    let context = GrantContext {
-        session,
-        branch,
-        turn,
-        workspace: None,
-    };
-    covers
-        .targets
-        .iter()
-        .map(|target| {
-            let mut grant = Grant::new(
-                effect,
-                request.tool.clone(),
-                target.clone(),
-                context.scope(covers.scope),
-                by,
-            );
-            grant.request_id = Some(request.id.clone());
-            grant
+    crate::approvals::always_grants(request, choice, by, |kind| {
+        if kind == ScopeKind::Workspace {
+            return None;
+        }
+        Some(GrantContext {
+            session: text("session")?,
+            branch: text("branch")?,
+            turn: recorded
+                .and_then(|c| c.get("turn"))
+                .and_then(Value::as_u64)?,
+            workspace: None,
         })
-        .collect()
+    })
 }
 
 /// Starts the task that records hosted runs' events. A filter on the publishing side keeps
