@@ -113,7 +113,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 (false, true) => "reject-always",
             };
             let body = json!({"decision": decision, "reason": answer.reason, "by": "cli"});
-            let path = format!("/api/approvals/{}", answer.id);
+            let path = format!("/api/approvals/{}", crate::client::encode(&answer.id));
             let reply = client.send("POST", &path, Some(&body))?;
             if args.json {
                 writeln!(out, "{}", reply.body)?;

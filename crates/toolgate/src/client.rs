@@ -272,3 +272,29 @@ fn dechunk(body: &str) -> String {
     }
     out
 }
+
+/// `text` as one path segment or query value: everything but letters, digits and `-._~`
+/// percent-encoded (so a session named `a/b` or `x&y` stays one value).
+pub(crate) fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode;
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(encode("s-1_a.b~"), "s-1_a.b~");
+        assert_eq!(encode("a/b&c d"), "a%2Fb%26c%20d");
+        assert_eq!(encode("é"), "%C3%A9");
+    }
+}

@@ -65,7 +65,11 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             Ok(EXIT_OK)
         }
         Some(Action::Revoke { id }) => {
-            let reply = client.send("DELETE", &format!("/api/grants/{id}"), None)?;
+            let reply = client.send(
+                "DELETE",
+                &format!("/api/grants/{}", crate::client::encode(id)),
+                None,
+            )?;
             match reply.status {
                 204 => {
                     writeln!(out, "{id}: revoked")?;

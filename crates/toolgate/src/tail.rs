@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::Value;
 
 use crate::client::{Client, ClientArgs, field};
-use crate::{EXIT_OK, Failure};
+use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
 /// Prints the daemon's events: the log so far, then live (Ctrl-C stops).
 #[derive(Debug, Args)]
@@ -70,12 +70,28 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
         out.flush()?;
         Ok(())
     };
+    // An unknown session is a mistake to say, not an empty stream to wait on.
+    if let Some(session) = &args.session {
+        let reply = client.send(
+            "GET",
+            &format!("/api/sessions/{}", crate::client::encode(session)),
+            None,
+        )?;
+        match reply.status {
+            200 => {}
+            404 => {
+                let _ = writeln!(std::io::stderr(), "error: {}", reply.error());
+                return Ok(EXIT_FOUND);
+            }
+            _ => return Err(Failure::Message(reply.error())),
+        }
+    }
     if args.no_follow {
         let mut after = args.after;
         loop {
             let mut path = format!("/api/audit?after={after}&limit=1000");
             if let Some(session) = &args.session {
-                path.push_str(&format!("&session={session}"));
+                path.push_str(&format!("&session={}", crate::client::encode(session)));
             }
             let reply = client.send("GET", &path, None)?;
             if reply.status != 200 {
@@ -95,7 +111,11 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
         }
     }
     let path = match &args.session {
-        Some(session) => format!("/api/sessions/{session}/events?after={}", args.after),
+        Some(session) => format!(
+            "/api/sessions/{}/events?after={}",
+            crate::client::encode(session),
+            args.after
+        ),
         None => format!("/api/events?after={}", args.after),
     };
     let mut failed = None;

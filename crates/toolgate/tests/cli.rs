@@ -915,6 +915,19 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{}",
         stdout(&o)
     );
+    // One session's events; an unknown session is said, not waited on.
+    let o = daemon.client(&["tail", "--no-follow", "--json", "--session", "s1"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
+    for follow in [true, false] {
+        let mut args = vec!["tail", "--session", "a/b&c"];
+        if !follow {
+            args.push("--no-follow");
+        }
+        let o = daemon.client(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("no session `a/b&c`"), "{}", stderr(&o));
+    }
 
     let o = Command::new(BIN)
         .args(["approvals", "--url", "http://127.0.0.1:1"])
@@ -925,8 +938,6 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
 }
 
-/// `toolgate serve --config FILE`: settings the command line does not give; flags win; a bad
-/// file names its line and column.
 /// `toolgate serve` with the shipped policy and the settings file `config`, nothing from the
 /// environment.
 fn serve_with(config: &Path) -> Command {
@@ -946,6 +957,8 @@ fn serve_with(config: &Path) -> Command {
     command
 }
 
+/// `toolgate serve --config FILE`: settings the command line does not give; flags win; a bad
+/// file names its line and column.
 #[test]
 fn serve_reads_its_settings_file() {
     let dir = tempfile::tempdir().unwrap();
