@@ -67,17 +67,10 @@ impl ServerConfig {
 }
 
 /// The default data directory: `$TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
-/// `~/.local/share/toolgate`.
+/// `~/.local/share/toolgate` (a settings file's `data_dir` comes between the first two: see
+/// [`ConfigFile::resolved_data_dir`]).
 pub fn default_data_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("TOOLGATE_DATA_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir).join("toolgate"));
-    }
-    std::env::var_os("HOME")
-        .filter(|d| !d.is_empty())
-        .map(|home| PathBuf::from(home).join(".local/share/toolgate"))
+    ConfigFile::default().resolved_data_dir()
 }
 
 /// The daemon's settings file, `daemon.toml`: what the command line does not say. Every key is
@@ -138,6 +131,32 @@ impl ConfigFile {
             }
         }
         Ok(file)
+    }
+
+    /// The default settings file when it exists, else no settings.
+    pub fn load_default() -> Result<ConfigFile, ConfigError> {
+        match ConfigFile::default_path().filter(|p| p.exists()) {
+            Some(path) => ConfigFile::load(&path),
+            None => Ok(ConfigFile::default()),
+        }
+    }
+
+    /// The data directory these settings give: `$TOOLGATE_DATA_DIR`, else the file's
+    /// `data_dir`, else `$XDG_DATA_HOME/toolgate`, else `~/.local/share/toolgate`. The daemon
+    /// and its command-line clients find it the same way.
+    pub fn resolved_data_dir(&self) -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("TOOLGATE_DATA_DIR").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir));
+        }
+        if let Some(dir) = &self.data_dir {
+            return Some(dir.clone());
+        }
+        if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|d| !d.is_empty()) {
+            return Some(PathBuf::from(dir).join("toolgate"));
+        }
+        std::env::var_os("HOME")
+            .filter(|d| !d.is_empty())
+            .map(|home| PathBuf::from(home).join(".local/share/toolgate"))
     }
 
     /// Where the settings file is looked for when none is named: `$XDG_CONFIG_HOME/toolgate/`

@@ -8,16 +8,17 @@ use std::time::Duration;
 
 use clap::Args;
 use serde_json::Value;
-use toolgate_server::{DEFAULT_LISTEN, default_data_dir};
+use toolgate_server::{ConfigFile, DEFAULT_LISTEN};
 
 use crate::Failure;
 
 /// Where the daemon is, and how to prove who we are.
 #[derive(Debug, Args)]
 pub(crate) struct ClientArgs {
-    /// The daemon's address.
-    #[arg(long, value_name = "URL", env = "TOOLGATE_URL", default_value_t = format!("http://{DEFAULT_LISTEN}"))]
-    pub(crate) url: String,
+    /// The daemon's address [default: the settings file's `listen`, else
+    /// http://127.0.0.1:7811].
+    #[arg(long, value_name = "URL", env = "TOOLGATE_URL")]
+    pub(crate) url: Option<String>,
     /// The token file [default: the data directory's `token`]; `$TOOLGATE_TOKEN` gives the
     /// token itself.
     #[arg(long, value_name = "FILE")]
@@ -55,13 +56,21 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn new(args: &ClientArgs) -> Result<Client, Failure> {
-        let host = args
-            .url
+        // The daemon's own settings say where it listens and keeps its token.
+        let file =
+            ConfigFile::load_default().map_err(|e| Failure::Message(format!("error: {e}")))?;
+        let url = args.url.clone().unwrap_or_else(|| {
+            let mut listen = file.listen.unwrap_or(DEFAULT_LISTEN);
+            if listen.ip().is_unspecified() {
+                listen.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{listen}")
+        });
+        let host = url
             .strip_prefix("http://")
             .ok_or_else(|| {
                 Failure::Message(format!(
-                    "`{}` is not an http:// address (the daemon speaks plain HTTP on loopback)",
-                    args.url
+                    "`{url}` is not an http:// address (the daemon speaks plain HTTP on loopback)"
                 ))
             })?
             .trim_end_matches('/')
@@ -75,7 +84,7 @@ impl Client {
                 let file = args
                     .token_file
                     .clone()
-                    .or_else(|| default_data_dir().map(|d| d.join("token")))
+                    .or_else(|| file.resolved_data_dir().map(|d| d.join("token")))
                     .ok_or_else(|| {
                         Failure::Message(
                             "no token: pass --token-file or set $TOOLGATE_TOKEN".into(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use toolgate_policy::LoadOptions;
-use toolgate_server::{ConfigFile, DEFAULT_LISTEN, Server, ServerConfig, default_data_dir};
+use toolgate_server::{ConfigFile, DEFAULT_LISTEN, Server, ServerConfig};
 
 use crate::args::PolicyArgs;
 use crate::{EXIT_OK, Failure};
@@ -54,10 +54,9 @@ fn config_file(args: &ServeArgs) -> Result<ConfigFile, Failure> {
     let path = match &args.config {
         Some(path) => path.clone(),
         None if args.policy.isolated => return Ok(ConfigFile::default()),
-        None => match ConfigFile::default_path().filter(|p| p.exists()) {
-            Some(path) => path,
-            None => return Ok(ConfigFile::default()),
-        },
+        None => {
+            return ConfigFile::load_default().map_err(|e| Failure::Message(format!("error: {e}")));
+        }
     };
     ConfigFile::load(&path).map_err(|e| Failure::Message(format!("error: {e}")))
 }
@@ -68,13 +67,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     let data_dir = args
         .data_dir
         .clone()
-        .or_else(|| {
-            std::env::var_os("TOOLGATE_DATA_DIR")
-                .filter(|d| !d.is_empty())
-                .map(PathBuf::from)
-        })
-        .or(file.data_dir)
-        .or_else(default_data_dir)
+        .or_else(|| file.resolved_data_dir())
         .ok_or_else(|| {
             Failure::Message("no data directory: pass --data-dir or set $TOOLGATE_DATA_DIR".into())
         })?;

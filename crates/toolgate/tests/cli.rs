@@ -1017,3 +1017,39 @@ fn serve_reads_its_settings_file() {
         );
     }
 }
+
+/// The command-line clients find a daemon configured by its settings file: its address and
+/// its data directory (so its token) come from the same `daemon.toml`.
+#[test]
+fn clients_find_the_daemon_its_settings_file_describes() {
+    let config_home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let file = config_home.path().join("toolgate/daemon.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &file,
+        format!("listen = \"127.0.0.1:{port}\"\ndata_dir = \"state\"\n"),
+    )
+    .unwrap();
+    let child = serve_with(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Killed(child);
+    wait_for_line(child.0.stdout.take().unwrap(), "  store: ");
+    let output = Command::new(BIN)
+        .arg("approvals")
+        .env("XDG_CONFIG_HOME", config_home.path())
+        .env_remove("TOOLGATE_URL")
+        .env_remove("TOOLGATE_DATA_DIR")
+        .env_remove("TOOLGATE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "nothing is waiting");
+}
