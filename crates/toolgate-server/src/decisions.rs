@@ -352,7 +352,7 @@ pub(crate) async fn close(
         actor,
     );
     let row = match state.open_request(id) {
-        Some(open) => Some(open.row),
+        Some(open) => Some(open.row.clone()),
         None => state.store().decision(id).await?,
     };
     let row = row.map(|mut row| {

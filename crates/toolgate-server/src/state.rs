@@ -39,7 +39,7 @@ pub(crate) struct Inner {
     login_codes: Mutex<HashMap<String, Instant>>,
     pub(crate) last_seq: watch::Sender<i64>,
     pub(crate) decided: broadcast::Sender<(String, Option<Arc<Value>>)>,
-    open: Mutex<HashMap<String, OpenRequest>>,
+    open: Mutex<HashMap<String, Arc<OpenRequest>>>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
     pub(crate) config: ServerConfig,
@@ -199,11 +199,11 @@ impl AppState {
 
     /// Keeps what resolving an external request needs, so answering it reads nothing back.
     pub(crate) fn remember_open(&self, id: &str, request: OpenRequest) {
-        lock(&self.inner.open).insert(id.to_owned(), request);
+        lock(&self.inner.open).insert(id.to_owned(), Arc::new(request));
     }
 
-    /// What is kept of an open external request.
-    pub(crate) fn open_request(&self, id: &str) -> Option<OpenRequest> {
+    /// What is kept of an open external request (shared, not copied).
+    pub(crate) fn open_request(&self, id: &str) -> Option<Arc<OpenRequest>> {
         lock(&self.inner.open).get(id).cloned()
     }
 

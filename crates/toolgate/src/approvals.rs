@@ -55,18 +55,11 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let reply = client.send("GET", "/api/pending", None)?;
-            if reply.status != 200 {
-                return Err(Failure::Message(reply.error()));
-            }
+            let (body, pending) = client.list("/api/pending", "pending")?;
             if args.json {
-                writeln!(out, "{}", reply.body)?;
+                writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
             }
-            let pending = field(&reply.body, "pending")
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
             if pending.is_empty() {
                 writeln!(out, "nothing is waiting")?;
             }

@@ -179,6 +179,20 @@ impl Client {
         Ok(Reply { status, body })
     }
 
+    /// `GET path`, which answers an object holding the array `key`: the whole body, and the
+    /// array.
+    pub(crate) fn list(&self, path: &str, key: &str) -> Result<(Value, Vec<Value>), Failure> {
+        let reply = self.send("GET", path, None)?;
+        if reply.status != 200 {
+            return Err(Failure::Message(reply.error()));
+        }
+        let items = field(&reply.body, key)
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        Ok((reply.body, items))
+    }
+
     /// Streams server-sent events: calls `each` with every event's data until the stream ends
     /// or `each` returns false.
     pub(crate) fn events(

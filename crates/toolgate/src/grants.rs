@@ -35,18 +35,11 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let reply = client.send("GET", "/api/grants", None)?;
-            if reply.status != 200 {
-                return Err(Failure::Message(reply.error()));
-            }
+            let (body, grants) = client.list("/api/grants", "grants")?;
             if args.json {
-                writeln!(out, "{}", reply.body)?;
+                writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
             }
-            let grants = field(&reply.body, "grants")
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
             if grants.is_empty() {
                 writeln!(out, "no grants")?;
             }
