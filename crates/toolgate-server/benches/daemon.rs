@@ -60,6 +60,11 @@ impl Connection {
     }
 
     async fn send(&mut self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        self.write(method, path, body).await;
+        self.read().await
+    }
+
+    async fn write(&mut self, method: &str, path: &str, body: Option<&Value>) {
         let payload = body.map(Value::to_string).unwrap_or_default();
         let request = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
@@ -72,7 +77,6 @@ impl Connection {
             .write_all(request.as_bytes())
             .await
             .unwrap();
-        self.read().await
     }
 
     async fn read(&mut self) -> (u16, Value) {
@@ -171,6 +175,7 @@ async fn run(durability: toolgate_store::Durability) {
     let mut requester = Connection::open(&address, &token).await;
     let mut approver = Connection::open(&address, &token).await;
     let mut round_trips = Vec::new();
+    let mut answered = Vec::new();
     let mut paused = Vec::new();
     for i in 0..500 {
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -196,16 +201,18 @@ async fn run(durability: toolgate_store::Durability) {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let started = Instant::now();
         let answer = json!({"decision": "allow-once"});
-        let (status, _) = approver
-            .send("POST", &format!("/api/approvals/{id}"), Some(&answer))
+        approver
+            .write("POST", &format!("/api/approvals/{id}"), Some(&answer))
             .await;
-        assert_eq!(status, 200);
         let (status, released) = requester.read().await;
         round_trips.push(started.elapsed());
         assert_eq!(
             (status, released["decision"].as_str()),
             (200, Some("allow"))
         );
+        let (status, _) = approver.read().await;
+        answered.push(started.elapsed());
+        assert_eq!(status, 200);
     }
     let paused = median(paused);
     println!(
@@ -217,6 +224,12 @@ async fn run(durability: toolgate_store::Durability) {
         "  approval round trip (post → release)  p50 {:>8.1} µs   = {:.2}× the paused trivial request",
         micros(round_trip),
         round_trip.as_secs_f64() / paused.as_secs_f64()
+    );
+    let answered = median(answered);
+    println!(
+        "  … and the answer's own response      p50 {:>8.1} µs   = {:.2}×",
+        micros(answered),
+        answered.as_secs_f64() / paused.as_secs_f64()
     );
 
     // Sustained decisions, each durable before it is acknowledged.

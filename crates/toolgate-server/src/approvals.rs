@@ -132,6 +132,9 @@ pub(crate) async fn resolve(
             state.announce_decided(id, result);
             claim.complete(by);
             state.inner.timer.release(id);
+            // Let the released call's poll (woken on this thread) answer before this answer's
+            // own response is written: the waiting agent is who the person is waiting for.
+            tokio::task::yield_now().await;
             Ok(())
         }
         Ok((Committed::NotPending, _)) => {

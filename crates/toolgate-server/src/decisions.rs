@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast::error::RecvError;
 use toolgate_policy::{Call, Decision, Evaluation, Layer};
 use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
@@ -407,9 +406,10 @@ pub(crate) async fn get(
             ));
         }
     };
-    let mut changes = state.decided();
     let deadline = tokio::time::Instant::now() + wait;
     loop {
+        // Interest first: a change while the row is read still wakes this poll.
+        let mut watch = state.watch_decision(&id);
         let row = state
             .store()
             .decision(&id)
@@ -418,17 +418,11 @@ pub(crate) async fn get(
         if row.status == DecisionStatus::Decided {
             return Ok(Json(row.result));
         }
-        loop {
-            match tokio::time::timeout_at(deadline, changes.recv()).await {
-                Err(_) => return Ok(Json(row.result)),
-                Ok(Ok((changed, Some(result)))) if changed == id => {
-                    return Ok(Json(Value::clone(&result)));
-                }
-                Ok(Ok((changed, None))) if changed == id => break,
-                Ok(Ok(_)) => {}
-                Ok(Err(RecvError::Lagged(_))) => break,
-                Ok(Err(RecvError::Closed)) => return Ok(Json(row.result)),
-            }
+        match tokio::time::timeout_at(deadline, watch.changed()).await {
+            Err(_) => return Ok(Json(row.result)),
+            Ok(Some(result)) => return Ok(Json(Value::clone(&result))),
+            // Changed without its final form: read it again.
+            Ok(None) => {}
         }
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{oneshot, watch};
 use toolgate_policy::Policy;
 use toolgate_runtime::{ApprovalBroker, EventBus};
 use toolgate_store::{Batch, Committed, DecisionRow, SqliteStore, Store, StoreError};
@@ -19,6 +19,40 @@ pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
+
+/// A decision's change: its final form, or `None` when it must be read again.
+pub(crate) type Change = Option<Arc<Value>>;
+
+/// A long poll's interest in one decision; dropping it forgets the interest.
+pub(crate) struct DecisionWatch {
+    state: AppState,
+    id: String,
+    receiver: Option<oneshot::Receiver<Change>>,
+}
+
+impl DecisionWatch {
+    /// The change, when it comes (`None` if the daemon forgot the poll: read again).
+    pub(crate) async fn changed(&mut self) -> Change {
+        match &mut self.receiver {
+            Some(receiver) => receiver.await.ok().flatten(),
+            None => None,
+        }
+    }
+}
+
+impl Drop for DecisionWatch {
+    fn drop(&mut self) {
+        // Closed first, so this poll's sender is recognisably abandoned.
+        drop(self.receiver.take());
+        let mut decided = lock(&self.state.inner.decided);
+        if let Some(watchers) = decided.get_mut(&self.id) {
+            watchers.retain(|w| !w.is_closed());
+            if watchers.is_empty() {
+                decided.remove(&self.id);
+            }
+        }
+    }
+}
 
 /// An external request this process opened and has not closed.
 #[derive(Clone, Debug)]
@@ -38,7 +72,8 @@ pub(crate) struct Inner {
     page_sessions: Mutex<Vec<String>>,
     login_codes: Mutex<HashMap<String, Instant>>,
     pub(crate) last_seq: watch::Sender<i64>,
-    pub(crate) decided: broadcast::Sender<(String, Option<Arc<Value>>)>,
+    /// Long polls waiting for a decision to change, by decision id.
+    decided: Mutex<HashMap<String, Vec<oneshot::Sender<Change>>>>,
     open: Mutex<HashMap<String, Arc<OpenRequest>>>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
@@ -85,7 +120,6 @@ impl AppState {
         let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
         let last = store.last_seq().await?;
         let (last_seq, _) = watch::channel(last);
-        let (decided, _) = broadcast::channel(1024);
         let state = AppState {
             inner: Arc::new(Inner {
                 store,
@@ -97,7 +131,7 @@ impl AppState {
                 page_sessions: Mutex::new(Vec::new()),
                 login_codes: Mutex::new(HashMap::new()),
                 last_seq,
-                decided,
+                decided: Mutex::new(HashMap::new()),
                 open: Mutex::new(HashMap::new()),
                 timer: Arc::default(),
                 config,
@@ -185,16 +219,31 @@ impl AppState {
         lock(&self.inner.page_sessions).retain(|s| s != session);
     }
 
-    /// The decisions that changed: their ids, and their final form when known.
-    pub(crate) fn decided(&self) -> broadcast::Receiver<(String, Option<Arc<Value>>)> {
-        self.inner.decided.subscribe()
+    /// Hears of the next change to decision `id`. Take it before reading the decision, so a
+    /// change between the read and the wait is not missed.
+    pub(crate) fn watch_decision(&self, id: &str) -> DecisionWatch {
+        let (sender, receiver) = oneshot::channel();
+        lock(&self.inner.decided)
+            .entry(id.to_owned())
+            .or_default()
+            .push(sender);
+        DecisionWatch {
+            state: self.clone(),
+            id: id.to_owned(),
+            receiver: Some(receiver),
+        }
     }
 
+    /// Tells the polls waiting on decision `id` that it changed, with its final form when
+    /// known. Only those polls are woken.
     pub(crate) fn announce_decided(&self, id: &str, result: Option<Value>) {
-        let _ = self
-            .inner
-            .decided
-            .send((id.to_owned(), result.map(Arc::new)));
+        let Some(watchers) = lock(&self.inner.decided).remove(id) else {
+            return;
+        };
+        let result = result.map(Arc::new);
+        for watcher in watchers {
+            let _ = watcher.send(result.clone());
+        }
     }
 
     /// Keeps what resolving an external request needs, so answering it reads nothing back.
@@ -209,5 +258,58 @@ impl AppState {
 
     pub(crate) fn forget_open(&self, id: &str) {
         lock(&self.inner.open).remove(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    async fn state() -> (tempfile::TempDir, AppState) {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = Policy::from_toml("p.toml", "version = 1\n").unwrap();
+        let server = crate::Server::open(ServerConfig::new(dir.path()), policy)
+            .await
+            .unwrap();
+        (dir, server.state().clone())
+    }
+
+    fn watched(state: &AppState) -> usize {
+        lock(&state.inner.decided).values().map(Vec::len).sum()
+    }
+
+    #[tokio::test]
+    async fn an_announcement_wakes_only_the_polls_of_its_decision() {
+        let (_dir, state) = state().await;
+        let mut first = state.watch_decision("a");
+        let mut second = state.watch_decision("a");
+        let mut other = state.watch_decision("b");
+        assert_eq!(watched(&state), 3);
+
+        state.announce_decided("a", Some(serde_json::json!({"decision": "allow"})));
+        assert_eq!(first.changed().await.unwrap()["decision"], "allow");
+        assert_eq!(second.changed().await.unwrap()["decision"], "allow");
+        let quiet = tokio::time::timeout(Duration::from_millis(20), other.changed()).await;
+        assert!(quiet.is_err(), "a poll of another decision stays asleep");
+        assert_eq!(watched(&state), 1);
+
+        // Changed without a final form: the poll is told to read again.
+        state.announce_decided("b", None);
+        assert_eq!(other.changed().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_poll_that_gives_up_is_forgotten() {
+        let (_dir, state) = state().await;
+        let kept = state.watch_decision("a");
+        let gone = state.watch_decision("a");
+        drop(gone);
+        assert_eq!(watched(&state), 1);
+        drop(kept);
+        assert!(lock(&state.inner.decided).is_empty());
+        // Nobody is told, and nothing fails.
+        state.announce_decided("a", None);
     }
 }
