@@ -24,6 +24,7 @@ pub mod security;
 mod sessions;
 mod state;
 mod timer;
+mod wire;
 
 use std::sync::Arc;
 
@@ -188,7 +189,7 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router())
+        axum::serve(wire::Listener(listener), self.router())
             .with_graceful_shutdown(shutdown)
             .await
     }

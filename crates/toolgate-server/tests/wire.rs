@@ -1,0 +1,204 @@
+//! Requests HTTP itself refuses, sent over a real socket: each gets its status with a JSON
+//! error body, and the pending request beside them is left untouched.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use common::{Daemon, HOST};
+
+/// Sends `request` on a new connection; the status, the head and the body as JSON.
+fn exchange(address: SocketAddr, request: &[u8]) -> (u16, String, Value) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // The server may answer and close before it has read everything sent: that is fine.
+    let _ = stream.write_all(request);
+    let mut response = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => response.extend_from_slice(&chunk[..n]),
+        }
+        if let Some(end) = find(&response, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|l| l.trim().parse().ok())
+                .unwrap_or(0);
+            if response.len() >= end + 4 + length {
+                break;
+            }
+        }
+    }
+    let end = find(&response, b"\r\n\r\n").expect("a whole response head");
+    let head = String::from_utf8_lossy(&response[..end]).into_owned();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = serde_json::from_slice(&response[end + 4..]).unwrap_or(Value::Null);
+    (status, head, body)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn authorized(method: &str, path: &str, token: &str, body: &str) -> Vec<u8> {
+    format!(
+        "{method} {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_http_refuses_get_json_errors() {
+    let Daemon {
+        dir: _dir,
+        server,
+        token,
+    } = Daemon::start().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+
+    let checks = tokio::task::spawn_blocking(move || {
+        let call = json!({"tool": "pay", "args": {}, "context": {"session": "s1"}}).to_string();
+        let (status, _, body) = exchange(
+            address,
+            &authorized("POST", "/api/decisions", &token, &call),
+        );
+        assert_eq!(status, 202, "{body}");
+        let id = body["id"].as_str().unwrap().to_owned();
+
+        let host = format!("Host: {HOST}\r\n");
+        let many_headers: String = (0..101).map(|i| format!("X-{i}: a\r\n")).collect();
+        let hostile: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+            (
+                "101 header fields",
+                format!("GET /api/health HTTP/1.1\r\n{host}{many_headers}\r\n").into_bytes(),
+                431,
+                "headers_too_large",
+            ),
+            (
+                "a 500 KB header",
+                format!(
+                    "GET /api/pending HTTP/1.1\r\n{host}X: {}\r\n\r\n",
+                    "a".repeat(500_000)
+                )
+                .into_bytes(),
+                431,
+                "headers_too_large",
+            ),
+            (
+                "a 70 KB target",
+                format!(
+                    "POST /api/approvals/{id}?{} HTTP/1.1\r\n{host}\r\n",
+                    "a".repeat(70_000)
+                )
+                .into_bytes(),
+                414,
+                "uri_too_long",
+            ),
+            (
+                "a header line without a colon",
+                format!("POST /api/approvals/{id} HTTP/1.1\r\n{host}Bad Header\r\n\r\n")
+                    .into_bytes(),
+                400,
+                "malformed_http",
+            ),
+            (
+                "a request line that is not HTTP",
+                b"GARBAGE\r\n\r\n".to_vec(),
+                400,
+                "malformed_http",
+            ),
+            (
+                "a length that is not a number",
+                format!(
+                    "POST /api/approvals/{id} HTTP/1.1\r\n{host}Content-Length: abc\r\n\r\n{{}}"
+                )
+                .into_bytes(),
+                400,
+                "malformed_http",
+            ),
+            (
+                "two different lengths",
+                format!(
+                    "POST /api/approvals/{id} HTTP/1.1\r\n{host}Content-Length: 2\r\n\
+                     Content-Length: 40\r\n\r\n{{}}"
+                )
+                .into_bytes(),
+                400,
+                "malformed_http",
+            ),
+            (
+                "a NUL in a header value",
+                format!("POST /api/approvals/{id} HTTP/1.1\r\n{host}X: a\0b\r\n\r\n").into_bytes(),
+                400,
+                "malformed_http",
+            ),
+        ];
+        for (what, request, status, code) in hostile {
+            let (got, head, body) = exchange(address, &request);
+            assert_eq!(
+                (got, body["error"]["code"].as_str()),
+                (status, Some(code)),
+                "{what}: {head}\n{body}"
+            );
+            assert!(
+                head.to_ascii_lowercase()
+                    .contains("content-type: application/json"),
+                "{what}: {head}"
+            );
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty()),
+                "{what}: {body}"
+            );
+        }
+
+        // The pending request is untouched, and the daemon still serves.
+        let (status, _, pending) =
+            exchange(address, &authorized("GET", "/api/pending", &token, ""));
+        assert_eq!(status, 200);
+        let ids: Vec<&str> = pending["pending"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["id"].as_str())
+            .collect();
+        assert_eq!(ids, [id.as_str()]);
+        // A route's own errors are left as they were.
+        let (status, _, body) = exchange(address, &authorized("GET", "/api/nowhere", &token, ""));
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (404, Some("not_found"))
+        );
+    });
+    checks.await.unwrap();
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the daemon stops")
+        .unwrap()
+        .unwrap();
+}
