@@ -14,6 +14,9 @@ use toolgate_runtime::Ticket;
 
 use crate::state::{AppState, Inner};
 
+/// Deadlines kept before released ones are swept out.
+const COMPACT_ABOVE: usize = 1024;
+
 #[derive(Default)]
 struct Held {
     tickets: HashMap<String, Ticket>,
@@ -44,8 +47,16 @@ impl Timer {
     }
 
     /// Lets go of a request's ticket (its answer was delivered, or recording it failed).
+    /// Deadlines of released tickets are dropped in bulk once they outnumber the held ones, so
+    /// answered requests do not pile up until their timeouts would have passed.
     pub(crate) fn release(&self, id: &str) {
-        let ticket = self.lock().tickets.remove(id);
+        let mut held = self.lock();
+        let ticket = held.tickets.remove(id);
+        let Held { tickets, deadlines } = &mut *held;
+        if deadlines.len() > COMPACT_ABOVE && deadlines.len() > 2 * tickets.len() {
+            deadlines.retain(|Reverse((_, id))| tickets.contains_key(id));
+        }
+        drop(held);
         drop(ticket);
     }
 
@@ -111,4 +122,54 @@ pub(crate) fn start(state: &AppState) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use toolgate_runtime::{ApprovalBroker, EventBus, PermissionRequest, Request, Scope};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn answered_requests_do_not_keep_their_deadlines() {
+        let broker = ApprovalBroker::new(EventBus::new());
+        let timer = Timer::default();
+        let far = Instant::now() + Duration::from_secs(300);
+        let mut ids = Vec::new();
+        for _ in 0..5_000 {
+            let request = PermissionRequest::example("pay");
+            ids.push(request.id.clone());
+            let ticket = broker
+                .open(Scope::default(), Request::Permission(Arc::new(request)))
+                .unwrap();
+            timer.hold(ticket, far);
+        }
+        // One request stays open throughout.
+        let open = ids.pop().unwrap();
+        for id in &ids {
+            timer.release(id);
+        }
+        let held = timer.lock();
+        assert_eq!(held.tickets.len(), 1);
+        assert!(
+            held.deadlines.len() <= COMPACT_ABOVE + 1,
+            "{} deadlines kept",
+            held.deadlines.len()
+        );
+        assert!(
+            held.deadlines.iter().any(|Reverse((_, id))| *id == open),
+            "the open request keeps its deadline"
+        );
+        drop(held);
+        // And it still times out.
+        let (ended, next) = timer.expire_due(far);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].0, open);
+        assert_eq!(next, None);
+    }
 }
