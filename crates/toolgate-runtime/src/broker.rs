@@ -86,6 +86,10 @@ pub struct PermissionRequest {
     pub always: Vec<AlwaysCovers>,
     /// How long the request waits before it resolves as reject-once.
     pub timeout_ms: u64,
+    /// The workspace the call works in, when its run or requester names one (shown to the
+    /// person; an "always" answer scoped to the workspace covers it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
 }
 
 impl PermissionRequest {
@@ -115,6 +119,7 @@ impl PermissionRequest {
             choices: vec![Choice::AllowOnce, Choice::RejectOnce],
             always: Vec::new(),
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            workspace: None,
         }
     }
 
@@ -133,6 +138,7 @@ impl PermissionRequest {
             choices: Choice::ALL.to_vec(),
             always: Vec::new(),
             timeout_ms: 300_000,
+            workspace: None,
         }
     }
 

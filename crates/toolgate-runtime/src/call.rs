@@ -312,6 +312,7 @@ async fn ask(
     let request = PermissionRequest {
         reason: reason.to_owned(),
         rule: Some(middleware.name().to_owned()),
+        workspace: run.workspace_name(),
         ..PermissionRequest::for_call(middleware.name(), call, tool, args, timeout)
     };
     let resolution = run

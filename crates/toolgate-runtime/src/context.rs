@@ -275,6 +275,17 @@ impl RunContext {
         &self.inner.core.grants
     }
 
+    /// The run's workspace as text, when it has one that is valid UTF-8 (what a permission
+    /// request shows; a path that is not text cannot be named exactly).
+    pub fn workspace_name(&self) -> Option<String> {
+        self.inner
+            .config
+            .workspace
+            .as_deref()
+            .and_then(std::path::Path::to_str)
+            .map(str::to_owned)
+    }
+
     /// Where grants are compared with.
     pub fn grant_context(&self) -> GrantContext {
         GrantContext {

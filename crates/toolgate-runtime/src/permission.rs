@@ -348,6 +348,7 @@ impl PermissionMiddleware {
             layer: evaluation.layer,
             choices: offer.choices.clone(),
             always: offer.always.clone(),
+            workspace: run.workspace_name(),
             ..PermissionRequest::for_call(&self.name, call, tool, args, offer.timeout)
         };
         let request_id = request.id.clone();

@@ -241,6 +241,7 @@ pub(crate) async fn submit(
         choices: offer.choices.clone(),
         always: offer.always.clone(),
         timeout_ms: u64::try_from(offer.timeout.as_millis()).unwrap_or(u64::MAX),
+        workspace: call.context.workspace.clone(),
     };
     let mut extra = Map::new();
     extra.insert("choices".into(), json!(request.choices));

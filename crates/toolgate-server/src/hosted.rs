@@ -89,9 +89,9 @@ impl GrantStore for HostedGrants {
     }
 }
 
-/// The grants an "always" answer to a hosted request makes, committed with the answer: those
-/// whose scope the daemon can name from the request's session, branch and turn (a workspace
-/// scope needs the run's workspace; the run stores those itself).
+/// The grants an "always" answer to a hosted request makes, committed with the answer, placed
+/// by the request's recorded session, branch, turn and workspace. (A workspace grant for a run
+/// whose workspace is not valid UTF-8 cannot be named here; the run, released, stores it.)
 pub(crate) fn grants_for(
     record: &PendingRecord,
     request: &PermissionRequest,
@@ -106,7 +106,8 @@ pub(crate) fn grants_for(
             .map(str::to_owned)
     };
     crate::approvals::always_grants(request, choice, by, |kind| {
-        if kind == ScopeKind::Workspace {
+        let workspace = text("workspace").map(std::path::PathBuf::from);
+        if kind == ScopeKind::Workspace && workspace.is_none() {
             return None;
         }
         Some(GrantContext {
@@ -115,7 +116,7 @@ pub(crate) fn grants_for(
             turn: recorded
                 .and_then(|c| c.get("turn"))
                 .and_then(Value::as_u64)?,
-            workspace: None,
+            workspace,
         })
     })
 }
@@ -241,7 +242,8 @@ fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRe
     let call = json!({
         "tool": request.tool,
         "args": request.arguments,
-        "context": {"session": facts.session, "branch": facts.branch},
+        "context": {"session": facts.session, "branch": facts.branch,
+                    "workspace": request.workspace},
     });
     let mut requested = facts.event(
         "permission_requested",
@@ -265,7 +267,8 @@ fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRe
         request: json!({"request": request, "call": call, "facts": facts, "hosted": true,
                         "turn": event.scope.turn.map(|t| t.to_string()),
                         "grant_context": {"session": facts.session, "branch": facts.branch,
-                                          "turn": event.scope.turn}}),
+                                          "turn": event.scope.turn,
+                                          "workspace": request.workspace}}),
     };
     (pending, requested)
 }

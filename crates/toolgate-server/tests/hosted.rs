@@ -311,3 +311,90 @@ async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
     assert_eq!(resolved[0].body["reason"], toolgate_server::ABANDONED);
     assert!(log.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_wide_answer_is_committed_with_the_answer_and_shown_with_the_request() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let policy = Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    let agent = daemon
+        .server
+        .state()
+        .host(Agent::builder(ScriptedModel::new(vec![
+            Reply::call("pay", json!({"amount": 7})),
+            Reply::text("paid"),
+            Reply::call("pay", json!({"amount": 7})),
+            Reply::text("paid again"),
+        ])))
+        .tool(pay_tool(&log))
+        .middleware(
+            PermissionMiddleware::new(policy).grant_scope(toolgate_runtime::ScopeKind::Workspace),
+        )
+        .build()
+        .unwrap();
+    let root = daemon.dir.path().join("project");
+    let config = || toolgate_runtime::RunConfig::default().with_workspace(&root);
+    let session = agent.session("s5");
+    let run = {
+        let (agent, session, config) = (agent.clone(), session.clone(), config());
+        tokio::spawn(async move {
+            agent
+                .run_on(&session, toolgate_runtime::MAIN_BRANCH, "pay", config)
+                .await
+        })
+    };
+
+    let listed = pending(&daemon, 1).await;
+    let id = listed[0]["id"].as_str().unwrap().to_owned();
+    let workspace = root.to_str().unwrap();
+    assert_eq!(listed[0]["request"]["request"]["workspace"], workspace);
+    assert_eq!(
+        listed[0]["request"]["call"]["context"]["workspace"], workspace,
+        "the page shows where the call works"
+    );
+    let always = &listed[0]["request"]["request"]["always"];
+    assert!(
+        always
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["scope"] == "workspace"),
+        "{always}"
+    );
+
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-always"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Durable with the answer: a crash now would not lose it.
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    let grants = grants["grants"].as_array().unwrap().clone();
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0]["scope"], "workspace", "{grants:?}");
+    assert_eq!(grants[0]["root"], workspace, "{grants:?}");
+
+    let turn = run.await.unwrap().unwrap();
+    assert_eq!(turn.text(), "paid");
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(
+        grants["grants"].as_array().unwrap().len(),
+        1,
+        "the run did not store it twice: {grants}"
+    );
+    // Another session in the same workspace is covered.
+    let other = agent.session("s6");
+    let second = tokio::time::timeout(
+        Duration::from_secs(10),
+        agent.run_on(&other, toolgate_runtime::MAIN_BRANCH, "again", config()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(second.text(), "paid again");
+    assert_eq!(log.lock().unwrap().len(), 2);
+    assert!(pending(&daemon, 0).await.is_empty());
+}
