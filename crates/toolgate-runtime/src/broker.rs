@@ -198,7 +198,7 @@ impl Request {
 /// `approved` with `ask` is allow-once, with `alwaysAllow` allow-always; not approved with
 /// `ask` is reject-once, with `alwaysDeny` reject-always. The two contradictory HPD forms fail
 /// closed: approved with `alwaysDeny` is reject-always (HPD ran the call anyway), not approved
-/// with `alwaysAllow` is reject-once.
+/// with `alwaysAllow` is reject-once. A body with both forms is refused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Answer {
     /// The choice.
@@ -243,6 +243,13 @@ impl Answer {
             Some(_) => return Err("`reason` must be a string".into()),
         };
         if let Some(decision) = object.get("decision") {
+            // Two ways of answering in one body may disagree: neither is taken.
+            if object.contains_key("approved") || object.contains_key("choice") {
+                return Err(
+                    "send `decision`, or HPD's `approved` and `choice`, not both in one answer"
+                        .into(),
+                );
+            }
             let decision = decision
                 .as_str()
                 .ok_or("`decision` must be a string")?

@@ -378,6 +378,9 @@ async fn an_hpd_deny_always_answer_is_stored_on_the_deny_path() {
     assert!(Answer::from_json(&json!({"approved": true, "choice": "sometimes"})).is_err());
     assert!(Answer::from_json(&json!("allow-never")).is_err());
     assert!(Answer::from_json(&json!({"choice": "ask"})).is_err());
+    // Both forms in one body could disagree: neither is taken.
+    assert!(Answer::from_json(&json!({"decision": "allow-once", "approved": false})).is_err());
+    assert!(Answer::from_json(&json!({"decision": "allow-once", "choice": "alwaysDeny"})).is_err());
 }
 
 #[tokio::test]

@@ -29,16 +29,145 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                 "send the body as `Content-Type: application/json`",
             ));
         }
-        let bytes = Bytes::from_request(request, state).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                format!("the body is over {MAX_BODY} bytes, or could not be read"),
-            )
-        })?;
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "body_too_large",
+                        format!("the body is over {MAX_BODY} bytes"),
+                    )
+                } else {
+                    ApiError::bad_request(
+                        "unreadable_body",
+                        "the body could not be read (a malformed chunked encoding, or the \
+                         connection ended early)",
+                    )
+                }
+            })?;
+        strict_json(&bytes).map(JsonBody).map_err(|e| {
             ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}"))
         })
+    }
+}
+
+/// Parses JSON, refusing an object that names a key twice: parsers disagree on which of the
+/// two wins (the first, the last, an error), so a body that says two things is refused rather
+/// than read one way here and another way by whoever checked it before.
+pub(crate) fn strict_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice::<Strict>(bytes).map(|Strict(value)| value)
+}
+
+/// A JSON value whose objects have no repeated key.
+struct Strict(Value);
+
+impl<'de> serde::Deserialize<'de> for Strict {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Strict, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(Strict)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "the key `{key}` appears twice in one object"
+                )));
+            }
+            let Strict(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[test]
+    fn json_is_read_as_serde_json_reads_it() {
+        for text in [
+            r#"{"a": [1, -2, 3.5, 1e300, true, null, "x\u00e9"], "b": {"c": {}}, "d": []}"#,
+            "[]",
+            "\"text\"",
+            "18446744073709551615",
+            "-9223372036854775808",
+            r#"{"a": 1, "A": 2, "a ": 3}"#,
+        ] {
+            let expected: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(strict_json(text.as_bytes()).unwrap(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_key_named_twice_is_refused_at_any_depth() {
+        for text in [
+            r#"{"decision": "reject-once", "decision": "allow-once"}"#,
+            r#"{"tool": "read", "args": {}, "tool": "bash"}"#,
+            r#"{"context": {"session": "a", "session": "b"}}"#,
+            r#"[{"x": 1}, {"y": 1, "y": 2}]"#,
+            // The same key, spelt with an escape.
+            r#"{"tool": "read", "to\u006fl": "bash"}"#,
+        ] {
+            let error = strict_json(text.as_bytes()).unwrap_err().to_string();
+            assert!(error.contains("appears twice"), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_still_refused_not_overflowed() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(strict_json(deep.as_bytes()).is_err());
     }
 }
 

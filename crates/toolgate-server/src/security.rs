@@ -39,10 +39,18 @@ pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
     expected.len() == given.len() && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
 }
 
+/// A header that may be sent once: its text, if sent. Sent twice, it is refused (which of the
+/// two counts is exactly what a proxy and the daemon could disagree on).
 fn header_text<'a>(
     headers: &'a HeaderMap,
     name: &header::HeaderName,
 ) -> Result<Option<&'a str>, ApiError> {
+    if headers.get_all(name).iter().nth(1).is_some() {
+        return Err(ApiError::bad_request(
+            "duplicate_header",
+            format!("the `{name}` header is sent more than once"),
+        ));
+    }
     match headers.get(name) {
         None => Ok(None),
         Some(value) => value.to_str().map(Some).map_err(|_| {
@@ -100,6 +108,14 @@ pub(crate) fn check(
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
     let (path, query) = (uri.path(), uri.query());
+    if headers.contains_key(header::TRANSFER_ENCODING)
+        && headers.contains_key(header::CONTENT_LENGTH)
+    {
+        return Err(ApiError::bad_request(
+            "ambiguous_length",
+            "send `Content-Length` or `Transfer-Encoding`, not both",
+        ));
+    }
     if headers.contains_key("x-forwarded-host") {
         return Err(ApiError::bad_request(
             "forwarded_host",

@@ -458,3 +458,147 @@ async fn the_page_is_served_with_a_strict_policy() {
         assert_eq!(headers["x-content-type-options"], "nosniff");
     }
 }
+
+#[tokio::test]
+async fn ambiguous_requests_are_refused_not_read_one_way() {
+    let (daemon, id) = with_pending().await;
+    let bearer = format!("Bearer {}", daemon.token);
+    // A second Host, Origin or Authorization: whichever one a proxy checked, refused.
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::HOST, "evil.example")
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "duplicate_header",
+    )
+    .await;
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::ORIGIN, ORIGIN)
+        .header(header::ORIGIN, "http://evil.example")
+        .header(header::AUTHORIZATION, &bearer)
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "duplicate_header",
+    )
+    .await;
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, &bearer)
+        .header(header::AUTHORIZATION, "Bearer nope")
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "duplicate_header",
+    )
+    .await;
+    // Both a length and a transfer coding.
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, &bearer)
+        .header(header::CONTENT_LENGTH, "5")
+        .header(header::TRANSFER_ENCODING, "chunked")
+        .body(answer())
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "ambiguous_length",
+    )
+    .await;
+
+    // A body naming a key twice, at any depth.
+    for body in [
+        r#"{"decision": "reject-once", "decision": "allow-once"}"#,
+        r#"{"decision": "allow-once", "reason": "a", "reason": "b"}"#,
+    ] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, HOST)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(Body::from(body))
+            .unwrap();
+        refused(
+            &daemon,
+            &id,
+            request,
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+        )
+        .await;
+    }
+    // Both answer forms in one body.
+    let request = approve(&daemon, &id)
+        .header(header::HOST, HOST)
+        .header(header::AUTHORIZATION, &bearer)
+        .body(Body::from(
+            json!({"decision": "allow-once", "approved": false}).to_string(),
+        ))
+        .unwrap();
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "invalid_decision",
+    )
+    .await;
+    // Who answered: a name, not too long.
+    for by in [json!(5), json!("x".repeat(65))] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, HOST)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(Body::from(
+                json!({"decision": "allow-once", "by": by}).to_string(),
+            ))
+            .unwrap();
+        refused(&daemon, &id, request, StatusCode::BAD_REQUEST, "invalid_by").await;
+    }
+    // A call whose tool is named twice is not evaluated at all.
+    let (status, body) = daemon
+        .send(
+            Request::builder()
+                .method("POST")
+                .uri("/api/decisions")
+                .header(header::HOST, HOST)
+                .header(header::AUTHORIZATION, &bearer)
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(
+                    r#"{"tool": "read", "args": {}, "tool": "pay", "context": {"session": "s1"}}"#,
+                ))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_json")),
+        "{body}"
+    );
+    assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id));
+
+    // And the answer, sent plainly, still works.
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "reject-once", "by": "x".repeat(64)})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

@@ -176,6 +176,21 @@ async fn requests_http_refuses_get_json_errors() {
             );
         }
 
+        // A chunked body that cannot be read is a malformed request, not a large one.
+        for chunk in ["zz", "-1", "ffffffffffffffffffff"] {
+            let request = format!(
+                "POST /api/approvals/{id} HTTP/1.1\r\n{host}Authorization: Bearer {token}\r\n\
+                 Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 {chunk}\r\n{{\"decision\": \"allow-once\"}}\r\n0\r\n\r\n"
+            );
+            let (status, head, body) = exchange(address, request.as_bytes());
+            assert_eq!(
+                (status, body["error"]["code"].as_str()),
+                (400, Some("unreadable_body")),
+                "chunk size {chunk}: {head}\n{body}"
+            );
+        }
+
         // The pending request is untouched, and the daemon still serves.
         let (status, _, pending) =
             exchange(address, &authorized("GET", "/api/pending", &token, ""));
