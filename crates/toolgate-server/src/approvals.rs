@@ -21,21 +21,34 @@ pub(crate) async fn pending(State(state): State<AppState>) -> Result<Json<Value>
     Ok(Json(json!({ "pending": pending })))
 }
 
-/// Who answered, as the client names itself (`by`), kept short and printable.
-pub(crate) fn actor(body: &Value, default: &str) -> String {
-    let named: String = body
-        .get("by")
-        .and_then(Value::as_str)
-        .unwrap_or(default)
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(64)
-        .collect();
-    if named.trim().is_empty() {
+/// The longest name an answer's `by` may give.
+const MAX_ACTOR: usize = 64;
+
+/// Who answered, as the client names itself (`by`: at most 64 characters; control characters
+/// are dropped), else `default`.
+pub(crate) fn actor(body: &Value, default: &str) -> Result<String, ApiError> {
+    let named = match body.get("by") {
+        None | Some(Value::Null) => return Ok(default.to_owned()),
+        Some(Value::String(named)) => named,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_by",
+                "`by` is a name (a string)",
+            ));
+        }
+    };
+    if named.chars().count() > MAX_ACTOR {
+        return Err(ApiError::bad_request(
+            "invalid_by",
+            format!("`by` is at most {MAX_ACTOR} characters"),
+        ));
+    }
+    let named: String = named.chars().filter(|c| !c.is_control()).collect();
+    Ok(if named.trim().is_empty() {
         default.to_owned()
     } else {
         named
-    }
+    })
 }
 
 /// `POST /api/approvals/{id}` with `{"decision": "allow-once" | "allow-always" |
@@ -47,7 +60,7 @@ pub(crate) async fn approve(
 ) -> Result<Json<Value>, ApiError> {
     let answer =
         Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_decision", e))?;
-    let by = actor(&body, "api");
+    let by = actor(&body, "api")?;
     let choice = answer.decision;
     resolve(&state, &id, answer, &by).await?;
     Ok(Json(

@@ -399,7 +399,10 @@ pub(crate) async fn get(
 ) -> Result<Json<Value>, ApiError> {
     let wait = match query.wait {
         None => Duration::ZERO,
-        Some(w) if w.is_finite() && w >= 0.0 => Duration::from_secs_f64(w).min(MAX_WAIT),
+        // Clamped before it becomes a duration (which cannot hold 1e300 seconds).
+        Some(w) if w.is_finite() && w >= 0.0 => {
+            Duration::from_secs_f64(w.min(MAX_WAIT.as_secs_f64()))
+        }
         Some(_) => {
             return Err(ApiError::bad_request(
                 "bad_wait",

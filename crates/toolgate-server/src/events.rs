@@ -40,14 +40,16 @@ pub(crate) struct LogQuery {
 
 impl LogQuery {
     fn filter(&self, session: Option<String>) -> Result<EventFilter, ApiError> {
-        if let Some(since) = &self.since
-            && humantime::parse_rfc3339_weak(since).is_err()
-        {
-            return Err(ApiError::bad_request(
-                "bad_since",
-                "`since` is an RFC 3339 time, like 2026-11-22T10:00:00Z",
-            ));
-        }
+        let since = match &self.since {
+            None => None,
+            Some(text) => Some(since(text).ok_or_else(|| {
+                ApiError::bad_request(
+                    "bad_since",
+                    "`since` is an RFC 3339 time, like 2026-11-22T10:00:00Z or \
+                     2026-11-22T11:00:00+01:00",
+                )
+            })?),
+        };
         Ok(EventFilter {
             session: session.or_else(|| self.session.clone()),
             kinds: self
@@ -58,9 +60,49 @@ impl LogQuery {
                 .filter(|k| !k.is_empty())
                 .collect(),
             request_id: self.request_id.clone(),
-            since: self.since.clone(),
+            since,
         })
     }
+}
+
+/// `since` as the log writes times (UTC, microseconds, fixed width: they compare as text), from
+/// an RFC 3339 time with any offset; `None` when it is not one.
+fn since(text: &str) -> Option<String> {
+    let text = text.trim();
+    // The offset: `Z`, or `+hh:mm` / `-hh:mm` after the time of day.
+    let (local, offset_seconds) = if let Some(local) = text.strip_suffix(['Z', 'z']) {
+        (local, 0i64)
+    } else {
+        let split = text.len().checked_sub(6)?;
+        let (local, offset) = (text.get(..split)?, text.get(split..)?);
+        let sign = match offset.get(..1)? {
+            "+" => 1,
+            "-" => -1,
+            _ => return None,
+        };
+        let (hours, minutes) = offset.get(1..)?.split_once(':')?;
+        if hours.len() != 2 || minutes.len() != 2 {
+            return None;
+        }
+        let (hours, minutes): (i64, i64) = (hours.parse().ok()?, minutes.parse().ok()?);
+        if hours > 23 || minutes > 59 {
+            return None;
+        }
+        (local, sign * (hours * 3600 + minutes * 60))
+    };
+    // `YYYY-MM-DDThh:mm:ss[.frac]`, read as UTC, then moved by the offset.
+    if local.len() < 19 || !matches!(local.get(10..11), Some("T" | "t")) {
+        return None;
+    }
+    let time =
+        humantime::parse_rfc3339(&format!("{}T{}Z", local.get(..10)?, local.get(11..)?)).ok()?;
+    let shift = std::time::Duration::from_secs(offset_seconds.unsigned_abs());
+    let utc = if offset_seconds >= 0 {
+        time.checked_sub(shift)?
+    } else {
+        time.checked_add(shift)?
+    };
+    Some(humantime::format_rfc3339_micros(utc).to_string())
 }
 
 /// `GET /api/audit`: a page of the audit log, oldest first; `next` is where the next page
@@ -70,15 +112,20 @@ pub(crate) async fn audit(
     Query(query): Query<LogQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let filter = query.filter(None)?;
-    if let Some(last) = query.last {
-        let events = state
-            .store()
-            .latest(&filter, last.clamp(1, MAX_PAGE))
-            .await?;
+    let page = |value: Option<u32>, name: &str| match value {
+        Some(n) if !(1..=MAX_PAGE).contains(&n) => Err(ApiError::bad_request(
+            "bad_limit",
+            format!("`{name}` is 1 to {MAX_PAGE}"),
+        )),
+        _ => Ok(value),
+    };
+    let (limit, last) = (page(query.limit, "limit")?, page(query.last, "last")?);
+    if let Some(last) = last {
+        let events = state.store().latest(&filter, last).await?;
         let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
         return Ok(Json(json!({"events": events, "order": "newest_first"})));
     }
-    let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let limit = limit.unwrap_or(100);
     let events = state
         .store()
         .events_after(query.after.unwrap_or(0), &filter, limit)
@@ -181,4 +228,51 @@ fn stream_events(
         }
     });
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::since;
+
+    #[test]
+    fn since_accepts_rfc_3339_with_any_offset_and_writes_it_as_the_log_does() {
+        for (given, expected) in [
+            ("2026-11-22T08:42:33Z", "2026-11-22T08:42:33.000000Z"),
+            ("2026-11-22t08:42:33z", "2026-11-22T08:42:33.000000Z"),
+            ("2026-11-22T08:42:33.45Z", "2026-11-22T08:42:33.450000Z"),
+            ("2026-11-22T09:42:33+01:00", "2026-11-22T08:42:33.000000Z"),
+            ("2026-11-22T03:42:33.5-05:00", "2026-11-22T08:42:33.500000Z"),
+            ("2026-11-22T00:30:00+01:00", "2026-11-21T23:30:00.000000Z"),
+            ("2026-11-22T08:42:33+00:00", "2026-11-22T08:42:33.000000Z"),
+        ] {
+            assert_eq!(since(given).as_deref(), Some(expected), "{given}");
+        }
+        // Fixed width: compared as text with the log's times, an event in the same second
+        // (after the whole second) is not before it.
+        let bound = since("2026-11-22T08:42:33Z").unwrap();
+        assert!("2026-11-22T08:42:33.450840Z" >= bound.as_str());
+        assert!("2026-11-22T08:42:32.999999Z" < bound.as_str());
+    }
+
+    #[test]
+    fn since_refuses_what_is_not_rfc_3339() {
+        for given in [
+            "",
+            "2026-11-22",
+            "2026-11-22T08:42:33",
+            "2026-11-22 08:42:33Z",
+            "2026-11-22T08:42:33+1:00",
+            "2026-11-22T08:42:33+24:00",
+            "2026-11-22T08:42:33*01:00",
+            "2026-13-22T08:42:33Z",
+            "yesterday",
+            "2026-11-22T08:42:33Zjunk",
+            "é026-11-22T08:42:33Z",
+            "+01:00",
+        ] {
+            assert_eq!(since(given), None, "{given:?}");
+        }
+    }
 }

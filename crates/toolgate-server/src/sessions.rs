@@ -33,6 +33,13 @@ fn valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '/'))
 }
 
+fn invalid_session_id(what: &str) -> ApiError {
+    ApiError::bad_request(
+        "invalid_session_id",
+        format!("{what} is a session id: 1 to 128 letters, digits and `-_.:/`"),
+    )
+}
+
 fn session_json(id: &str, workspace: Option<&str>) -> Value {
     json!({"id": id, "created": now(), "workspace": workspace, "branches": [MAIN_BRANCH]})
 }
@@ -45,6 +52,15 @@ pub(crate) async fn ensure(
     branch: Option<&str>,
 ) -> Result<(), ApiError> {
     let branch = branch.unwrap_or(MAIN_BRANCH);
+    if !valid_name(id) {
+        return Err(invalid_session_id("the call's `context.session`"));
+    }
+    if !valid_name(branch) {
+        return Err(ApiError::bad_request(
+            "invalid_branch",
+            "the call's `context.branch` is 1 to 128 letters, digits and `-_.:/`",
+        ));
+    }
     let (mut snapshot, new) = match state.store().session(id).await? {
         Some(row) => (row.snapshot, false),
         None => (session_json(id, workspace), true),
@@ -68,17 +84,27 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    if !body.is_object() {
+        return Err(ApiError::bad_request(
+            "invalid_session",
+            "send an object: `{\"id\"?, \"workspace\"?}`",
+        ));
+    }
     let id = match body.get("id") {
         None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
         Some(Value::String(id)) if valid_name(id) => id.clone(),
+        Some(_) => return Err(invalid_session_id("`id`")),
+    };
+    let workspace = match body.get("workspace") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(workspace)) => Some(workspace.as_str()),
         Some(_) => {
             return Err(ApiError::bad_request(
-                "invalid_session_id",
-                "a session id is 1 to 128 letters, digits and `-_.:/`",
+                "invalid_workspace",
+                "`workspace` is a path (a string)",
             ));
         }
     };
-    let workspace = body.get("workspace").and_then(Value::as_str);
     if state.store().session(&id).await?.is_some() {
         return Err(ApiError::conflict(
             "session_exists",
@@ -204,6 +230,14 @@ pub(crate) async fn agh_approve(
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     };
+    for key in ["request_id", "turn_id"] {
+        if !matches!(body.get(key), None | Some(Value::Null | Value::String(_))) {
+            return Err(ApiError::bad_request(
+                "invalid_request",
+                format!("`{key}` is a string (a turn is named by its number as text, like \"1\")"),
+            ));
+        }
+    }
     let (request_id, turn_id) = (text("request_id"), text("turn_id"));
     if request_id.is_none() && turn_id.is_none() {
         return Err(ApiError::bad_request(
@@ -288,7 +322,7 @@ pub(crate) async fn agh_approve(
         &state,
         &record.id.clone(),
         Answer::from(applied),
-        &actor(&body, "agh"),
+        &actor(&body, "agh")?,
     )
     .await?;
     Ok(Json(json!({"status": "approved"})))
@@ -366,7 +400,7 @@ pub(crate) async fn hpd_respond(
         ));
     }
     let choice = answer.decision;
-    resolve(&state, &permission_id, answer, &actor(&body, "hpd")).await?;
+    resolve(&state, &permission_id, answer, &actor(&body, "hpd")?).await?;
     Ok(Json(
         json!({"accepted": true, "permissionId": permission_id, "decision": choice}),
     ))

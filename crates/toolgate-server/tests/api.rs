@@ -539,3 +539,223 @@ async fn malformed_queries_and_paths_get_json_errors() {
         (StatusCode::BAD_REQUEST, Some("invalid_path"))
     );
 }
+
+/// Long polls on `id`, each on its own task.
+fn polls(daemon: &Daemon, id: &str, count: usize) -> Vec<tokio::task::JoinHandle<Value>> {
+    (0..count)
+        .map(|_| {
+            let request = daemon.request("GET", &format!("/api/decisions/{id}?wait=30"), None);
+            let app = daemon.app();
+            tokio::spawn(async move {
+                use tower::ServiceExt;
+                let response = app.oneshot(request).await.unwrap();
+                let bytes = http_body_util::BodyExt::collect(response.into_body())
+                    .await
+                    .unwrap()
+                    .to_bytes();
+                serde_json::from_slice::<Value>(&bytes).unwrap()
+            })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_polls_on_two_requests_each_hear_their_own_answer_once() {
+    let daemon = Daemon::start().await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = daemon
+            .call("POST", "/api/decisions", Some(call("pay")))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let on_first = polls(&daemon, &ids[0], 40);
+    let on_second = polls(&daemon, &ids[1], 10);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{}", ids[0]),
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for poll in on_first {
+        let polled = tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .expect("every poll on the answered request is released")
+            .unwrap();
+        assert_eq!(
+            (polled["id"].as_str(), polled["decision"].as_str()),
+            (Some(ids[0].as_str()), Some("allow"))
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        on_second.iter().all(|p| !p.is_finished()),
+        "the other request's polls still wait"
+    );
+
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{}", ids[1]),
+            Some(json!({"decision": "reject-once", "reason": "not today"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for poll in on_second {
+        let polled = tokio::time::timeout(Duration::from_secs(10), poll)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (polled["id"].as_str(), polled["decision"].as_str()),
+            (Some(ids[1].as_str()), Some("deny"))
+        );
+        assert_eq!(polled["reason"], "not today");
+    }
+}
+
+#[tokio::test]
+async fn out_of_range_and_malformed_parameters_get_clear_errors() {
+    let daemon = Daemon::start().await;
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let id = body["id"].as_str().unwrap().to_owned();
+
+    // A wait beyond what a duration holds is the longest wait, not a crash.
+    for wait in ["99999999999999999999", "1e300", "18446744073709551616"] {
+        let poll = tokio::time::timeout(
+            Duration::from_millis(300),
+            daemon.call("GET", &format!("/api/decisions/{id}?wait={wait}"), None),
+        )
+        .await;
+        assert!(poll.is_err(), "wait={wait} waits (up to 60 s)");
+    }
+    // Pages of the audit log are 1 to 1,000 events.
+    for query in ["limit=0", "last=0", "limit=1001", "last=5000"] {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/audit?{query}"), None)
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("bad_limit")),
+            "{query}: {body}"
+        );
+    }
+    // Sessions: named by a call or created, the same rules.
+    let weird = json!({"tool": "read", "args": {}, "context": {"session": "a b\n"}});
+    let (status, body) = daemon.call("POST", "/api/decisions", Some(weird)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_session_id")),
+        "{body}"
+    );
+    let long = json!({"tool": "read", "args": {}, "context": {"session": "s".repeat(200)}});
+    let (status, _) = daemon.call("POST", "/api/decisions", Some(long)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let branch = json!({"tool": "read", "args": {}, "context": {"session": "ok", "branch": ""}});
+    let (status, body) = daemon.call("POST", "/api/decisions", Some(branch)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_branch")),
+        "{body}"
+    );
+    for (body, code) in [
+        (json!([]), "invalid_session"),
+        (json!({"id": "w1", "workspace": 5}), "invalid_workspace"),
+        (json!({"id": 5}), "invalid_session_id"),
+    ] {
+        let (status, answer) = daemon
+            .call("POST", "/api/sessions", Some(body.clone()))
+            .await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(code)),
+            "{body}: {answer}"
+        );
+    }
+    let (_, sessions) = daemon.call("GET", "/api/sessions", None).await;
+    let names: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(names, ["s1"], "nothing was created by the refused requests");
+    // AGH names requests and turns with strings.
+    for body in [
+        json!({"turn_id": 1, "decision": "allow-once"}),
+        json!({"request_id": 5, "decision": "allow-once"}),
+    ] {
+        let (status, answer) = daemon
+            .call("POST", "/api/sessions/s1/approve", Some(body.clone()))
+            .await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_request")),
+            "{body}: {answer}"
+        );
+    }
+    assert_eq!(daemon.pending_ids().await, [id]);
+}
+
+#[tokio::test]
+async fn since_selects_events_by_time_whatever_the_offset() {
+    let daemon = Daemon::start().await;
+    daemon
+        .call("POST", "/api/decisions", Some(call("read")))
+        .await;
+    let (_, audit) = daemon.call("GET", "/api/audit", None).await;
+    let stamp = audit["events"][0]["timestamp"].as_str().unwrap().to_owned();
+    let parsed = humantime::parse_rfc3339(&stamp).unwrap();
+    let second = |t: std::time::SystemTime| {
+        let text = humantime::format_rfc3339_seconds(t).to_string();
+        text.trim_end_matches('Z').to_owned()
+    };
+    let whole = second(parsed);
+    let later = second(parsed + Duration::from_secs(1));
+    // The event's own second, written every way RFC 3339 allows, includes it.
+    for since in [
+        format!("{whole}Z"),
+        format!("{whole}.000Z"),
+        format!("{whole}%2B00:00"),
+    ] {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/audit?since={since}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["events"].as_array().unwrap().len(),
+            1,
+            "since={since}: {stamp}"
+        );
+    }
+    // The next second excludes it, also written with another offset.
+    let shifted = humantime::format_rfc3339_seconds(parsed + Duration::from_secs(1 + 3600))
+        .to_string()
+        .trim_end_matches('Z')
+        .to_owned();
+    for since in [format!("{later}Z"), format!("{shifted}%2B01:00")] {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/audit?since={since}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert!(
+            body["events"].as_array().unwrap().is_empty(),
+            "since={since}: {stamp}"
+        );
+    }
+    let (status, body) = daemon
+        .call("GET", "/api/audit?since=2026-11-22T08:00:00", None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_since"))
+    );
+}
