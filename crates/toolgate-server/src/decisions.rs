@@ -422,7 +422,13 @@ pub(crate) async fn get(
         if row.status == DecisionStatus::Decided {
             return Ok(Json(row.result));
         }
-        match tokio::time::timeout_at(deadline, watch.changed()).await {
+        let closing = state.inner.closing.clone();
+        let changed = tokio::select! {
+            changed = tokio::time::timeout_at(deadline, watch.changed()) => changed,
+            // The daemon is stopping: the decision as it stands (the requester polls again).
+            () = closing.cancelled() => return Ok(Json(row.result)),
+        };
+        match changed {
             Err(_) => return Ok(Json(row.result)),
             Ok(Some(result)) => return Ok(Json(Value::clone(&result))),
             // Changed without its final form: read it again.

@@ -197,6 +197,10 @@ fn stream_events(
     };
     let events = stream::unfold(cursor, |mut cursor| async move {
         loop {
+            // The daemon is stopping: the client resumes from its last id elsewhere or later.
+            if cursor.state.inner.closing.is_cancelled() {
+                return None;
+            }
             if let Some(record) = cursor.buffer.pop_front() {
                 cursor.after = record.seq;
                 let event = Event::default()
@@ -216,8 +220,12 @@ fn stream_events(
             {
                 Ok(records) if !records.is_empty() => cursor.buffer.extend(records),
                 Ok(_) => {
-                    if cursor.changes.changed().await.is_err() {
-                        return None;
+                    let closing = cursor.state.inner.closing.clone();
+                    tokio::select! {
+                        changed = cursor.changes.changed() => if changed.is_err() {
+                            return None;
+                        },
+                        () = closing.cancelled() => return None,
                     }
                 }
                 Err(_) => {

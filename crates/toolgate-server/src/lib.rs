@@ -143,6 +143,9 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
+/// How long requests in progress may take to finish once the daemon is told to stop.
+pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A daemon ready to serve: its store opened, its token loaded, and requests left pending by a
 /// previous run resolved as reject-once.
 #[derive(Debug)]
@@ -183,15 +186,34 @@ impl Server {
         router(self.state.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves on `listener` until `shutdown` completes. Then new connections are refused,
+    /// event streams end, long polls answer with the decision as it stands, and requests in
+    /// progress get [`SHUTDOWN_GRACE`] to finish; the store is checkpointed last.
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(wire::Listener(listener), self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let closing = self.state.inner.closing.clone();
+        let signal = {
+            let closing = closing.clone();
+            async move {
+                shutdown.await;
+                closing.cancel();
+            }
+        };
+        let serving = axum::serve(wire::Listener(listener), self.router())
+            .with_graceful_shutdown(signal)
+            .into_future();
+        let result = tokio::select! {
+            result = serving => result,
+            () = async {
+                closing.cancelled().await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            } => Ok(()),
+        };
+        self.state.store().close().await;
+        result
     }
 }
 

@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     open: Mutex<HashMap<String, Arc<OpenRequest>>>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
+    /// Cancelled when the daemon stops serving: event streams end and long polls answer.
+    pub(crate) closing: toolgate_runtime::CancellationToken,
     pub(crate) config: ServerConfig,
 }
 
@@ -134,6 +136,7 @@ impl AppState {
                 decided: Mutex::new(HashMap::new()),
                 open: Mutex::new(HashMap::new()),
                 timer: Arc::default(),
+                closing: toolgate_runtime::CancellationToken::new(),
                 config,
             }),
         };

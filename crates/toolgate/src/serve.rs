@@ -120,13 +120,28 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         }
         let _ = out.flush();
         drop(out);
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
+        let shutdown = stop_signal();
         server
             .serve(listener, shutdown)
             .await
             .map_err(|e| Failure::Message(format!("the server failed: {e}")))?;
         Ok(EXIT_OK)
     })
+}
+
+/// Completes when the daemon is asked to stop: Ctrl-C (SIGINT), or SIGTERM (what `kill` and
+/// service managers send).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

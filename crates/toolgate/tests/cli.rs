@@ -1053,3 +1053,63 @@ fn clients_find_the_daemon_its_settings_file_describes() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "nothing is waiting");
 }
+
+/// Asked to stop (Ctrl-C, or SIGTERM from a service manager), the daemon stops promptly even
+/// while the page's event stream and a long poll are open: both end, and it exits 0.
+#[test]
+fn serve_stops_when_asked_with_streams_and_polls_open() {
+    use std::io::{BufRead, BufReader, Write};
+    for signal in ["INT", "TERM"] {
+        let data = tempfile::tempdir().unwrap();
+        let mut daemon = DaemonProcess::start(data.path());
+        let token = daemon.token();
+        let call = json!({"tool": "bash", "args": {"command": "cargo publish"}, "context": {"session": "s1"}});
+        let (status, body) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+        assert_eq!(status, 202);
+        let id = body["id"].as_str().unwrap().to_owned();
+
+        let open = |path: &str| {
+            let mut stream = std::net::TcpStream::connect(&daemon.address).unwrap();
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                .unwrap();
+            write!(
+                stream,
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {token}\r\n\r\n",
+                daemon.address
+            )
+            .unwrap();
+            BufReader::new(stream)
+        };
+        let mut events = open("/api/events");
+        let mut line = String::new();
+        events.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+        let poll = open(&format!("/api/decisions/{id}?wait=60"));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+
+        daemon.signal(signal);
+        let status = daemon
+            .wait_exit(std::time::Duration::from_secs(15))
+            .unwrap_or_else(|| panic!("SIG{signal}: still running with a stream open"));
+        assert_eq!(status.code(), Some(0), "SIG{signal}");
+        // The stream ended (the daemon closed it), rather than timing out.
+        let mut rest = String::new();
+        let read = std::io::Read::read_to_string(&mut events, &mut rest);
+        assert!(
+            read.is_ok(),
+            "SIG{signal}: the event stream was closed: {read:?}"
+        );
+        // The poll was answered with the decision as it stands.
+        let mut answered = String::new();
+        let _ = std::io::Read::read_to_string(&mut { poll }, &mut answered);
+        assert!(
+            answered.starts_with("HTTP/1.1 200"),
+            "SIG{signal}: {answered}"
+        );
+        assert!(
+            answered.contains("\"status\":\"pending\""),
+            "SIG{signal}: {answered}"
+        );
+    }
+}

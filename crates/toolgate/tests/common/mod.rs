@@ -94,6 +94,27 @@ impl DaemonProcess {
         }
     }
 
+    /// Sends the process a signal by name (`INT`, `TERM`).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args(["-s", name, &self.child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -s {name}");
+    }
+
+    /// Its exit status, waited for at most `within`; `None` if it is still running.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let started = std::time::Instant::now();
+        while started.elapsed() < within {
+            if let Some(status) = self.child.0.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// `kill -9`, and reap.
     pub fn kill(&mut self) {
         let _ = self.child.0.kill();
