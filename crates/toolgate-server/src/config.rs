@@ -15,6 +15,9 @@ pub const DEFAULT_LISTEN: SocketAddr =
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// How long a client may take to send a request's head, by default.
+pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// The daemon's settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -29,6 +32,9 @@ pub struct ServerConfig {
     pub extra_hosts: Vec<String>,
     /// What an acknowledged decision survives (default: a power loss too).
     pub durability: toolgate_store::Durability,
+    /// How long a client may take to send a request's head (its line and headers) before the
+    /// connection is closed (default: 30 s). Keeps half-sent requests from holding connections.
+    pub header_timeout: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -40,6 +46,7 @@ impl ServerConfig {
             allow_remote: false,
             extra_hosts: Vec::new(),
             durability: toolgate_store::Durability::Full,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
         }
     }
 

@@ -37,7 +37,8 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::{SqliteStore, Store};
 
 pub use config::{
-    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY, ServerConfig, default_data_dir,
+    ConfigError, ConfigFile, DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY,
+    ServerConfig, default_data_dir,
 };
 pub use decisions::MAX_WAIT;
 pub use error::ApiError;
@@ -195,25 +196,42 @@ impl Server {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let closing = self.state.inner.closing.clone();
-        let signal = {
-            let closing = closing.clone();
-            async move {
-                shutdown.await;
-                closing.cancel();
-            }
-        };
-        let serving = axum::serve(wire::Listener(listener), self.router())
-            .with_graceful_shutdown(signal)
-            .into_future();
-        let result = tokio::select! {
-            result = serving => result,
-            () = async {
-                closing.cancelled().await;
-                tokio::time::sleep(SHUTDOWN_GRACE).await;
-            } => Ok(()),
-        };
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(self.state.inner.config.header_timeout);
+        // Every connection holds a receiver; when the last is gone, all have ended.
+        let (all_ended, alive) = tokio::sync::watch::channel(());
+        let mut listener = wire::Listener(listener);
+        let router = self.router();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = axum::serve::Listener::accept(&mut listener) => accepted,
+                () = &mut shutdown => break,
+            };
+            let connection = http.serve_connection(
+                hyper_util::rt::TokioIo::new(stream),
+                hyper_util::service::TowerToHyperService::new(router.clone()),
+            );
+            let (closing, alive) = (closing.clone(), alive.clone());
+            tokio::spawn(async move {
+                let mut connection = std::pin::pin!(connection);
+                tokio::select! {
+                    _ = connection.as_mut() => {}
+                    () = closing.cancelled() => {
+                        // Idle connections close now; a request in progress finishes first.
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                    }
+                }
+                drop(alive);
+            });
+        }
+        drop((listener, alive));
+        closing.cancel();
+        let _ = tokio::time::timeout(SHUTDOWN_GRACE, all_ended.closed()).await;
         self.state.store().close().await;
-        result
+        Ok(())
     }
 }
 

@@ -157,6 +157,10 @@ fn json_refusal(written: &[u8]) -> Option<Vec<u8>> {
              server's buffer"
                 .to_owned(),
         ),
+        408 => (
+            "request_timeout",
+            "the request's line and headers did not arrive in time".to_owned(),
+        ),
         400 => (
             "malformed_http",
             "the request is not valid HTTP/1.1 (its request line, a header field or its \

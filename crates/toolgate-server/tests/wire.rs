@@ -217,3 +217,57 @@ async fn requests_http_refuses_get_json_errors() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toolgate_server::ServerConfig::new(dir.path());
+    config.header_timeout = Duration::from_millis(500);
+    let policy = toolgate_policy::Policy::from_toml("p.toml", common::POLICY).unwrap();
+    let server = toolgate_server::Server::open(config, policy).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+
+    let checks = tokio::task::spawn_blocking(move || {
+        // Half a head, then nothing.
+        let mut slow = TcpStream::connect(address).unwrap();
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        slow.write_all(format!("GET /api/health HTTP/1.1\r\nHost: {HOST}\r\n").as_bytes())
+            .unwrap();
+        let started = std::time::Instant::now();
+        // Meanwhile others are served.
+        let (status, _, _) = exchange(
+            address,
+            format!("GET /api/health HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        );
+        assert_eq!(status, 200);
+        let mut response = Vec::new();
+        let read = slow.read_to_end(&mut response);
+        let waited = started.elapsed();
+        assert!(
+            read.is_ok(),
+            "closed by the daemon, not by the 10 s read timeout: {read:?}"
+        );
+        assert!(waited < Duration::from_secs(5), "cut off after {waited:?}");
+        // Closed quietly, or with a JSON 408.
+        let text = String::from_utf8_lossy(&response);
+        assert!(
+            text.is_empty()
+                || (text.starts_with("HTTP/1.1 408") && text.contains("request_timeout")),
+            "{text}"
+        );
+    });
+    checks.await.unwrap();
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the daemon stops")
+        .unwrap()
+        .unwrap();
+}
