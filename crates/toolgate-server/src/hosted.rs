@@ -164,7 +164,7 @@ impl Bridge {
                 let branch = event.scope.branch.as_deref().unwrap_or(MAIN_BRANCH);
                 let key = (session.to_string(), branch.to_owned());
                 if !self.known.contains(&key) {
-                    let known = crate::sessions::ensure(state, session, None, Some(branch)).await;
+                    let known = crate::sessions::record(state, session, None, Some(branch)).await;
                     if known.is_ok() {
                         self.known.insert(key);
                     }

@@ -44,23 +44,35 @@ fn session_json(id: &str, workspace: Option<&str>) -> Value {
     json!({"id": id, "created": now(), "workspace": workspace, "branches": [MAIN_BRANCH]})
 }
 
-/// Makes sure a session named by a call exists, with the call's branch.
+/// Makes sure a session named by an external call exists, with the call's branch; names that
+/// break the session id rules are refused.
 pub(crate) async fn ensure(
     state: &AppState,
     id: &str,
     workspace: Option<&str>,
     branch: Option<&str>,
 ) -> Result<(), ApiError> {
-    let branch = branch.unwrap_or(MAIN_BRANCH);
     if !valid_name(id) {
         return Err(invalid_session_id("the call's `context.session`"));
     }
-    if !valid_name(branch) {
+    if !valid_name(branch.unwrap_or(MAIN_BRANCH)) {
         return Err(ApiError::bad_request(
             "invalid_branch",
             "the call's `context.branch` is 1 to 128 letters, digits and `-_.:/`",
         ));
     }
+    record(state, id, workspace, branch).await
+}
+
+/// Makes sure a session exists, with `branch`, under the name the program that runs it gave
+/// (a hosted run's: the embedding program's choice, not a client's).
+pub(crate) async fn record(
+    state: &AppState,
+    id: &str,
+    workspace: Option<&str>,
+    branch: Option<&str>,
+) -> Result<(), ApiError> {
+    let branch = branch.unwrap_or(MAIN_BRANCH);
     let (mut snapshot, new) = match state.store().session(id).await? {
         Some(row) => (row.snapshot, false),
         None => (session_json(id, workspace), true),

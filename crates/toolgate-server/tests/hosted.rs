@@ -398,3 +398,46 @@ async fn a_workspace_wide_answer_is_committed_with_the_answer_and_shown_with_the
     assert_eq!(log.lock().unwrap().len(), 2);
     assert!(pending(&daemon, 0).await.is_empty());
 }
+
+/// A hosted run's session is named by the program that runs it: a name an HTTP client could not
+/// give (a space) is still recorded and addressable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_session_keeps_the_name_its_program_gave() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = hosted_agent(
+        &daemon,
+        vec![Reply::call("pay", json!({"amount": 1})), Reply::text("no")],
+        &log,
+    );
+    let session = agent.session("team a");
+    let run = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.run(&session, "pay").await })
+    };
+    let listed = pending(&daemon, 1).await;
+    assert_eq!(listed[0]["session"], "team a");
+    let (status, body) = daemon.call("GET", "/api/sessions/team%20a", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = listed[0]["id"].as_str().unwrap();
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/agents/toolgate/sessions/team%20a/branches/main/responses",
+            Some(json!({"type": "PERMISSION_RESPONSE", "permissionId": id, "approved": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let turn = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        turn.results[0].outcome,
+        Outcome::Denied,
+        "{:?}",
+        turn.results
+    );
+    assert!(log.lock().unwrap().is_empty());
+}
