@@ -7,15 +7,16 @@ use serde_json::Value;
 
 use crate::config::MAX_BODY;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// A JSON request body (`Content-Type: application/json`, at most 1 MiB).
 #[derive(Debug)]
 pub(crate) struct JsonBody(pub(crate) Value);
 
-impl<S: Send + Sync> FromRequest<S> for JsonBody {
+impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &S) -> Result<JsonBody, ApiError> {
+    async fn from_request(request: Request, state: &AppState) -> Result<JsonBody, ApiError> {
         let json = request
             .headers()
             .get(header::CONTENT_TYPE)
@@ -29,8 +30,16 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                 "send the body as `Content-Type: application/json`",
             ));
         }
-        let bytes = Bytes::from_request(request, state)
+        let limit = state.inner.config.read_timeout;
+        let bytes = tokio::time::timeout(limit, Bytes::from_request(request, state))
             .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "body_timeout",
+                    format!("the body did not arrive within {} s", limit.as_secs_f64()),
+                )
+            })?
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(

@@ -15,8 +15,8 @@ pub const DEFAULT_LISTEN: SocketAddr =
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
-/// How long a client may take to send a request's head, by default.
-pub const DEFAULT_HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long a client may take to send a request's head, and then its body, by default.
+pub const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The daemon's settings.
 #[derive(Clone, Debug)]
@@ -32,9 +32,10 @@ pub struct ServerConfig {
     pub extra_hosts: Vec<String>,
     /// What an acknowledged decision survives (default: a power loss too).
     pub durability: toolgate_store::Durability,
-    /// How long a client may take to send a request's head (its line and headers) before the
-    /// connection is closed (default: 30 s). Keeps half-sent requests from holding connections.
-    pub header_timeout: std::time::Duration,
+    /// How long a client may take to send a request's head (its line and headers), and then
+    /// its body (default: 30 s each). A head that does not arrive closes the connection; a body
+    /// that does not is a 408. Keeps half-sent requests from holding connections.
+    pub read_timeout: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -46,7 +47,7 @@ impl ServerConfig {
             allow_remote: false,
             extra_hosts: Vec::new(),
             durability: toolgate_store::Durability::Full,
-            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            read_timeout: DEFAULT_READ_TIMEOUT,
         }
     }
 

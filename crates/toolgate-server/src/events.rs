@@ -65,6 +65,9 @@ impl LogQuery {
     }
 }
 
+/// 10000-01-01T00:00:00Z, in seconds since 1970: the first time RFC 3339 cannot write.
+const LAST_WRITABLE_SECOND: u64 = 253_402_300_800;
+
 /// `since` as the log writes times (UTC, microseconds, fixed width: they compare as text), from
 /// an RFC 3339 time with any offset; `None` when it is not one.
 fn since(text: &str) -> Option<String> {
@@ -81,7 +84,8 @@ fn since(text: &str) -> Option<String> {
             _ => return None,
         };
         let (hours, minutes) = offset.get(1..)?.split_once(':')?;
-        if hours.len() != 2 || minutes.len() != 2 {
+        let two_digits = |part: &str| part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit());
+        if !two_digits(hours) || !two_digits(minutes) {
             return None;
         }
         let (hours, minutes): (i64, i64) = (hours.parse().ok()?, minutes.parse().ok()?);
@@ -91,7 +95,7 @@ fn since(text: &str) -> Option<String> {
         (local, sign * (hours * 3600 + minutes * 60))
     };
     // `YYYY-MM-DDThh:mm:ss[.frac]`, read as UTC, then moved by the offset.
-    if local.len() < 19 || !matches!(local.get(10..11), Some("T" | "t")) {
+    if local.len() < 19 || !matches!(local.get(10..11), Some("T" | "t")) || local.ends_with('.') {
         return None;
     }
     let time =
@@ -102,6 +106,11 @@ fn since(text: &str) -> Option<String> {
     } else {
         time.checked_add(shift)?
     };
+    // What the log's format can write: 1970 to 9999 (formatting outside panics).
+    let seconds = utc.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    if seconds >= LAST_WRITABLE_SECOND {
+        return None;
+    }
     Some(humantime::format_rfc3339_micros(utc).to_string())
 }
 
@@ -254,6 +263,8 @@ mod tests {
             ("2026-11-22T03:42:33.5-05:00", "2026-11-22T08:42:33.500000Z"),
             ("2026-11-22T00:30:00+01:00", "2026-11-21T23:30:00.000000Z"),
             ("2026-11-22T08:42:33+00:00", "2026-11-22T08:42:33.000000Z"),
+            ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000000Z"),
+            ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59.000000Z"),
         ] {
             assert_eq!(since(given).as_deref(), Some(expected), "{given}");
         }
@@ -279,6 +290,13 @@ mod tests {
             "2026-11-22T08:42:33Zjunk",
             "é026-11-22T08:42:33Z",
             "+01:00",
+            // Moved by the offset outside what RFC 3339 can write.
+            "1970-01-01T00:00:00+01:00",
+            "9999-12-31T23:59:59-00:01",
+            // Offsets and fractions that are not digits.
+            "2026-11-22T08:42:33++1:00",
+            "2026-11-22T08:42:33+-1:00",
+            "2026-11-22T08:42:33.Z",
         ] {
             assert_eq!(since(given), None, "{given:?}");
         }

@@ -37,7 +37,7 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::{SqliteStore, Store};
 
 pub use config::{
-    ConfigError, ConfigFile, DEFAULT_HEADER_TIMEOUT, DEFAULT_LISTEN, DEFAULT_PORT, MAX_BODY,
+    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY,
     ServerConfig, default_data_dir,
 };
 pub use decisions::MAX_WAIT;
@@ -198,7 +198,7 @@ impl Server {
         let closing = self.state.inner.closing.clone();
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(self.state.inner.config.header_timeout);
+            .header_read_timeout(self.state.inner.config.read_timeout);
         // Every connection holds a receiver; when the last is gone, all have ended.
         let (all_ended, alive) = tokio::sync::watch::channel(());
         let mut listener = wire::Listener(listener);

@@ -108,14 +108,6 @@ pub(crate) fn check(
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
     let (path, query) = (uri.path(), uri.query());
-    if headers.contains_key(header::TRANSFER_ENCODING)
-        && headers.contains_key(header::CONTENT_LENGTH)
-    {
-        return Err(ApiError::bad_request(
-            "ambiguous_length",
-            "send `Content-Length` or `Transfer-Encoding`, not both",
-        ));
-    }
     if headers.contains_key("x-forwarded-host") {
         return Err(ApiError::bad_request(
             "forwarded_host",

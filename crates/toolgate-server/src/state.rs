@@ -32,11 +32,12 @@ pub(crate) struct DecisionWatch {
 
 impl DecisionWatch {
     /// The change, when it comes (`None` if the daemon forgot the poll: read again).
+    /// Once it has answered, it answers `None` at once.
     pub(crate) async fn changed(&mut self) -> Change {
-        match &mut self.receiver {
-            Some(receiver) => receiver.await.ok().flatten(),
-            None => None,
-        }
+        let receiver = self.receiver.as_mut()?;
+        let change = receiver.await.ok().flatten();
+        self.receiver = None;
+        change
     }
 }
 

@@ -507,23 +507,6 @@ async fn ambiguous_requests_are_refused_not_read_one_way() {
         "duplicate_header",
     )
     .await;
-    // Both a length and a transfer coding.
-    let request = approve(&daemon, &id)
-        .header(header::HOST, HOST)
-        .header(header::AUTHORIZATION, &bearer)
-        .header(header::CONTENT_LENGTH, "5")
-        .header(header::TRANSFER_ENCODING, "chunked")
-        .body(answer())
-        .unwrap();
-    refused(
-        &daemon,
-        &id,
-        request,
-        StatusCode::BAD_REQUEST,
-        "ambiguous_length",
-    )
-    .await;
-
     // A body naming a key twice, at any depth.
     for body in [
         r#"{"decision": "reject-once", "decision": "allow-once"}"#,

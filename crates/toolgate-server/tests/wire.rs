@@ -191,6 +191,28 @@ async fn requests_http_refuses_get_json_errors() {
             );
         }
 
+        // A length and a transfer coding: read as chunked, and nothing rides behind it (the
+        // connection closes after the one answer).
+        let call = json!({"tool": "read", "args": {}}).to_string();
+        let smuggled = format!(
+            "POST /api/decisions HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n\
+             {:x}\r\n{call}\r\n0\r\n\r\n\
+             POST /api/approvals/{id} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 27\r\n\r\n{{\"decision\": \"allow-once\"}}",
+            call.len()
+        );
+        let mut stream = TcpStream::connect(address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream.write_all(smuggled.as_bytes()).unwrap();
+        let mut everything = Vec::new();
+        stream.read_to_end(&mut everything).unwrap();
+        let everything = String::from_utf8_lossy(&everything);
+        assert_eq!(everything.matches("HTTP/1.1 ").count(), 1, "{everything}");
+        assert!(everything.starts_with("HTTP/1.1 200"), "{everything}");
+
         // The pending request is untouched, and the daemon still serves.
         let (status, _, pending) =
             exchange(address, &authorized("GET", "/api/pending", &token, ""));
@@ -222,7 +244,7 @@ async fn requests_http_refuses_get_json_errors() {
 async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = toolgate_server::ServerConfig::new(dir.path());
-    config.header_timeout = Duration::from_millis(500);
+    config.read_timeout = Duration::from_millis(500);
     let policy = toolgate_policy::Policy::from_toml("p.toml", common::POLICY).unwrap();
     let server = toolgate_server::Server::open(config, policy).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -255,12 +277,25 @@ async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
             "closed by the daemon, not by the 10 s read timeout: {read:?}"
         );
         assert!(waited < Duration::from_secs(5), "cut off after {waited:?}");
-        // Closed quietly, or with a JSON 408.
-        let text = String::from_utf8_lossy(&response);
+        // A whole head, then a body that never comes: a 408, in JSON.
+        let (status, _, body) = exchange(
+            address,
+            format!(
+                "POST /api/login HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: application/json\r\n\
+                 Content-Length: 100\r\n\r\n{{"
+            )
+            .as_bytes(),
+        );
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (408, Some("body_timeout")),
+            "{body}"
+        );
+        // Closed without a response: there is no request to answer.
         assert!(
-            text.is_empty()
-                || (text.starts_with("HTTP/1.1 408") && text.contains("request_timeout")),
-            "{text}"
+            response.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&response)
         );
     });
     checks.await.unwrap();
