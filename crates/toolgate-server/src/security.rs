@@ -194,6 +194,23 @@ pub(crate) fn check(
     }
 }
 
+/// Runs a handler; a panic in it becomes a `500 internal_error` for that request (the
+/// connection and the daemon go on; nothing the handler had not committed is acknowledged, and
+/// an answer it had claimed is withdrawn, so the request ends refused, never allowed).
+pub(crate) async fn contained(handler: impl std::future::Future<Output = Response>) -> Response {
+    use futures_util::FutureExt;
+    match std::panic::AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the daemon failed on this request (a bug; it is logged on the daemon's stderr); \
+             nothing was acknowledged",
+        )
+        .into_response(),
+    }
+}
+
 /// The guard every request passes, and the headers every response gets.
 pub(crate) async fn guard(
     State(state): State<AppState>,
@@ -202,7 +219,7 @@ pub(crate) async fn guard(
 ) -> Response {
     let checked = check(&state, request.method(), request.uri(), request.headers());
     let mut response = match checked {
-        Ok(()) => next.run(request).await,
+        Ok(()) => contained(next.run(request)).await,
         Err(error) => error.into_response(),
     };
     let headers = response.headers_mut();
@@ -217,4 +234,27 @@ pub(crate) async fn guard(
         .or_insert(HeaderValue::from_static("no-store"));
     headers.remove(header::ACCESS_CONTROL_ALLOW_ORIGIN);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_handler_that_panics_gets_a_json_500_and_the_next_request_is_served() {
+        let failing = contained(async { panic!("a bug") }).await;
+        assert_eq!(
+            failing.status(),
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let body = axum::body::to_bytes(failing.into_body(), 4096)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal_error");
+        let fine = contained(async { axum::http::StatusCode::OK.into_response() }).await;
+        assert_eq!(fine.status(), axum::http::StatusCode::OK);
+    }
 }
