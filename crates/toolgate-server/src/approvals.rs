@@ -8,7 +8,7 @@ use crate::body::Path;
 use serde_json::{Value, json};
 use toolgate_policy::{Choice, Decision, Layer};
 use toolgate_runtime::{Answer, Grant, Request, Response, messages};
-use toolgate_store::{Committed, PendingRecord, Store};
+use toolgate_store::{Committed, PendingRecord};
 
 use crate::body::JsonBody;
 use crate::decisions::{Facts, close};

@@ -17,9 +17,7 @@ use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
 };
-use toolgate_store::{
-    Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord, Store,
-};
+use toolgate_store::{Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;

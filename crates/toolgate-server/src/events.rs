@@ -14,7 +14,7 @@ use futures_util::Stream;
 use futures_util::stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolgate_store::{EventFilter, EventRecord, Store};
+use toolgate_store::{EventFilter, EventRecord};
 
 use crate::error::ApiError;
 use crate::state::AppState;

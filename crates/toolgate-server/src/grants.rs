@@ -6,7 +6,6 @@ use axum::extract::State;
 use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use toolgate_runtime::GrantStore;
 use toolgate_store::{Batch, EventRecord};
 
 use crate::error::ApiError;

@@ -51,7 +51,7 @@ impl AppState {
 /// with the answer that made it (same request, tool, target and scope) is not stored twice
 /// when the run, released, stores it too.
 struct HostedGrants {
-    store: Arc<toolgate_store::SqliteStore>,
+    store: Arc<dyn Store>,
 }
 
 #[async_trait::async_trait]

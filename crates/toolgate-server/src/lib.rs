@@ -34,7 +34,7 @@ use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use serde_json::json;
 use toolgate_policy::{Decision, Layer, Policy};
-use toolgate_store::{SqliteStore, Store};
+use toolgate_store::SqliteStore;
 
 pub use config::{
     ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY,

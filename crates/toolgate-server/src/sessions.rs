@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use toolgate_policy::Choice;
 use toolgate_runtime::{Answer, MAIN_BRANCH};
-use toolgate_store::{PendingRecord, Store};
+use toolgate_store::PendingRecord;
 
 use crate::approvals::{actor, resolve};
 use crate::body::JsonBody;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 use toolgate_policy::Policy;
 use toolgate_runtime::{ApprovalBroker, EventBus};
-use toolgate_store::{Batch, Committed, DecisionRow, SqliteStore, Store, StoreError};
+use toolgate_store::{Batch, Committed, DecisionRow, Store, StoreError};
 
 use crate::config::{ServerConfig, secret};
 use crate::decisions::Facts;
@@ -64,7 +64,7 @@ pub(crate) struct OpenRequest {
 }
 
 pub(crate) struct Inner {
-    pub(crate) store: Arc<SqliteStore>,
+    pub(crate) store: Arc<dyn Store>,
     pub(crate) broker: ApprovalBroker,
     pub(crate) policy: Arc<Policy>,
     pub(crate) token: String,
@@ -106,7 +106,7 @@ impl AppState {
     /// The state for a daemon with these parts.
     pub async fn new(
         config: ServerConfig,
-        store: Arc<SqliteStore>,
+        store: Arc<dyn Store>,
         policy: Arc<Policy>,
         token: String,
     ) -> Result<AppState, StoreError> {
@@ -147,7 +147,7 @@ impl AppState {
     }
 
     /// The store.
-    pub fn store(&self) -> &Arc<SqliteStore> {
+    pub fn store(&self) -> &Arc<dyn Store> {
         &self.inner.store
     }
 

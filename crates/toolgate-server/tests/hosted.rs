@@ -296,7 +296,6 @@ async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
             .unwrap();
     assert_eq!(restarted.recovered, 1);
     let store = restarted.state().store();
-    use toolgate_store::Store;
     assert!(store.pending().await.unwrap().is_empty());
     let events = store
         .events_after(0, &toolgate_store::EventFilter::default(), 1000)

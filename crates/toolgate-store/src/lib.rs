@@ -156,4 +156,8 @@ pub trait Store: GrantStore {
 
     /// Every saved session, most recently updated first.
     async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError>;
+
+    /// Called once when the daemon stops: a backend folds or flushes what it keeps (nothing is
+    /// lost without it).
+    async fn close(&self) {}
 }

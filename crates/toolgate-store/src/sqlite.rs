@@ -296,15 +296,6 @@ impl SqliteStore {
             rows.map(|row| row?).collect()
         })
     }
-
-    /// Folds the write-ahead log into the database file (a clean shutdown's last step; nothing
-    /// is lost without it).
-    pub async fn close(&self) {
-        let _ = self.write(|connection| {
-            connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
-            Ok(())
-        });
-    }
 }
 
 fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
@@ -448,6 +439,15 @@ fn insert_grant(connection: &Connection, grant: &Grant) -> Result<(), StoreError
 
 #[async_trait]
 impl Store for SqliteStore {
+    /// Folds the write-ahead log into the database file (a clean shutdown's last step; nothing
+    /// is lost without it).
+    async fn close(&self) {
+        let _ = self.write(|connection| {
+            connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+            Ok(())
+        });
+    }
+
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
         self.write(|connection| {
             let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
