@@ -280,6 +280,120 @@ fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
     assert!(Call::from_json(&json).is_err());
 }
 
+/// Every nesting construct of the shell grammar, thousands deep, analysed on a 1 MiB stack (half
+/// of a tokio worker's): a few hundred nested `$(` used to overflow the stack and abort the
+/// daemon (found by probing it with a gateway call). A line with a finding is never allowed,
+/// and a deny rule still sees a command written before the nesting.
+#[test]
+fn deeply_nested_commands_are_refused_not_a_stack_overflow() {
+    type Make = fn(usize) -> String;
+    let constructs: &[(&str, Make)] = &[
+        ("$( )", |d| format!("{}l{}", "$(".repeat(d), ")".repeat(d))),
+        ("backticks in quotes", |d| {
+            format!("echo {}x{}", "\"$(echo ".repeat(d), ")\"".repeat(d))
+        }),
+        ("<( )", |d| {
+            format!("{}l{}", "cat <(".repeat(d), ")".repeat(d))
+        }),
+        ("$( with redirects", |d| {
+            format!("{}l{}", "$(l > $(".repeat(d), "))".repeat(d))
+        }),
+        ("$( with heredocs", |d| {
+            format!("{}l{}", "$(cat <<E\n$(".repeat(d), ")\nE\n)".repeat(d))
+        }),
+        ("( )", |d| format!("{}l{}", "( ".repeat(d), " )".repeat(d))),
+        ("{ }", |d| {
+            format!("{}l;{}", "{ ".repeat(d), " };".repeat(d))
+        }),
+        ("if", |d| {
+            format!("{}l{}", "if true; then ".repeat(d), "; fi".repeat(d))
+        }),
+        ("while", |d| {
+            format!("{}l{}", "while true; do ".repeat(d), "; done".repeat(d))
+        }),
+        ("case", |d| {
+            format!("{}l{}", "case x in x) ".repeat(d), ";; esac".repeat(d))
+        }),
+        ("functions", |d| {
+            format!("{}l{}", "f() { ".repeat(d), "; }".repeat(d))
+        }),
+        ("mixed", |d| {
+            format!(
+                "{}l{}",
+                "$( if true; then ( ".repeat(d),
+                " ) fi )".repeat(d)
+            )
+        }),
+        ("!", |d| format!("{}l", "! ".repeat(d))),
+        ("${:-}", |d| {
+            format!("echo {}x{}", "${a:-".repeat(d), "}".repeat(d))
+        }),
+        ("[[ ( ) ]]", |d| {
+            format!("[[ {}a{} ]]", "( ".repeat(d), " )".repeat(d))
+        }),
+        ("$(( ))", |d| {
+            format!("echo $(( {}1{} ))", "(".repeat(d), ")".repeat(d))
+        }),
+        ("|", |d| format!("{}l", "l | ".repeat(d))),
+        ("&&", |d| format!("{}l", "l && ".repeat(d))),
+    ];
+    let policy = std::sync::Arc::new(Policy::from_toml(
+        "p.toml",
+        "mode = \"approve-all\"\n[[rule]]\nname = \"no-rm\"\ndecision = \"deny\"\ntool = \"bash\"\ncommand = \"rm *\"\n",
+    )
+    .unwrap());
+    for (name, make) in constructs {
+        for depth in [70, 300, 3_000] {
+            let line = make(depth);
+            let policy = std::sync::Arc::clone(&policy);
+            let name = *name;
+            let verdict = std::thread::Builder::new()
+                .stack_size(1 << 20)
+                .spawn(move || {
+                    let analysis = toolgate_policy::shell::analyze(&line);
+                    let call = |command: &str| {
+                        Call::from_value(
+                            serde_json::json!({"tool": "bash", "args": {"command": command}}),
+                        )
+                        .unwrap()
+                    };
+                    let alone = policy.evaluate(&call(&line)).decision;
+                    let after_rm = policy
+                        .evaluate(&call(&format!("rm -rf ~; {line}")))
+                        .decision;
+                    (analysis.is_clean(), alone, after_rm, line.len())
+                })
+                .unwrap()
+                .join()
+                .unwrap_or_else(|_| panic!("{name} × {depth}: the analysis panicked"));
+            let (clean, alone, after_rm, bytes) = verdict;
+            if name.starts_with('$') || name.starts_with('<') || name == "mixed" {
+                assert!(
+                    !clean,
+                    "{name} × {depth}: nested substitutions are never clean"
+                );
+            }
+            if !clean {
+                assert_ne!(alone, toolgate_policy::Decision::Allow, "{name} × {depth}");
+            }
+            if bytes < 60_000 {
+                assert_eq!(
+                    after_rm,
+                    toolgate_policy::Decision::Deny,
+                    "{name} × {depth}"
+                );
+            } else {
+                // Longer than toolgate analyses: refused to a person, never allowed.
+                assert_ne!(
+                    after_rm,
+                    toolgate_policy::Decision::Allow,
+                    "{name} × {depth}"
+                );
+            }
+        }
+    }
+}
+
 const SHELL_TOKENS: &[&str] = &[
     "git", "status", "&&", "||", ";", "|", "&", "\n", "\r", "$(", ")", "`", "<(", ">", ">>", "<",
     "<<EOF\n", "EOF", "'", "\"", "\\", "$X", "${X@P}", "{a,b}", "bash", "-c", "sudo", "env", "A=1",

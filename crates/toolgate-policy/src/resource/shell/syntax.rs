@@ -85,6 +85,7 @@ pub(crate) fn analyze_line(line: &str, depth: usize) -> Analysis {
         out: Analysis::default(),
         cwd: None,
         depth,
+        substitutions: 0,
     };
     walker.line(line);
     walker.finish()
@@ -96,6 +97,7 @@ pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
         out: Analysis::default(),
         cwd: None,
         depth: 0,
+        substitutions: 0,
     };
     let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
     let text = argv.join(" ");
@@ -110,6 +112,9 @@ struct Walker<'s> {
     cwd: Option<String>,
     /// How deep in `sh -c` strings this line is.
     depth: usize,
+    /// How many command substitutions the walk is inside (each costs several stack frames, so
+    /// they are bounded on their own: a few hundred nested `$(` overflowed a 2 MiB stack).
+    substitutions: usize,
 }
 
 impl<'s> Walker<'s> {
@@ -888,11 +893,20 @@ impl<'s> Walker<'s> {
                             format!("{what} `{}`", excerpt(self.text(n))),
                         ),
                     );
+                    if self.substitutions >= MAX_DEPTH {
+                        self.line_finding(
+                            FindingKind::TooDeep,
+                            format!("command substitutions nested more than {MAX_DEPTH} deep"),
+                        );
+                        continue;
+                    }
+                    self.substitutions += 1;
                     for child in named_children(n) {
                         if is_statement(child.kind()) {
                             self.statement(child, level + 1);
                         }
                     }
+                    self.substitutions -= 1;
                     continue;
                 }
                 "arithmetic_expansion" => self.command_finding(
