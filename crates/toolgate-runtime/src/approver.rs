@@ -166,16 +166,20 @@ impl TerminalApprover {
         out.push_str("\n── toolgate: permission needed ──\n");
         out.push_str(&format!(
             "  tool    {}  (call {})\n",
-            shown(&request.tool),
-            shown(&request.call_id)
+            terminal_text(&request.tool),
+            terminal_text(&request.call_id)
         ));
         out.push_str(&format!(
             "  args    {}\n",
-            shown(&request.arguments.to_string())
+            terminal_text(&request.arguments.to_string())
         ));
-        out.push_str(&format!("  reason  {}\n", shown(&request.reason)));
+        out.push_str(&format!("  reason  {}\n", terminal_text(&request.reason)));
         match &request.rule {
-            Some(rule) => out.push_str(&format!("  rule    {} ({})\n", shown(rule), request.layer)),
+            Some(rule) => out.push_str(&format!(
+                "  rule    {} ({})\n",
+                terminal_text(rule),
+                request.layer
+            )),
             None => out.push_str(&format!("  layer   {}\n", request.layer)),
         }
         for (n, choice) in request.choices.iter().enumerate() {
@@ -186,10 +190,13 @@ impl TerminalApprover {
                     .iter()
                     .find(|a| a.choice == *choice)
                     .map_or(ScopeKind::Session, |a| a.scope);
-                let what: Vec<String> = targets.iter().map(|t| shown(&t.to_string())).collect();
+                let what: Vec<String> = targets
+                    .iter()
+                    .map(|t| terminal_text(&t.to_string()))
+                    .collect();
                 out.push_str(&format!(
                     " — covers `{}` for {}, {}",
-                    shown(&request.tool),
+                    terminal_text(&request.tool),
                     what.join("; "),
                     scope_label(scope)
                 ));
@@ -231,8 +238,9 @@ impl TerminalApprover {
 }
 
 /// Text safe to print on a terminal: control characters, and characters that change the
-/// direction or hide text, escaped as `\u{…}` (newlines and tabs as `\n`, `\t`).
-fn shown(text: &str) -> String {
+/// direction or hide text, escaped as `\u{…}` (newlines and tabs as `\n`, `\t`). What an
+/// agent wrote (a tool name, an argument, a reason) can then neither fake nor hide a line.
+pub fn terminal_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

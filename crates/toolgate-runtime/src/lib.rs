@@ -60,7 +60,9 @@ mod subagent;
 mod tool;
 
 pub use agent::{Agent, AgentBuilder, BuildError, DEFAULT_MAX_ITERATIONS, RunError, TurnResult};
-pub use approver::{Approver, ApproverError, SyncApprover, TerminalApprover, blocking};
+pub use approver::{
+    Approver, ApproverError, SyncApprover, TerminalApprover, blocking, terminal_text,
+};
 pub use broker::{
     AlwaysCovers, Answer, ApprovalBroker, Claim, Conflict, ContinuationAnswer, ContinuationRequest,
     Pending, PermissionRequest, Request, Resolution, RespondError, Response, Ticket,

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
+use toolgate_runtime::terminal_text;
 
 use crate::client::{Client, ClientArgs, field};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
@@ -42,12 +43,13 @@ pub(crate) struct Answer {
     pub(crate) reason: Option<String>,
 }
 
+/// A value as one line of terminal-safe text (what the agent wrote cannot fake or hide a line).
 fn line(value: &Value) -> String {
-    match value {
+    terminal_text(&match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
+    })
 }
 
 pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
@@ -74,10 +76,10 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     "{}  {}  {}",
                     line(field(&item, "id")),
                     line(field(request, "tool")),
-                    field(request, "arguments")
+                    line(field(request, "arguments"))
                 )?;
                 let rule = match field(request, "rule").as_str() {
-                    Some(rule) => format!(" (rule {rule})"),
+                    Some(rule) => format!(" (rule {})", terminal_text(rule)),
                     None => String::new(),
                 };
                 writeln!(out, "    reason: {}{rule}", line(field(request, "reason")))?;
@@ -91,7 +93,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         out,
                         "    {} covers: {}",
                         line(field(always, "choice")),
-                        field(always, "targets")
+                        line(field(always, "targets"))
                     )?;
                 }
             }
@@ -120,7 +122,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 }
                 400 | 404 | 409 => {
                     if !args.json {
-                        writeln!(out, "{}: {}", answer.id, reply.error())?;
+                        writeln!(out, "{}: {}", terminal_text(&answer.id), reply.error())?;
                     }
                     Ok(EXIT_FOUND)
                 }

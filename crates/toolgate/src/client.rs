@@ -38,13 +38,14 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// The API's error message, or the status.
+    /// The API's error message (safe to print: it may quote what an agent wrote), or the
+    /// status.
     pub(crate) fn error(&self) -> String {
         field(field(&self.body, "error"), "message")
             .as_str()
             .map_or_else(
                 || format!("the daemon answered {}", self.status),
-                str::to_owned,
+                toolgate_runtime::terminal_text,
             )
     }
 }

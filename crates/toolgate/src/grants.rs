@@ -44,8 +44,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 writeln!(out, "no grants")?;
             }
             for g in grants {
-                writeln!(
-                    out,
+                let shown = format!(
                     "{}  {:5}  {}  {}  {}  by {}",
                     field(&g, "id").as_str().unwrap_or(""),
                     field(&g, "effect").as_str().unwrap_or(""),
@@ -53,7 +52,8 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                     field(&g, "target"),
                     field(&g, "scope").as_str().unwrap_or(""),
                     field(&g, "created_by").as_str().unwrap_or("")
-                )?;
+                );
+                writeln!(out, "{}", toolgate_runtime::terminal_text(&shown))?;
             }
             Ok(EXIT_OK)
         }
@@ -69,7 +69,12 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                     Ok(EXIT_OK)
                 }
                 404 => {
-                    writeln!(out, "{id}: {}", reply.error())?;
+                    writeln!(
+                        out,
+                        "{}: {}",
+                        toolgate_runtime::terminal_text(id),
+                        reply.error()
+                    )?;
                     Ok(EXIT_FOUND)
                 }
                 _ => Err(Failure::Message(reply.error())),

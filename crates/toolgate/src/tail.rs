@@ -35,7 +35,7 @@ fn text(value: &Value, key: &str) -> String {
         .to_owned()
 }
 
-/// One event as a line of text.
+/// One event as a line of terminal-safe text.
 pub(crate) fn human(event: &Value) -> String {
     let mut out = format!(
         "#{} {} {:20}",
@@ -55,7 +55,7 @@ pub(crate) fn human(event: &Value) -> String {
         out.push_str(" — ");
         out.push_str(&reason);
     }
-    out
+    toolgate_runtime::terminal_text(&out)
 }
 
 pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {

@@ -1113,3 +1113,38 @@ fn serve_stops_when_asked_with_streams_and_polls_open() {
         );
     }
 }
+
+/// What an agent wrote (arguments, a reason) reaches the person's terminal escaped: it cannot
+/// clear the screen, retitle the window, reorder text or fake a line.
+#[test]
+fn the_terminal_clients_print_what_agents_wrote_escaped() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let call = json!({"tool": "bash",
+        "args": {"command": "cargo publish \u{1b}]0;pwn\u{7} \u{202e}txt.exe\n  [1] allow"},
+        "context": {"session": "s1"}});
+    let (status, _) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+    assert_eq!(status, 202);
+    let hostile =
+        |text: &str| text.contains('\u{1b}') || text.contains('\u{202e}') || text.contains('\u{7}');
+
+    let listed = stdout(&daemon.client(&["approvals"]));
+    assert!(!hostile(&listed), "{listed:?}");
+    assert!(listed.contains("\\u{202e}txt.exe"), "{listed}");
+    let id = listed.split_whitespace().next().unwrap().to_owned();
+    let o = daemon.client(&[
+        "approvals",
+        "deny",
+        &id,
+        "--reason",
+        "\u{1b}[2Jgone\rfake line",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    let tail = stdout(&daemon.client(&["tail", "--no-follow"]));
+    assert!(!hostile(&tail), "{tail:?}");
+    assert!(!tail.contains('\r'), "{tail:?}");
+    assert!(tail.contains("\\u{1b}[2Jgone\\rfake line"), "{tail}");
+    let grants = stdout(&daemon.client(&["grants"]));
+    assert!(!hostile(&grants), "{grants:?}");
+}
