@@ -191,6 +191,10 @@ impl Request {
     }
 }
 
+/// The longest reason an answer may give (it is stored with every event of the request, and a
+/// refusal's reason is what the model reads).
+pub const MAX_REASON: usize = 4096;
+
 /// An answer to a permission request.
 ///
 /// Its JSON form is either toolgate's (`{"decision": "allow-always", "reason": "…"}`, or just
@@ -239,7 +243,10 @@ impl Answer {
         };
         let reason = match object.get("reason") {
             None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::String(s)) if s.chars().count() <= MAX_REASON => Some(s.clone()),
+            Some(Value::String(_)) => {
+                return Err(format!("`reason` is at most {MAX_REASON} characters"));
+            }
             Some(_) => return Err("`reason` must be a string".into()),
         };
         if let Some(decision) = object.get("decision") {

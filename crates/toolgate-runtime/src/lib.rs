@@ -65,7 +65,7 @@ pub use approver::{
 };
 pub use broker::{
     AlwaysCovers, Answer, ApprovalBroker, Claim, Conflict, ContinuationAnswer, ContinuationRequest,
-    Pending, PermissionRequest, Request, Resolution, RespondError, Response, Ticket,
+    MAX_REASON, Pending, PermissionRequest, Request, Resolution, RespondError, Response, Ticket,
 };
 pub use compose::{
     Chain, ConditionInput, Conditional, ForTools, MiddlewareExt, Parallel, WithTimeout,

@@ -129,6 +129,12 @@ pub(crate) async fn audit(
         _ => Ok(value),
     };
     let (limit, last) = (page(query.limit, "limit")?, page(query.last, "last")?);
+    if limit.is_some() && last.is_some() {
+        return Err(ApiError::bad_request(
+            "bad_limit",
+            "send `limit` (oldest first) or `last` (newest first), not both",
+        ));
+    }
     if let Some(last) = last {
         let events = state.store().latest(&filter, last).await?;
         let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
@@ -180,6 +186,12 @@ fn stream_events(
     query: &LogQuery,
     session: Option<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>> + use<>>, ApiError> {
+    if headers.get_all("last-event-id").iter().nth(1).is_some() {
+        return Err(ApiError::bad_request(
+            "duplicate_header",
+            "the `last-event-id` header is sent more than once",
+        ));
+    }
     let resume = match headers.get("last-event-id") {
         Some(value) => Some(
             value

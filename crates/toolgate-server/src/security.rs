@@ -28,7 +28,7 @@ fn is_public(method: &Method, path: &str) -> bool {
     matches!(
         (method.as_str(), path),
         (
-            "GET",
+            "GET" | "HEAD",
             "/" | "/app.js" | "/app.css" | "/favicon.ico" | "/api/health" | "/api/openapi.json"
         ) | ("POST", "/api/login")
     )

@@ -638,7 +638,7 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         assert!(poll.is_err(), "wait={wait} waits (up to 60 s)");
     }
     // Pages of the audit log are 1 to 1,000 events.
-    for query in ["limit=0", "last=0", "limit=1001", "last=5000"] {
+    for query in ["limit=0", "last=0", "limit=1001", "last=5000", "limit=1&last=1"] {
         let (status, body) = daemon
             .call("GET", &format!("/api/audit?{query}"), None)
             .await;
@@ -702,6 +702,41 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
             "{body}: {answer}"
         );
     }
+    // A reason is at most 4,096 characters; the request stays pending.
+    let (status, body) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "reject-once", "reason": "x".repeat(4097)})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_decision")),
+        "{body}"
+    );
+    // Where a stream resumes is said once.
+    let mut resume = daemon.request("GET", "/api/events", None);
+    for seq in ["1", "5"] {
+        resume
+            .headers_mut()
+            .append("last-event-id", axum::http::HeaderValue::from_static(seq));
+    }
+    let (status, body) = daemon.send(resume).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("duplicate_header")),
+        "{body}"
+    );
+    // The public pages answer HEAD as they answer GET.
+    let head = axum::http::Request::builder()
+        .method("HEAD")
+        .uri("/api/health")
+        .header(axum::http::header::HOST, common::HOST)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(daemon.app(), head).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(daemon.pending_ids().await, [id]);
 }
 
