@@ -638,7 +638,13 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         assert!(poll.is_err(), "wait={wait} waits (up to 60 s)");
     }
     // Pages of the audit log are 1 to 1,000 events.
-    for query in ["limit=0", "last=0", "limit=1001", "last=5000", "limit=1&last=1"] {
+    for query in [
+        "limit=0",
+        "last=0",
+        "limit=1001",
+        "last=5000",
+        "limit=1&last=1",
+    ] {
         let (status, body) = daemon
             .call("GET", &format!("/api/audit?{query}"), None)
             .await;
@@ -735,7 +741,9 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         .header(axum::http::header::HOST, common::HOST)
         .body(axum::body::Body::empty())
         .unwrap();
-    let response = tower::ServiceExt::oneshot(daemon.app(), head).await.unwrap();
+    let response = tower::ServiceExt::oneshot(daemon.app(), head)
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(daemon.pending_ids().await, [id]);
 }
