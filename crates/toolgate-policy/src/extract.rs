@@ -106,6 +106,26 @@ impl Policy {
         };
         let mut out = Vec::new();
         let args = &call.args;
+        // An argument of the wrong shape would reach no resource and pass for an absent one.
+        let pointers = profile
+            .paths
+            .iter()
+            .chain(&profile.patterns)
+            .chain(&profile.cwd)
+            .chain(&profile.urls)
+            .chain(&profile.command)
+            .chain(&profile.command_args);
+        for pointer in pointers {
+            if pointer.misshapen(args) {
+                out.push(unanalysable(
+                    &pointer.text,
+                    &format!(
+                        "the argument `{}` does not have the shape this tool takes",
+                        pointer.text
+                    ),
+                ));
+            }
+        }
         let file_access = match profile.access {
             Some(Access::Write) => Access::Write,
             Some(Access::Read | Access::Execute | Access::Network) | None => Access::Read,
@@ -208,6 +228,13 @@ impl Policy {
         out: &mut Vec<Subject>,
     ) {
         let (analysis, text) = match (value, rest) {
+            // The rest of the argv in another shape than a list: not to be read as absent.
+            (_, Some(other)) if !matches!(other, Value::Array(_) | Value::Null) => {
+                return out.push(unanalysable(
+                    &other.to_string(),
+                    "the command's arguments are not an array of strings",
+                ));
+            }
             (Value::String(program), Some(Value::Array(items))) if !items.is_empty() => {
                 let mut argv = vec![program.clone()];
                 match items

@@ -394,6 +394,54 @@ fn deeply_nested_commands_are_refused_not_a_stack_overflow() {
     }
 }
 
+/// An argument in another shape than the tool takes (a text where a list of paths goes) reached
+/// no resource and passed for an absent one, so `{"paths": "config/.env"}` was allowed (found by
+/// probing the daemon). It is a person's question now; the usual shapes decide as before.
+#[test]
+fn arguments_of_the_wrong_shape_are_not_read_as_absent() {
+    use toolgate_policy::Decision::{Allow, Ask, Deny};
+    let policy =
+        Policy::from_toml("policy.toml", include_str!("../../../examples/policy.toml")).unwrap();
+    for (args, tool, expected) in [
+        (
+            serde_json::json!({"paths": "config/.env"}),
+            "read_multiple_files",
+            Ask,
+        ),
+        (serde_json::json!({"paths": 5}), "read_multiple_files", Ask),
+        (
+            serde_json::json!({"paths": ["README.md"]}),
+            "read_multiple_files",
+            Allow,
+        ),
+        (
+            serde_json::json!({"paths": ["config/.env"]}),
+            "read_multiple_files",
+            Deny,
+        ),
+        (
+            serde_json::json!({"sessionId": "s", "command": "cat", "args": "config/.env"}),
+            "terminal/create",
+            Ask,
+        ),
+        (
+            serde_json::json!({"sessionId": "s", "command": "cat", "args": {"a": "config/.env"}}),
+            "terminal/create",
+            Ask,
+        ),
+        (
+            serde_json::json!({"sessionId": "s", "command": "git", "args": ["status"]}),
+            "terminal/create",
+            Allow,
+        ),
+    ] {
+        let call = Call::from_value(serde_json::json!({"tool": tool, "args": args,
+            "context": {"workspace": "/tmp/toolgate-shapes"}}))
+        .unwrap();
+        assert_eq!(policy.evaluate(&call).decision, expected, "{tool} {args}");
+    }
+}
+
 const SHELL_TOKENS: &[&str] = &[
     "git", "status", "&&", "||", ";", "|", "&", "\n", "\r", "$(", ")", "`", "<(", ">", ">>", "<",
     "<<EOF\n", "EOF", "'", "\"", "\\", "$X", "${X@P}", "{a,b}", "bash", "-c", "sudo", "env", "A=1",
