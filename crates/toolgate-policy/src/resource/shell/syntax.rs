@@ -707,7 +707,22 @@ impl<'s> Walker<'s> {
         if text.contains('{') && has_brace_expansion(&unquoted) {
             dynamic = true;
         }
-        if dynamic {
+        // bash replaces an unquoted glob by the names it matches (`cat config/.en?` reads
+        // `config/.env`): what it names is not the text, so it is not seen through.
+        let glob = !dynamic && text.contains(['*', '?', '[']) && has_glob(&unquoted);
+        if glob {
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::DynamicArguments,
+                    format!(
+                        "`{}` is a glob: bash replaces it with the names it matches, which \
+                         toolgate does not see",
+                        excerpt(&text)
+                    ),
+                ),
+            );
+        } else if dynamic {
             self.command_finding(
                 command,
                 finding(
@@ -721,7 +736,7 @@ impl<'s> Walker<'s> {
         }
         Word {
             text,
-            value: (!dynamic).then_some(value),
+            value: (!dynamic && !glob).then_some(value),
         }
     }
 
@@ -737,7 +752,7 @@ impl<'s> Walker<'s> {
         let text = self.text(node);
         match node.kind() {
             "word" | "number" | "file_descriptor" | "variable_name" | "special_variable_name" => {
-                if text.contains('{') || !unquoted.is_empty() {
+                if text.contains(['{', '*', '?', '[']) || !unquoted.is_empty() {
                     unquoted.push_str(text);
                 }
                 unescape_unquoted_into(text, value);
@@ -971,6 +986,23 @@ fn is_plain_expansion(text: &str) -> bool {
             && (name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 || matches!(name, "@" | "*" | "?" | "$" | "!" | "-"))
     })
+}
+
+/// Whether the unquoted text has a glob bash would expand: an unescaped `*` or `?`, or a `[`
+/// closed by a later `]`.
+fn has_glob(unquoted: &str) -> bool {
+    let bytes = unquoted.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 1,
+            b'*' | b'?' => return true,
+            b'[' if bytes.get(i + 1..).is_some_and(|rest| rest.contains(&b']')) => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// Whether bash would brace-expand the unquoted text: an unquoted `{`, then a `,` or `..`, then
