@@ -392,7 +392,8 @@ mod tests {
 
     /// bash replaces an unquoted glob with the names it matches, so `cat config/.en?` reads
     /// `config/.env` though no rule about `.env` sees that text (found by probing the daemon):
-    /// an unquoted glob in an argument is not seen through. Quoted, it is the text itself.
+    /// an unquoted glob in an argument is not seen through, nor a tilde prefix other than `~`
+    /// (`~root`, `~+`, `~0`). Quoted, either is the text itself.
     #[test]
     fn unquoted_globs_in_arguments_are_not_seen_through() {
         for line in [
@@ -402,13 +403,18 @@ mod tests {
             "wc -l src/*.rs",
             "cat config/.en[v]",
             "ls src/\\*.rs ../*",
+            "cat ~+/config/.env",
+            "cat ~0/config/.env",
+            "cat ~root/.ssh/id_rsa",
         ] {
             let a = analyze(line);
             assert!(
                 a.findings
                     .iter()
                     .chain(a.commands.iter().flat_map(|c| c.findings.iter()))
-                    .any(|f| f.detail.contains("is a glob")),
+                    .any(|f| f.detail.contains("is a glob")
+                        || f.detail
+                            .contains("names a folder toolgate does not resolve")),
                 "{line:?}: {:?}",
                 a.commands
             );
@@ -419,6 +425,9 @@ mod tests {
             "echo a\\*b",
             "echo [x",
             "find . -name '*.rs'",
+            "cat ~/notes.txt",
+            "cat '~root/x'",
+            "echo a~b",
         ] {
             let a = analyze(line);
             assert!(a.is_clean(), "{line:?}: {:?}", a.commands);

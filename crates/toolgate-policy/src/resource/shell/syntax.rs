@@ -710,7 +710,25 @@ impl<'s> Walker<'s> {
         // bash replaces an unquoted glob by the names it matches (`cat config/.en?` reads
         // `config/.env`): what it names is not the text, so it is not seen through.
         let glob = !dynamic && text.contains(['*', '?', '[']) && has_glob(&unquoted);
-        if glob {
+        // `~root/…`, `~+/…`, `~-`, `~0`: bash replaces those prefixes with folders (a user's home,
+        // the current or previous folder, the directory stack); only `~` and `~/…` are read.
+        let tilde_prefix = text
+            .strip_prefix('~')
+            .map(|rest| rest.split('/').next().unwrap_or(""))
+            .filter(|prefix| !prefix.is_empty());
+        if let Some(prefix) = tilde_prefix.filter(|_| !dynamic && !glob) {
+            dynamic = true;
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::DynamicArguments,
+                    format!(
+                        "`~{}` names a folder toolgate does not resolve",
+                        excerpt(prefix)
+                    ),
+                ),
+            );
+        } else if glob {
             self.command_finding(
                 command,
                 finding(
