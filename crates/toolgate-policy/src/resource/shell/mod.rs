@@ -434,6 +434,25 @@ mod tests {
         }
     }
 
+    /// bash reads `$"…"` as the quoted text (a translated string), also inside a word: the
+    /// argument `config/.e$"n"v` is `config/.env` (found by probing the daemon).
+    #[test]
+    fn translated_strings_inside_words_are_read_as_their_text() {
+        for (line, expected) in [
+            ("cat config/.e$\"n\"v", "config/.env"),
+            ("cat $\"config/.env\"", "config/.env"),
+            ("cat a$'\\x62'c", "abc"),
+        ] {
+            let a = analyze(line);
+            let argument = a
+                .commands
+                .first()
+                .and_then(|c| c.argv.get(1))
+                .and_then(Word::value);
+            assert_eq!(argument, Some(expected), "{line:?}: {:?}", a.commands);
+        }
+    }
+
     #[test]
     fn ordinary_commands_are_clean() {
         for line in [

@@ -826,8 +826,17 @@ impl<'s> Walker<'s> {
                 ));
             }
             "concatenation" => {
-                // Unnamed pieces (punctuation tree-sitter does not name) are part of the word.
-                for child in children(node) {
+                // Unnamed pieces (punctuation tree-sitter does not name) are part of the word,
+                // except the `$` of a `$"…"` (bash's translated string: the text in quotes).
+                let mut pieces = children(node).peekable();
+                while let Some(child) = pieces.next() {
+                    if !child.is_named()
+                        && self.text(child) == "$"
+                        && pieces.peek().is_some_and(|next| next.kind() == "string")
+                    {
+                        unquoted.push('_');
+                        continue;
+                    }
                     if child.is_named() {
                         self.word_parts(child, level, command, value, dynamic, unquoted);
                     } else {
