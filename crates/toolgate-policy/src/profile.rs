@@ -91,7 +91,18 @@ impl Pointer {
     /// boolean where it steps into a list or an object (`{"paths": "a"}` for `/paths/*`). Such
     /// a value reaches nothing, so it must not pass for an absent one.
     pub(crate) fn misshapen(&self, root: &Value) -> bool {
+        self.walk(root).1
+    }
+
+    /// Every value the pointer reaches.
+    pub(crate) fn values<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
+        self.walk(root).0
+    }
+
+    /// The values the pointer reaches, and whether it met a value it cannot step into.
+    fn walk<'v>(&self, root: &'v Value) -> (Vec<&'v Value>, bool) {
         let mut current = vec![root];
+        let mut misshapen = false;
         for segment in &self.segments {
             let mut next = Vec::new();
             for value in current {
@@ -103,33 +114,12 @@ impl Pointer {
                         next.extend(k.parse::<usize>().ok().and_then(|i| items.get(i)));
                     }
                     (_, Value::Null) => {}
-                    _ => return true,
+                    _ => misshapen = true,
                 }
             }
             current = next;
         }
-        false
-    }
-
-    /// Every value the pointer reaches.
-    pub(crate) fn values<'v>(&self, root: &'v Value) -> Vec<&'v Value> {
-        let mut current = vec![root];
-        for segment in &self.segments {
-            let mut next = Vec::new();
-            for value in current {
-                match (segment, value) {
-                    (Segment::Each, Value::Array(items)) => next.extend(items.iter()),
-                    (Segment::Each, Value::Object(map)) => next.extend(map.values()),
-                    (Segment::Key(k), Value::Object(map)) => next.extend(map.get(k)),
-                    (Segment::Key(k), Value::Array(items)) => {
-                        next.extend(k.parse::<usize>().ok().and_then(|i| items.get(i)));
-                    }
-                    _ => {}
-                }
-            }
-            current = next;
-        }
-        current
+        (current, misshapen)
     }
 }
 
