@@ -83,19 +83,7 @@ async fn an_ask_waits_for_a_person_and_the_waiter_hears_the_recorded_answer() {
     assert_eq!(daemon.pending_ids().await, std::slice::from_ref(&id));
 
     // A long poll, released by the answer.
-    let poll = {
-        let request = daemon.request("GET", &format!("/api/decisions/{id}?wait=30"), None);
-        let app = daemon.app();
-        tokio::spawn(async move {
-            use tower::ServiceExt;
-            let response = app.oneshot(request).await.unwrap();
-            let bytes = http_body_util::BodyExt::collect(response.into_body())
-                .await
-                .unwrap()
-                .to_bytes();
-            serde_json::from_slice::<Value>(&bytes).unwrap()
-        })
-    };
+    let poll = polls(&daemon, &id, 1).pop().unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let (status, answered) = daemon
         .call(

@@ -65,6 +65,29 @@ fn authorized(method: &str, path: &str, token: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// Serves `server` on a loopback port, runs `checks` (blocking socket code) against its address,
+/// then stops it (bounded: 10 s).
+async fn serving(
+    server: toolgate_server::Server,
+    checks: impl FnOnce(SocketAddr) + Send + 'static,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(server.serve(listener, async {
+        let _ = stopped.await;
+    }));
+    tokio::task::spawn_blocking(move || checks(address))
+        .await
+        .unwrap();
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("the daemon stops")
+        .unwrap()
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_http_refuses_get_json_errors() {
     let Daemon {
@@ -72,14 +95,7 @@ async fn requests_http_refuses_get_json_errors() {
         server,
         token,
     } = Daemon::start().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.serve(listener, async {
-        let _ = stopped.await;
-    }));
-
-    let checks = tokio::task::spawn_blocking(move || {
+    serving(server, move |address| {
         let call = json!({"tool": "pay", "args": {}, "context": {"session": "s1"}}).to_string();
         let (status, _, body) = exchange(
             address,
@@ -230,14 +246,8 @@ async fn requests_http_refuses_get_json_errors() {
             (status, body["error"]["code"].as_str()),
             (404, Some("not_found"))
         );
-    });
-    checks.await.unwrap();
-    let _ = stop.send(());
-    tokio::time::timeout(Duration::from_secs(10), serving)
-        .await
-        .expect("the daemon stops")
-        .unwrap()
-        .unwrap();
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,14 +257,7 @@ async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
     config.read_timeout = Duration::from_millis(500);
     let policy = toolgate_policy::Policy::from_toml("p.toml", common::POLICY).unwrap();
     let server = toolgate_server::Server::open(config, policy).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn(server.serve(listener, async {
-        let _ = stopped.await;
-    }));
-
-    let checks = tokio::task::spawn_blocking(move || {
+    serving(server, move |address| {
         // Half a head, then nothing.
         let mut slow = TcpStream::connect(address).unwrap();
         slow.set_read_timeout(Some(Duration::from_secs(10)))
@@ -297,12 +300,6 @@ async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
             "{}",
             String::from_utf8_lossy(&response)
         );
-    });
-    checks.await.unwrap();
-    let _ = stop.send(());
-    tokio::time::timeout(Duration::from_secs(10), serving)
-        .await
-        .expect("the daemon stops")
-        .unwrap()
-        .unwrap();
+    })
+    .await;
 }
