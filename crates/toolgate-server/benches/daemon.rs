@@ -10,6 +10,9 @@
 //!   committed (SQLite, `synchronous = FULL`) before its answer;
 //! - 10,000 pending requests held, and the memory each costs.
 //!
+//! The daemon runs on a runtime of its own, as `toolgate serve` does; the clients run on
+//! another, as other programs would.
+//!
 //! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk)
 //! and `Durability::Process` (commits survive the daemon's crash, not the machine's).
 //!
@@ -127,30 +130,39 @@ fn main() {
         toolgate_store::Durability::Full,
         toolgate_store::Durability::Process,
     ] {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
+        let dir = tempfile::tempdir().unwrap();
+        // The daemon on a runtime of its own, built as `toolgate serve` builds it: its clients
+        // are other programs, whose threads it does not share.
+        let daemon = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let address = daemon.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            let mut config = ServerConfig::new(dir.path());
+            config.listen = address;
+            config.durability = durability;
+            let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
+            let server = Server::open(config, policy).await.unwrap();
+            tokio::spawn(server.serve(listener, std::future::pending()));
+            address
+        });
+        let token = std::fs::read_to_string(dir.path().join("token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        let clients = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
-        runtime.block_on(run(durability));
+        clients.block_on(run(durability, address.to_string(), token));
+        daemon.shutdown_background();
     }
 }
 
-async fn run(durability: toolgate_store::Durability) {
-    let dir = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let mut config = ServerConfig::new(dir.path());
-    config.listen = address;
-    config.durability = durability;
-    let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
-    let server = Server::open(config, policy).await.unwrap();
-    tokio::spawn(server.serve(listener, std::future::pending()));
-    let token = std::fs::read_to_string(dir.path().join("token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let address = address.to_string();
+async fn run(durability: toolgate_store::Durability, address: String, token: String) {
     println!("daemon benchmarks, durability {durability:?} (one run; compare within it)");
 
     // The baseline: a trivial request.

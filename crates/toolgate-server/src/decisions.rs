@@ -428,7 +428,12 @@ pub(crate) async fn get(
         };
         match changed {
             Err(_) => return Ok(Json(row.result)),
-            Ok(Some(result)) => return Ok(Json(Value::clone(&result))),
+            // The one poll of a decision takes its result without copying it.
+            Ok(Some(result)) => {
+                return Ok(Json(
+                    Arc::try_unwrap(result).unwrap_or_else(|shared| Value::clone(&shared)),
+                ));
+            }
             // Changed without its final form: read it again.
             Ok(None) => {}
         }

@@ -3,8 +3,8 @@
 //!
 //! [`Store`] is the trait the daemon writes through; every write is committed before it
 //! returns, so whatever the daemon acknowledges survives a crash. [`SqliteStore`] is the
-//! embedded default (one file, WAL, `synchronous = FULL`); the trait keeps to what PostgreSQL
-//! offers too. A store is also the runtime's [`GrantStore`].
+//! embedded default (one file in WAL mode, with a commit journal in front of it); the trait
+//! keeps to what PostgreSQL offers too. A store is also the runtime's [`GrantStore`].
 //!
 //! ```rust,standalone_crate
 //! use toolgate_store::{EventRecord, SqliteStore, Store};
@@ -19,6 +19,7 @@
 //! # }).unwrap();
 //! ```
 
+mod journal;
 mod record;
 mod sqlite;
 
@@ -32,7 +33,7 @@ use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
 /// Writes that stand or fall together.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Batch {
     /// A request to record as pending.
     pub open: Option<PendingRecord>,

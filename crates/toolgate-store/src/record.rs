@@ -25,6 +25,12 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+impl From<std::io::Error> for StoreError {
+    fn from(error: std::io::Error) -> StoreError {
+        StoreError(error.to_string())
+    }
+}
+
 impl From<serde_json::Error> for StoreError {
     fn from(error: serde_json::Error) -> StoreError {
         StoreError(format!("a stored value is not valid JSON: {error}"))
@@ -38,7 +44,7 @@ pub(crate) fn rfc3339(time: SystemTime) -> String {
 /// One event of the audit log, in the canonical shape of DESIGN §7: its JSON `body` carries
 /// `schema`, `seq`, `type`, `timestamp`, the scope (`session`, `branch`, `turn`, …) and the
 /// event's own fields; the indexed columns are copies of the body's.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
     /// Its place in the log (0 until appended).
     pub seq: i64,

@@ -1,14 +1,26 @@
-//! The embedded store: one SQLite file in WAL mode, one writer, a few readers.
+//! The embedded store: one SQLite file in WAL mode, one writer, a few readers, and a commit
+//! journal in front of them.
 //!
-//! Statements run on the calling thread through rusqlite: a commit of a few rows costs tens of
-//! microseconds with [`Durability::Process`], where handing each statement to a driver's worker
-//! thread (sqlx's design) cost about as much per statement as a whole HTTP request on the
-//! machines we measure on (`cargo bench -p toolgate-store --bench commit`). With
+//! A commit is one record appended to the journal (see [`crate::journal`]): one `write`, and
+//! with [`Durability::Full`] one flush. A thread applies journaled commits to the database in
+//! the background, many per transaction; reads and the few direct writes (grants spent or
+//! revoked, session snapshots) apply what is still queued first, so they see every commit that
+//! returned before them. A SQLite transaction of the same rows costs several times as much
+//! right after an idle pause (seven pages written to the write-ahead log, each with its
+//! header), which is the state an approval finds the daemon in.
+//!
+//! Statements run on the calling thread through rusqlite: handing each statement to a driver's
+//! worker thread (sqlx's design) cost about as much per statement as a whole HTTP request on
+//! the machines we measure on (`cargo bench -p toolgate-store --bench commit`). With
 //! [`Durability::Full`] the disk flush dominates, and writes tell tokio's multi-threaded runtime
 //! they block (`block_in_place`) so other tasks move to another thread meanwhile.
 
+use std::collections::{HashSet, VecDeque};
+use std::fs::File;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
@@ -17,6 +29,7 @@ use rusqlite::{Connection, OpenFlags, Row, Transaction, TransactionBehavior};
 use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
+use crate::journal::{self, Entry};
 use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
     rfc3339,
@@ -24,7 +37,8 @@ use crate::record::{
 use crate::{Batch, Committed, Store};
 
 /// The schema, one migration per entry; applied in order, each in its own transaction.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     type TEXT NOT NULL,
@@ -64,7 +78,21 @@ CREATE TABLE sessions (
     snapshot TEXT NOT NULL,
     updated TEXT NOT NULL
 );
-"#];
+"#,
+    r#"
+CREATE TABLE journal (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    applied_lsn INTEGER NOT NULL
+);
+INSERT INTO journal (id, applied_lsn) VALUES (1, 0);
+"#,
+];
+
+/// How often the applier looks at the journal when no commit woke it.
+const APPLY_EVERY: Duration = Duration::from_secs(1);
+
+/// The journal is emptied once everything in it is applied and it has grown past this.
+const TRUNCATE_ABOVE: u64 = 1 << 20;
 
 /// What a commit survives. Spelled `full` and `process` in files and on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
@@ -112,6 +140,224 @@ struct Shared {
     writer: Mutex<Connection>,
     /// Idle readers (WAL lets them read while the writer writes).
     readers: Mutex<Vec<Connection>>,
+    /// Commits journaled and not yet applied, and what committing needs to know.
+    journal: Mutex<Journal>,
+    /// For each table, how many journaled commits that write it are not applied yet: a read
+    /// of a table catches up only when one is.
+    unapplied: [AtomicU64; Table::COUNT],
+    /// The thread that applies journaled commits.
+    applier: OnceLock<std::thread::Thread>,
+}
+
+/// What a read reads, and a commit writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Table {
+    Events,
+    Pending,
+    Decisions,
+    Grants,
+    /// Written directly, never by a commit.
+    Sessions,
+}
+
+impl Table {
+    const COUNT: usize = 5;
+
+    /// The tables `batch` writes.
+    fn written_by(batch: &Batch) -> impl Iterator<Item = Table> + use<> {
+        [
+            (!batch.events.is_empty()).then_some(Table::Events),
+            (batch.open.is_some() || batch.close.is_some()).then_some(Table::Pending),
+            batch.decision.is_some().then_some(Table::Decisions),
+            (!batch.grants.is_empty()).then_some(Table::Grants),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// The journal's file and the state commits are checked against.
+struct Journal {
+    file: File,
+    /// Its length: where the next record goes.
+    length: u64,
+    next_lsn: u64,
+    next_seq: i64,
+    /// The ids of the pending requests, as of the last commit.
+    pending: HashSet<String>,
+    /// Journaled, not yet applied, oldest first.
+    queue: VecDeque<Entry>,
+    /// Set when a failed append could not be taken back: where the file's last whole record
+    /// ends is unknown, so nothing more is appended.
+    broken: Option<String>,
+}
+
+impl Journal {
+    /// Appends one record; a failed append is taken back, so the next record follows a whole
+    /// one.
+    fn append(&mut self, record: &[u8], flush: bool) -> Result<(), StoreError> {
+        let written = self
+            .file
+            .write_all(record)
+            .and_then(|()| if flush { self.file.sync_data() } else { Ok(()) });
+        match written {
+            Ok(()) => {
+                self.length += record.len() as u64;
+                Ok(())
+            }
+            Err(error) => {
+                if let Err(undo) = self.file.set_len(self.length) {
+                    self.broken = Some(format!(
+                        "the commit journal could not be repaired after a failed write ({undo}); \
+                         restart the daemon"
+                    ));
+                }
+                Err(StoreError(format!(
+                    "the commit journal could not be written: {error}"
+                )))
+            }
+        }
+    }
+}
+
+fn journal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".journal");
+    PathBuf::from(name)
+}
+
+/// Applies journaled commits in one transaction, with the LSN of the last.
+fn apply(connection: &mut Connection, entries: &[Entry]) -> Result<(), StoreError> {
+    let Some(last) = entries.last() else {
+        return Ok(());
+    };
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for entry in entries {
+        apply_entry(&tx, entry)?;
+    }
+    tx.prepare_cached("UPDATE journal SET applied_lsn = ? WHERE id = 1")?
+        .execute([i64::try_from(last.lsn).unwrap_or(i64::MAX)])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// One commit's rows. What the commit decided (whether the request was still pending, the
+/// events' numbers) was decided when it was journaled; nothing here can refuse it.
+fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
+    let batch = &entry.batch;
+    if let Some(id) = &batch.close {
+        tx.prepare_cached("DELETE FROM pending WHERE id = ?")?
+            .execute([id])?;
+    }
+    if let Some(request) = &batch.open {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+        )?
+        .execute((
+            &request.id,
+            &request.kind,
+            &request.session,
+            &request.created,
+            serde_json::to_string(&request.request)?,
+        ))?;
+    }
+    for (event, seq) in batch.events.iter().zip(&entry.seqs) {
+        insert_event(tx, event, *seq)?;
+    }
+    if let Some(decision) = &batch.decision {
+        tx.prepare_cached(
+            "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
+             updated = excluded.updated",
+        )?
+        .execute((
+            &decision.id,
+            decision.status.as_str(),
+            serde_json::to_string(&decision.call)?,
+            serde_json::to_string(&decision.result)?,
+            &decision.created,
+            &decision.updated,
+        ))?;
+    }
+    for grant in &batch.grants {
+        insert_grant(tx, grant, "INSERT OR REPLACE")?;
+    }
+    Ok(())
+}
+
+/// Applies what the journal holds that the database does not (the daemon stopped in between),
+/// empties the journal and returns its state.
+fn recover(
+    connection: &mut Connection,
+    path: &Path,
+    durability: Durability,
+) -> Result<Journal, StoreError> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(journal_path(path))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let applied: i64 =
+        connection.query_row("SELECT applied_lsn FROM journal WHERE id = 1", [], |row| {
+            row.get(0)
+        })?;
+    let applied = u64::try_from(applied).unwrap_or(0);
+    let missing: Vec<Entry> = journal::decode(&bytes)
+        .into_iter()
+        .filter(|entry| entry.lsn > applied)
+        .collect();
+    let last = missing.last().map_or(applied, |entry| entry.lsn);
+    apply(connection, &missing)?;
+    // Everything the file held is in the database now.
+    file.set_len(0)?;
+    if durability == Durability::Full {
+        file.sync_all()?;
+    }
+    let next_seq: i64 =
+        connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
+            row.get(0)
+        })?;
+    let pending = all(connection, "SELECT id FROM pending", [], |row| {
+        Ok(row.get::<_, String>(0)?)
+    })?;
+    Ok(Journal {
+        file,
+        length: 0,
+        next_lsn: last + 1,
+        next_seq,
+        pending: pending.into_iter().collect(),
+        queue: VecDeque::new(),
+        broken: None,
+    })
+}
+
+/// Starts the thread that applies journaled commits: woken by a commit that finds the queue
+/// empty, it applies until the queue stays empty, then waits (at most [`APPLY_EVERY`]). It
+/// ends with the store.
+fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let handle = std::thread::Builder::new()
+        .name("toolgate-store-apply".into())
+        .spawn(move || {
+            loop {
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                let store = SqliteStore { shared };
+                // A failure stays queued: the next pass, or the next read, tries again.
+                let applied = store.write(|_| Ok(())).is_ok();
+                let more = applied && !lock(&store.shared.journal).queue.is_empty();
+                drop(store);
+                if !more {
+                    // A commit that queues meanwhile unparks this thread: the wait ends at once.
+                    std::thread::park_timeout(APPLY_EVERY);
+                }
+            }
+        })?;
+    let _ = shared.applier.set(handle.thread().clone());
+    Ok(())
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -211,25 +457,33 @@ impl SqliteStore {
             let owner = owner_lock(path)?;
             let mut writer = connect(path, durability, false)?;
             migrate(&mut writer)?;
+            let journal = recover(&mut writer, path, durability)?;
             let reader = connect(path, durability, true)?;
-            Ok(SqliteStore {
-                shared: Arc::new(Shared {
-                    path: path.to_owned(),
-                    durability,
-                    _owner: Mutex::new(owner),
-                    writer: Mutex::new(writer),
-                    readers: Mutex::new(vec![reader]),
-                }),
-            })
+            let shared = Arc::new(Shared {
+                path: path.to_owned(),
+                durability,
+                _owner: Mutex::new(owner),
+                writer: Mutex::new(writer),
+                readers: Mutex::new(vec![reader]),
+                journal: Mutex::new(journal),
+                unapplied: Default::default(),
+                applier: OnceLock::new(),
+            });
+            start_applier(&shared)?;
+            Ok(SqliteStore { shared })
         })
     }
 
-    /// Runs `work` on the writer.
+    /// Runs `work` on the writer, once the journal's queue is applied.
     fn write<T>(
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let run = || work(&mut lock(&self.shared.writer));
+        let run = || {
+            let mut writer = lock(&self.shared.writer);
+            self.catch_up(&mut writer)?;
+            work(&mut writer)
+        };
         match self.shared.durability {
             // A disk flush: long enough for tokio to move other tasks away.
             Durability::Full => blocking(run),
@@ -237,11 +491,57 @@ impl SqliteStore {
         }
     }
 
-    /// Runs `work` on an idle reader (opening one when none is idle).
+    /// Whether a commit that returned and writes `table` is not in the database yet.
+    fn behind(&self, table: Table) -> bool {
+        self.shared
+            .unapplied
+            .get(table as usize)
+            .is_some_and(|count| count.load(Ordering::Acquire) > 0)
+    }
+
+    /// Applies the journal's queue (the writer is held).
+    fn catch_up(&self, writer: &mut Connection) -> Result<(), StoreError> {
+        let entries: Vec<Entry> = lock(&self.shared.journal).queue.drain(..).collect();
+        if entries.is_empty() {
+            return Ok(());
+        }
+        if let Err(error) = apply(writer, &entries) {
+            // Back to the front of the queue, in order: nothing journaled is dropped.
+            let mut journal = lock(&self.shared.journal);
+            for entry in entries.into_iter().rev() {
+                journal.queue.push_front(entry);
+            }
+            return Err(error);
+        }
+        for table in entries
+            .iter()
+            .flat_map(|entry| Table::written_by(&entry.batch))
+        {
+            if let Some(count) = self.shared.unapplied.get(table as usize) {
+                count.fetch_sub(1, Ordering::Release);
+            }
+        }
+        let mut journal = lock(&self.shared.journal);
+        if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
+            // Everything it holds is applied; an emptying that fails is retried later (and
+            // applied records are skipped when the daemon starts).
+            if journal.file.set_len(0).is_ok() {
+                journal.length = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `work`, a read of `table`, on an idle reader (opening one when none is idle), once
+    /// every commit that returned and writes `table` is applied.
     fn read<T>(
         &self,
+        table: Table,
         work: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        if self.behind(table) {
+            self.write(|_| Ok(()))?;
+        }
         let idle = lock(&self.shared.readers).pop();
         let connection = match idle {
             Some(connection) => connection,
@@ -290,7 +590,7 @@ impl SqliteStore {
             " ORDER BY seq LIMIT ?"
         });
         values.push(SqlValue::Integer(i64::from(limit)));
-        self.read(|connection| {
+        self.read(Table::Events, |connection| {
             let mut statement = connection.prepare_cached(&sql)?;
             let rows = statement.query_map(rusqlite::params_from_iter(values), event_from_row)?;
             rows.map(|row| row?).collect()
@@ -330,13 +630,14 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn insert_event(tx: &Transaction<'_>, event: &EventRecord) -> Result<i64, StoreError> {
+fn insert_event(tx: &Transaction<'_>, event: &EventRecord, seq: i64) -> Result<(), StoreError> {
     let body = serde_json::to_string(&event.body)?;
     tx.prepare_cached(
-        "INSERT INTO events (type, time, session, request_id, tool_call_id, body) \
-         VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
     )?
     .execute((
+        seq,
         &event.kind,
         &event.time,
         &event.session,
@@ -344,7 +645,7 @@ fn insert_event(tx: &Transaction<'_>, event: &EventRecord) -> Result<i64, StoreE
         &event.tool_call_id,
         body,
     ))?;
-    Ok(tx.last_insert_rowid())
+    Ok(())
 }
 
 /// A JSON column, or a row error naming it.
@@ -422,11 +723,12 @@ fn first<T>(
     rows.next()?.map(map).transpose()
 }
 
-fn insert_grant(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
+/// Stores a grant; `insert` is `INSERT` or `INSERT OR REPLACE`.
+fn insert_grant(connection: &Connection, grant: &Grant, insert: &str) -> Result<(), StoreError> {
     connection
-        .prepare_cached(
-            "INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
-        )?
+        .prepare_cached(&format!(
+            "{insert} INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)"
+        ))?
         .execute((
             &grant.id,
             &grant.tool,
@@ -444,59 +746,66 @@ impl Store for SqliteStore {
     async fn close(&self) {
         let _ = self.write(|connection| {
             connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+            let mut journal = lock(&self.shared.journal);
+            if journal.queue.is_empty() {
+                journal.file.set_len(0)?;
+                journal.length = 0;
+            }
             Ok(())
         });
     }
 
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
-        self.write(|connection| {
-            let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Some(id) = &batch.close {
-                let removed = tx
-                    .prepare_cached("DELETE FROM pending WHERE id = ?")?
-                    .execute([id])?;
-                if removed == 0 {
-                    tx.rollback()?;
-                    return Ok(Committed::NotPending);
-                }
+        let mut journal = lock(&self.shared.journal);
+        if let Some(broken) = &journal.broken {
+            return Err(StoreError(broken.clone()));
+        }
+        if let Some(id) = &batch.close
+            && !journal.pending.contains(id)
+        {
+            return Ok(Committed::NotPending);
+        }
+        if let Some(request) = &batch.open
+            && batch.close.as_ref() != Some(&request.id)
+            && journal.pending.contains(&request.id)
+        {
+            return Err(StoreError(format!(
+                "request `{}` is already pending",
+                request.id
+            )));
+        }
+        let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
+        let entry = Entry {
+            lsn: journal.next_lsn,
+            seqs: (journal.next_seq..journal.next_seq.saturating_add(count)).collect(),
+            batch,
+        };
+        let record = journal::encode(&entry)?;
+        match self.shared.durability {
+            Durability::Full => blocking(|| journal.append(&record, true))?,
+            Durability::Process => journal.append(&record, false)?,
+        }
+        journal.next_lsn += 1;
+        journal.next_seq = journal.next_seq.saturating_add(count);
+        if let Some(id) = &entry.batch.close {
+            journal.pending.remove(id);
+        }
+        if let Some(request) = &entry.batch.open {
+            journal.pending.insert(request.id.clone());
+        }
+        let seqs = entry.seqs.clone();
+        for table in Table::written_by(&entry.batch) {
+            if let Some(count) = self.shared.unapplied.get(table as usize) {
+                count.fetch_add(1, Ordering::Release);
             }
-            if let Some(request) = &batch.open {
-                tx.prepare_cached(
-                    "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
-                )?
-                .execute((
-                    &request.id,
-                    &request.kind,
-                    &request.session,
-                    &request.created,
-                    serde_json::to_string(&request.request)?,
-                ))?;
-            }
-            let mut seqs = Vec::with_capacity(batch.events.len());
-            for event in &batch.events {
-                seqs.push(insert_event(&tx, event)?);
-            }
-            if let Some(decision) = &batch.decision {
-                tx.prepare_cached(
-                    "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
-                     ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
-                     updated = excluded.updated",
-                )?
-                .execute((
-                    &decision.id,
-                    decision.status.as_str(),
-                    serde_json::to_string(&decision.call)?,
-                    serde_json::to_string(&decision.result)?,
-                    &decision.created,
-                    &decision.updated,
-                ))?;
-            }
-            for grant in &batch.grants {
-                insert_grant(&tx, grant)?;
-            }
-            tx.commit()?;
-            Ok(Committed::Written(seqs))
-        })
+        }
+        let idle = journal.queue.is_empty();
+        journal.queue.push_back(entry);
+        drop(journal);
+        if idle && let Some(applier) = self.shared.applier.get() {
+            applier.unpark();
+        }
+        Ok(Committed::Written(seqs))
     }
 
     async fn events_after(
@@ -517,7 +826,7 @@ impl Store for SqliteStore {
     }
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Events, |connection| {
             Ok(
                 connection.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |row| {
                     row.get(0)
@@ -527,7 +836,7 @@ impl Store for SqliteStore {
     }
 
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Pending, |connection| {
             all(
                 connection,
                 "SELECT id, kind, session, created, request FROM pending ORDER BY created, id",
@@ -538,7 +847,7 @@ impl Store for SqliteStore {
     }
 
     async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Pending, |connection| {
             first(
                 connection,
                 "SELECT id, kind, session, created, request FROM pending WHERE id = ?",
@@ -549,7 +858,7 @@ impl Store for SqliteStore {
     }
 
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Decisions, |connection| {
             first(
                 connection,
                 "SELECT id, status, call, result, created, updated FROM decisions WHERE id = ?",
@@ -587,7 +896,7 @@ impl Store for SqliteStore {
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Sessions, |connection| {
             first(
                 connection,
                 "SELECT id, snapshot, updated FROM sessions WHERE id = ?",
@@ -598,7 +907,7 @@ impl Store for SqliteStore {
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        self.read(|connection| {
+        self.read(Table::Sessions, |connection| {
             all(
                 connection,
                 "SELECT id, snapshot, updated FROM sessions ORDER BY updated DESC, id",
@@ -616,7 +925,7 @@ fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
 #[async_trait]
 impl GrantStore for SqliteStore {
     async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        self.write(|connection| insert_grant(connection, &grant))
+        self.write(|connection| insert_grant(connection, &grant, "INSERT"))
             .map_err(to_grant_error)
     }
 
@@ -624,7 +933,7 @@ impl GrantStore for SqliteStore {
         &self,
         tool: &str,
     ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
-        self.read(|connection| {
+        self.read(Table::Grants, |connection| {
             all(
                 connection,
                 "SELECT uses_left, body FROM grants WHERE tool = ? ORDER BY created, id",
@@ -649,7 +958,7 @@ impl GrantStore for SqliteStore {
     }
 
     async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
-        self.read(|connection| {
+        self.read(Table::Grants, |connection| {
             all(
                 connection,
                 "SELECT uses_left, body FROM grants ORDER BY created, id",
@@ -668,5 +977,219 @@ impl GrantStore for SqliteStore {
             Ok(removed > 0)
         })
         .map_err(to_grant_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::{DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord};
+    use serde_json::json;
+    use toolgate_runtime::{Effect, GrantScope, GrantTarget};
+
+    fn event(kind: &str, request: &str) -> EventRecord {
+        EventRecord::new(kind, json!({"request_id": request}))
+    }
+
+    fn pending(id: &str) -> PendingRecord {
+        PendingRecord {
+            id: id.into(),
+            kind: "external".into(),
+            session: Some("s".into()),
+            created: "2026-11-22T00:00:00.000000Z".into(),
+            request: json!({"tool": "t"}),
+        }
+    }
+
+    fn applied_lsn(path: &Path) -> u64 {
+        let connection = Connection::open(path).unwrap();
+        let lsn: i64 = connection
+            .query_row("SELECT applied_lsn FROM journal", [], |row| row.get(0))
+            .unwrap();
+        u64::try_from(lsn).unwrap()
+    }
+
+    /// What a daemon that died before its commits were applied leaves: the database without
+    /// them, the journal with them (and maybe a record cut short). The next start applies each
+    /// once, in order, and carries on from there.
+    #[tokio::test]
+    async fn journaled_commits_the_database_lacks_are_applied_when_it_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open(&path).await.unwrap();
+        store
+            .commit(Batch {
+                open: Some(pending("r1")),
+                events: vec![event("permission_requested", "r1")],
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+        store.close().await;
+        drop(store);
+        let applied = applied_lsn(&path);
+        assert_eq!(applied, 1);
+
+        let grant = Grant::new(
+            Effect::Allow,
+            "bash",
+            GrantTarget::Command {
+                prefix: vec!["git".into()],
+                exact: false,
+            },
+            GrantScope::Session {
+                session: "s".into(),
+            },
+            "alice",
+        );
+        let decision = DecisionRow {
+            id: "r1".into(),
+            status: DecisionStatus::Decided,
+            call: json!({"tool": "t"}),
+            result: json!({"decision": "allow"}),
+            created: "2026-11-22T00:00:00.000000Z".into(),
+            updated: "2026-11-22T00:00:01.000000Z".into(),
+        };
+        let entries = [
+            // Already applied: skipped.
+            Entry {
+                lsn: applied,
+                seqs: vec![1],
+                batch: Batch {
+                    events: vec![event("duplicate", "r1")],
+                    ..Batch::default()
+                },
+            },
+            Entry {
+                lsn: applied + 1,
+                seqs: vec![2],
+                batch: Batch {
+                    close: Some("r1".into()),
+                    events: vec![event("permission_resolved", "r1")],
+                    decision: Some(decision.clone()),
+                    grants: vec![grant.clone()],
+                    ..Batch::default()
+                },
+            },
+            Entry {
+                lsn: applied + 2,
+                seqs: vec![3, 4],
+                batch: Batch {
+                    open: Some(pending("r2")),
+                    events: vec![event("permission_requested", "r2"), event("note", "r2")],
+                    ..Batch::default()
+                },
+            },
+        ];
+        let mut bytes = Vec::new();
+        for entry in &entries {
+            bytes.extend(journal::encode(entry).unwrap());
+        }
+        // A last record cut short: never acknowledged.
+        let cut = journal::encode(&Entry {
+            lsn: applied + 3,
+            seqs: vec![5],
+            batch: Batch {
+                events: vec![event("torn", "r3")],
+                ..Batch::default()
+            },
+        })
+        .unwrap();
+        bytes.extend(&cut[..cut.len() / 2]);
+        std::fs::write(journal_path(&path), &bytes).unwrap();
+
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(std::fs::metadata(journal_path(&path)).unwrap().len(), 0);
+        assert_eq!(applied_lsn(&path), applied + 2);
+        let kinds: Vec<(i64, String)> = store
+            .events_after(0, &EventFilter::default(), 100)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.seq, e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (1, "permission_requested".to_owned()),
+                (2, "permission_resolved".to_owned()),
+                (3, "permission_requested".to_owned()),
+                (4, "note".to_owned()),
+            ]
+        );
+        assert_eq!(store.decision("r1").await.unwrap(), Some(decision));
+        let grants: Vec<String> = store
+            .list()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id)
+            .collect();
+        assert_eq!(grants, [grant.id]);
+        let ids: Vec<String> = store
+            .pending()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, ["r2"]);
+
+        // Commits carry on from what was recovered: r1 is no longer pending, r2 is.
+        let again = store
+            .close_request("r1", &event("permission_resolved", "r1"))
+            .await
+            .unwrap();
+        assert_eq!(again, None);
+        let closed = store
+            .close_request("r2", &event("permission_resolved", "r2"))
+            .await
+            .unwrap();
+        assert_eq!(closed, Some(5));
+        drop(store);
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(store.last_seq().await.unwrap(), 5);
+        assert!(store.pending().await.unwrap().is_empty());
+        assert_eq!(applied_lsn(&path), applied + 3);
+    }
+
+    /// A commit that cannot be journaled is refused. When the journal cannot be put back as it
+    /// was, every later commit is refused too (where its last whole record ends is unknown),
+    /// and what was committed before stays readable and survives a restart.
+    #[tokio::test]
+    async fn a_journal_that_cannot_be_written_refuses_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open(&path).await.unwrap();
+        store.append(&[event("kept", "a")]).await.unwrap();
+        // A file that refuses writes (and being cut back).
+        let kept = {
+            let mut journal = lock(&store.shared.journal);
+            let read_only = File::open(journal_path(&path)).unwrap();
+            std::mem::replace(&mut journal.file, read_only)
+        };
+        let error = store.append(&[event("lost", "a")]).await.unwrap_err();
+        assert!(error.0.contains("could not be written"), "{error}");
+        lock(&store.shared.journal).file = kept;
+        let error = store.append(&[event("refused", "a")]).await.unwrap_err();
+        assert!(error.0.contains("restart the daemon"), "{error}");
+        let kinds = |events: Vec<EventRecord>| -> Vec<String> {
+            events.into_iter().map(|e| e.kind).collect()
+        };
+        let read = store
+            .events_after(0, &EventFilter::default(), 10)
+            .await
+            .unwrap();
+        assert_eq!(kinds(read), ["kept"]);
+        drop(store);
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(store.append(&[event("after", "a")]).await.unwrap(), [2]);
+        let read = store
+            .events_after(0, &EventFilter::default(), 10)
+            .await
+            .unwrap();
+        assert_eq!(kinds(read), ["kept", "after"]);
     }
 }

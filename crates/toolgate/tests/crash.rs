@@ -25,8 +25,19 @@ fn call(command: &str) -> Value {
 
 #[test]
 fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
+    killed_while_writing(&[]);
+}
+
+/// The same with commits that survive the process, not the machine: what the journal holds
+/// when the process dies is applied when it starts again.
+#[test]
+fn nothing_acknowledged_is_lost_when_the_daemon_is_killed_with_process_durability() {
+    killed_while_writing(&["--durability", "process"]);
+}
+
+fn killed_while_writing(arguments: &[&str]) {
     let data = tempfile::tempdir().unwrap();
-    let mut daemon = DaemonProcess::start(data.path());
+    let mut daemon = DaemonProcess::start_with(data.path(), arguments);
     let (address, token) = (daemon.address.clone(), daemon.token());
 
     // Pending requests: some answered (acknowledged), some left waiting.
@@ -112,7 +123,7 @@ fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
         acknowledged.len()
     );
 
-    let mut daemon = DaemonProcess::start(data.path());
+    let mut daemon = DaemonProcess::start_with(data.path(), arguments);
     let address = daemon.address.clone();
     let get = |id: &str| {
         http(

@@ -68,8 +68,14 @@ pub struct DaemonProcess {
 impl DaemonProcess {
     /// Starts `toolgate serve` with the shipped policy.
     pub fn start(data: &Path) -> DaemonProcess {
+        DaemonProcess::start_with(data, &[])
+    }
+
+    /// Starts `toolgate serve` with the shipped policy and more arguments.
+    pub fn start_with(data: &Path, more: &[&str]) -> DaemonProcess {
         let child = Command::new(BIN)
             .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+            .args(more)
             .current_dir(root())
             .env("TOOLGATE_DATA_DIR", data)
             .env("TOOLGATE_LISTEN", "127.0.0.1:0")
