@@ -76,10 +76,12 @@ pub fn check(given: &str) -> Result<CheckedUrl, UrlProblem> {
         return Err(UrlProblem::Userinfo);
     }
     let (host, ip) = match parsed.host() {
-        Some(::url::Host::Domain(d)) => {
-            let host = d.trim_end_matches('.').to_ascii_lowercase();
-            (host, None)
-        }
+        // A scheme browsers do not know (`gopher:`) keeps its host as written, even an IPv4
+        // address in any of its spellings; what would connect to it reads it as an address.
+        Some(::url::Host::Domain(d)) => match ipv4_spelled(parsed.scheme(), d) {
+            Some(v4) => (v4.to_string(), Some(IpAddr::V4(v4))),
+            None => (d.trim_end_matches('.').to_ascii_lowercase(), None),
+        },
         Some(::url::Host::Ipv4(a)) => (a.to_string(), Some(IpAddr::V4(a))),
         Some(::url::Host::Ipv6(a)) => match a.to_ipv4_mapped() {
             Some(v4) => (v4.to_string(), Some(IpAddr::V4(v4))),
@@ -118,8 +120,60 @@ string_enum! {
     }
 }
 
+/// An IPv4 address however it is spelled (`127.1`, `0x7f.0.0.1`, `2130706433`), read as a
+/// browser (and `inet_aton`) reads it.
+fn ipv4_spelled(scheme: &str, host: &str) -> Option<Ipv4Addr> {
+    // Special schemes' hosts were read as addresses already.
+    if matches!(scheme, "http" | "https" | "ws" | "wss" | "ftp" | "file") {
+        return None;
+    }
+    let last = host
+        .trim_end_matches('.')
+        .rsplit('.')
+        .next()
+        .unwrap_or_default();
+    let numeric = last.bytes().all(|b| b.is_ascii_digit())
+        || last.get(..2).is_some_and(|p| p.eq_ignore_ascii_case("0x"));
+    if last.is_empty() || !numeric || !host.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.')
+    {
+        return None;
+    }
+    match ::url::Url::parse(&format!("http://{host}/")).ok()?.host()? {
+        ::url::Host::Ipv4(v4) => Some(v4),
+        _ => None,
+    }
+}
+
+/// The IPv4 address an IPv6 address carries and is routed to: IPv4-compatible (`::a.b.c.d`),
+/// NAT64 (`64:ff9b::/96`, `64:ff9b:1::/48`), 6to4 (`2002::/16`) and Teredo (`2001::/32`).
+/// (IPv4-mapped addresses are read as IPv4 when the URL is checked.)
+fn embedded_ipv4(a: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = a.segments();
+    let o = a.octets();
+    let last = Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    match s {
+        [0, 0, 0, 0, 0, 0, _, _] if !a.is_loopback() && !a.is_unspecified() => Some(last),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] | [0x64, 0xff9b, 1, ..] => Some(last),
+        [0x2002, ..] => Some(Ipv4Addr::new(o[2], o[3], o[4], o[5])),
+        [0x2001, 0, ..] => Some(Ipv4Addr::new(!o[12], !o[13], !o[14], !o[15])),
+        _ => None,
+    }
+}
+
 /// Whether the URL's host belongs to a class.
 pub fn in_class(url: &CheckedUrl, class: AddressClass) -> bool {
+    if let Some(IpAddr::V6(a)) = url.ip
+        && let Some(v4) = embedded_ipv4(a)
+        && class != AddressClass::Ip
+    {
+        let carried = CheckedUrl {
+            ip: Some(IpAddr::V4(v4)),
+            ..url.clone()
+        };
+        if in_class(&carried, class) {
+            return true;
+        }
+    }
     match (class, url.ip) {
         (AddressClass::Ip, ip) => ip.is_some(),
         (AddressClass::Loopback, None) => {
@@ -244,6 +298,48 @@ mod tests {
             check("http://evil.example\\@docs.rs/").unwrap().host,
             "evil.example"
         );
+    }
+
+    #[test]
+    fn addresses_behind_other_schemes_and_inside_ipv6_are_classified() {
+        for (url, class) in [
+            ("gopher://127.0.0.1/", AddressClass::Loopback),
+            ("gopher://0x7f.1:6379/_INFO", AddressClass::Loopback),
+            ("gopher://169.254.169.254/", AddressClass::Metadata),
+            ("dict://10.0.0.1:11211/", AddressClass::Private),
+            ("http://[::127.0.0.1]/", AddressClass::Loopback),
+            ("http://[64:ff9b::127.0.0.1]/", AddressClass::Loopback),
+            ("http://[64:ff9b::a9fe:a9fe]/", AddressClass::Metadata),
+            ("http://[64:ff9b:1::a00:1]/", AddressClass::Private),
+            ("http://[2002:7f00:1::]/", AddressClass::Loopback),
+            ("http://[2002:a9fe:a9fe::1]/", AddressClass::Metadata),
+            // Teredo: the client's IPv4 address is stored inverted.
+            (
+                "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+                AddressClass::Loopback,
+            ),
+            ("http://[::1]/", AddressClass::Loopback),
+        ] {
+            let u = check(url).unwrap();
+            assert!(in_class(&u, class), "{url} is {class:?}");
+            assert!(in_class(&u, AddressClass::Ip), "{url} is an address");
+        }
+        for url in [
+            "gopher://example.com/",
+            "gopher://1.example/",
+            "http://[2606:4700:4700::1111]/",
+            "http://[2002:808:808::]/",
+        ] {
+            let u = check(url).unwrap();
+            for class in [
+                AddressClass::Loopback,
+                AddressClass::Private,
+                AddressClass::LinkLocal,
+                AddressClass::Metadata,
+            ] {
+                assert!(!in_class(&u, class), "{url} is not {class:?}");
+            }
+        }
     }
 
     #[test]
