@@ -113,6 +113,7 @@ impl Policy {
             .chain(&profile.patterns)
             .chain(&profile.cwd)
             .chain(&profile.urls)
+            .chain(&profile.revisions)
             .chain(&profile.command)
             .chain(&profile.command_args);
         for pointer in pointers {
@@ -161,6 +162,19 @@ impl Policy {
                 )));
             }
         }
+        for pointer in &profile.revisions {
+            for value in pointer.values(args) {
+                if let Some(path) = value.as_str().and_then(shell::revision_path) {
+                    out.push(Subject::Path(path_subject(
+                        &Value::String(path.to_owned()),
+                        &pointer.text,
+                        Access::Read,
+                        PathRole::Argument,
+                        &place,
+                    )));
+                }
+            }
+        }
         for pointer in &profile.patterns {
             for value in pointer.values(args) {
                 let Some(pattern) = value.as_str() else {
@@ -189,7 +203,11 @@ impl Policy {
                 .command_args
                 .as_ref()
                 .and_then(|p| p.values(args).first().copied());
-            self.command_subjects(value, rest, &place, &mut out);
+            let env = profile
+                .command_env
+                .as_ref()
+                .and_then(|p| p.values(args).first().copied());
+            self.command_subjects(value, rest, env, &place, &mut out);
         }
         for pointer in &profile.urls {
             for value in pointer.values(args) {
@@ -224,10 +242,19 @@ impl Policy {
         &self,
         value: &Value,
         rest: Option<&Value>,
+        env: Option<&Value>,
         place: &Place,
         out: &mut Vec<Subject>,
     ) {
-        let (analysis, text) = match (value, rest) {
+        // The variables the command runs with count as `NAME=value` before it.
+        let env_findings = match env.map(environment_names).transpose() {
+            Ok(names) => shell::environment_findings(names.unwrap_or_default()),
+            Err(why) => {
+                let text = env.map(Value::to_string).unwrap_or_default();
+                return out.push(unanalysable(&text, why));
+            }
+        };
+        let (mut analysis, text) = match (value, rest) {
             // The rest of the argv in another shape than a list: not to be read as absent.
             (_, Some(other)) if !matches!(other, Value::Array(_) | Value::Null) => {
                 return out.push(unanalysable(
@@ -270,6 +297,7 @@ impl Policy {
                 return out.push(unanalysable(&other.to_string(), "the command is not text"));
             }
         };
+        analysis.findings.extend(env_findings);
         self.add_analysis(analysis, &text, place, out);
     }
 
@@ -361,6 +389,28 @@ fn source_excerpt(text: &str) -> std::borrow::Cow<'_, str> {
 pub(crate) struct MentionRules {
     pub(crate) paths: bool,
     pub(crate) urls: bool,
+}
+
+/// The names of the environment variables a command runs with: a list of `{"name", "value"}`
+/// (ACP's `terminal/create`) or an object of names to values. Any other shape, or a name no
+/// environment can hold, is not read as "none".
+fn environment_names(env: &Value) -> Result<Vec<&str>, &'static str> {
+    const BAD: &str = "the command's environment is not a list of `{\"name\", \"value\"}`";
+    let valid = |name: &str| !name.is_empty() && !name.contains(['=', '\0']);
+    let names: Vec<&str> = match env {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| item.get("name").and_then(Value::as_str).ok_or(BAD))
+            .collect::<Result<_, _>>()?,
+        Value::Object(map) => map.keys().map(String::as_str).collect(),
+        _ => return Err(BAD),
+    };
+    if names.iter().all(|name| valid(name)) {
+        Ok(names)
+    } else {
+        Err("the command's environment names a variable no environment can hold")
+    }
 }
 
 fn unanalysable(text: &str, why: &str) -> Subject {

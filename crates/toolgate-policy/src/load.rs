@@ -59,6 +59,7 @@ const PROFILE_KEYS: &[&str] = &[
     "patterns",
     "command",
     "command_args",
+    "command_env",
     "cwd",
     "url",
     "options_guard",
@@ -924,7 +925,8 @@ impl Walker<'_> {
         let mut access = None;
         let (mut paths, mut patterns, mut cwd, mut urls) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let (mut command, mut command_args, mut options_guard) = (None, None, false);
+        let (mut command, mut command_args, mut command_env, mut options_guard) =
+            (None, None, None, false);
         let single = |w: &mut Self, item: &Item<'_>, key: &str| -> Option<Pointer> {
             let text = w.string(item, key)?;
             match Pointer::new(text) {
@@ -950,6 +952,7 @@ impl Walker<'_> {
                 "url" => urls = self.pointers(item, "url").unwrap_or_default(),
                 "command" => command = single(self, item, "command"),
                 "command_args" => command_args = single(self, item, "command_args"),
+                "command_env" => command_env = single(self, item, "command_env"),
                 "options_guard" => {
                     options_guard = self.boolean(item, "options_guard").unwrap_or(false)
                 }
@@ -962,6 +965,7 @@ impl Walker<'_> {
                         ("path", "paths"),
                         ("urls", "url"),
                         ("args", "command_args"),
+                        ("env", "command_env"),
                     ],
                     "a tool profile",
                 ),
@@ -988,6 +992,13 @@ impl Walker<'_> {
                 "`command` names the program, `command_args` the rest of the argv",
             );
         }
+        if command_env.is_some() && command.is_none() && self.diags.len() == before {
+            self.error_hint(
+                entry.span(),
+                "`command_env` needs `command`",
+                "`command` names the program, `command_env` the variables it runs with",
+            );
+        }
         if self.diags.len() > before {
             return None;
         }
@@ -1005,8 +1016,10 @@ impl Walker<'_> {
             patterns,
             command,
             command_args,
+            command_env,
             cwd,
             urls,
+            revisions: Vec::new(),
             options_guard,
         })
     }

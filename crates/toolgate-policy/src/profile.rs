@@ -137,10 +137,15 @@ pub(crate) struct Profile {
     pub(crate) command: Option<Pointer>,
     /// The argument holding the rest of the argv, when the command is only the program.
     pub(crate) command_args: Option<Pointer>,
+    /// The argument holding environment variables the command runs with: a list of
+    /// `{"name", "value"}` (ACP's `terminal/create`) or an object of names to values.
+    pub(crate) command_env: Option<Pointer>,
     /// Arguments naming the folder the call works in; relative paths resolve against it.
     pub(crate) cwd: Vec<Pointer>,
     /// Arguments that are URLs.
     pub(crate) urls: Vec<Pointer>,
+    /// Arguments that are git revisions: `REV:PATH` reads `PATH` as it was in `REV`.
+    pub(crate) revisions: Vec<Pointer>,
     /// Any string argument starting with `-` is option injection.
     pub(crate) options_guard: bool,
 }
@@ -168,8 +173,10 @@ struct Builtin {
     patterns: &'static [&'static str],
     command: Option<&'static str>,
     command_args: Option<&'static str>,
+    command_env: Option<&'static str>,
     cwd: &'static [&'static str],
     urls: &'static [&'static str],
+    revisions: &'static [&'static str],
     options_guard: bool,
 }
 
@@ -181,8 +188,10 @@ const NONE: Builtin = Builtin {
     patterns: &[],
     command: None,
     command_args: None,
+    command_env: None,
     cwd: &[],
     urls: &[],
+    revisions: &[],
     options_guard: false,
 };
 
@@ -251,6 +260,7 @@ const BUILTIN: &[Builtin] = &[
         ],
         paths: GIT_PATHS,
         cwd: &["/repo_path"],
+        revisions: &["/revision"],
         options_guard: true,
         ..NONE
     },
@@ -296,6 +306,7 @@ const BUILTIN: &[Builtin] = &[
         access: Access::Execute,
         command: Some("/command"),
         command_args: Some("/args"),
+        command_env: Some("/env"),
         cwd: &["/cwd"],
         ..NONE
     },
@@ -333,8 +344,10 @@ pub(crate) fn builtin_profiles() -> Vec<Profile> {
                 patterns: pointers(b.patterns),
                 command: b.command.and_then(|p| Pointer::new(p).ok()),
                 command_args: b.command_args.and_then(|p| Pointer::new(p).ok()),
+                command_env: b.command_env.and_then(|p| Pointer::new(p).ok()),
                 cwd: pointers(b.cwd),
                 urls: pointers(b.urls),
+                revisions: pointers(b.revisions),
                 options_guard: b.options_guard,
             });
         }

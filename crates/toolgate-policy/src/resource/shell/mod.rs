@@ -211,6 +211,21 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
     syntax::analyze_argv(argv)
 }
 
+/// The path of git's `REV:PATH`, `:PATH` and `:N:PATH`.
+pub(crate) fn revision_path(arg: &str) -> Option<&str> {
+    programs::revision_path(arg)
+}
+
+/// What setting these environment variables for a command is found to do, as `NAME=value`
+/// before the command would be (`GIT_CONFIG_*`, `LD_PRELOAD`, `PATH`, … change what runs).
+pub(crate) fn environment_findings<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for name in names {
+        programs::check_assignment(name, &mut findings);
+    }
+    findings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,14 +162,45 @@ fn is_risky_variable(name: &str) -> bool {
         "CDPATH",
         "GLOBIGNORE",
         "TMPDIR",
+        "SHELL",
+        "PYTHONUSERBASE",
+        "PYTHONBREAKPOINT",
+        // Build tools run the programs these name.
+        "RUSTC",
+        "RUSTDOC",
+        "RUSTUP_TOOLCHAIN",
+        "CC",
+        "CXX",
+        "CPP",
+        "LD",
+        "AR",
+        "AS",
+        "MAKE",
+        "GOROOT",
+        "GOTOOLCHAIN",
+        "GOENV",
     ];
+    // Prefixes: whole families of settings (Cargo's and npm's configuration by environment,
+    // the folders programs read their configuration from).
     EXACT.contains(&name)
-        || ["LD_", "DYLD_", "GIT_", "BASH_FUNC_"]
-            .iter()
-            .any(|p| name.starts_with(p))
-        || ["PATH", "_COMMAND", "_PAGER", "_EDITOR", "_SSH", "LIB"]
-            .iter()
-            .any(|s| name.ends_with(s))
+        || [
+            "LD_",
+            "DYLD_",
+            "GIT_",
+            "BASH_FUNC_",
+            "CARGO_",
+            "NPM_CONFIG_",
+            "npm_config_",
+            "XDG_",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p))
+        || [
+            "PATH", "_COMMAND", "_PAGER", "_EDITOR", "_SSH", "LIB", "_WRAPPER", "FLAGS", "ASKPASS",
+            "_HOME",
+        ]
+        .iter()
+        .any(|s| name.ends_with(s))
 }
 
 /// Checks `NAME=value` assignments.
@@ -658,6 +689,36 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                 {
                     flag(format!("`rg {a}` runs a preprocessor program"));
                 }
+                if long_prefix_of(a, "hostname-bin", 3) {
+                    flag(format!("`rg {a}` runs a program to learn the host name"));
+                }
+            }
+        }
+        "cargo" => {
+            for a in &args {
+                if *a == "--" {
+                    break;
+                }
+                if long_prefix_of(a, "config", 6) {
+                    flag(format!(
+                        "`cargo {a}` can set programs cargo runs (a rustc wrapper, a runner)"
+                    ));
+                }
+            }
+        }
+        "npm" | "pnpm" | "yarn" | "npx" => {
+            for a in &args {
+                if *a == "--" {
+                    break;
+                }
+                if ["script-shell", "node-options", "userconfig", "globalconfig"]
+                    .iter()
+                    .any(|o| long_prefix_of(a, o, o.len()))
+                {
+                    flag(format!(
+                        "`{program} {a}` can set a program scripts run with"
+                    ));
+                }
             }
         }
         "man" => {
@@ -801,6 +862,11 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             }
         }
     }
+    if sub == "branch" && branch_changes(rest) {
+        flag(
+            "`git branch` with these options deletes, renames, copies or rewrites branches".into(),
+        );
+    }
     let runs_code = match sub {
         "difftool" | "mergetool" | "filter-branch" | "filter-repo" => true,
         "submodule" => rest.first() == Some(&"foreach"),
@@ -825,6 +891,30 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             "`git {sub}` can run programs or change git's configuration"
         ));
     }
+}
+
+/// Whether `git branch`'s options change branches rather than list them.
+fn branch_changes(args: &[&str]) -> bool {
+    const LONG: &[&str] = &[
+        "delete",
+        "move",
+        "copy",
+        "force",
+        "set-upstream-to",
+        "unset-upstream",
+        "edit-description",
+        "track",
+    ];
+    args.iter().take_while(|a| **a != "--").any(|a| {
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split('=').next().unwrap_or(long);
+            !name.is_empty() && LONG.iter().any(|o| o.starts_with(name))
+        } else if let Some(short) = a.strip_prefix('-') {
+            short.chars().any(|c| "dDmMcCfut".contains(c))
+        } else {
+            false
+        }
+    })
 }
 
 /// The sed script(s) and whether they stay read-only: `e`, `w`, `W`, `r`, `R` commands and the
@@ -1168,18 +1258,110 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
     let covered =
         WRITERS.iter().any(|(name, _)| *name == program) || matches!(program, "cd" | "pushd");
     for a in argv.iter().skip(1).filter_map(Word::value) {
-        if a.starts_with("http://") || a.starts_with("https://") || a.starts_with("ftp://") {
+        if let Some(path) = file_url_path(a) {
+            paths.push(path);
+        } else if has_scheme(a) {
+            // `gopher://`, `dict://`, `ldap://` reach services as `http://` does.
             urls.push(a);
         } else if covered {
         } else if !a.starts_with('-') && !a.contains("://") && !a.is_empty() {
             paths.push(a);
+            // `git show HEAD:.env` reads `.env` as it was in a commit.
+            if program == "git"
+                && let Some(path) = revision_path(a)
+            {
+                paths.push(path);
+            }
         } else if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--"))
             && v.contains('/')
         {
             paths.push(v);
+        } else if let Some(v) = attached_value(program, a) {
+            paths.push(v);
         }
     }
     (paths, urls)
+}
+
+/// Whether `arg` starts with a URL scheme and `://`.
+fn has_scheme(arg: &str) -> bool {
+    arg.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    })
+}
+
+/// The path of a `file://` URL (`file:///etc/passwd`, `file://localhost/etc/passwd`).
+fn file_url_path(arg: &str) -> Option<&str> {
+    let rest = arg
+        .get(..7)
+        .filter(|p| p.eq_ignore_ascii_case("file://"))
+        .and_then(|_| arg.get(7..))?;
+    let path = if rest.starts_with('/') {
+        rest
+    } else {
+        rest.find('/').and_then(|i| rest.get(i..))?
+    };
+    Some(path)
+}
+
+/// The path of git's `REV:PATH` (`HEAD:.env`, `main~2:config/.env`), `:PATH` (the index) and
+/// `:N:PATH` (a merge stage).
+pub(crate) fn revision_path(arg: &str) -> Option<&str> {
+    let path = match arg.strip_prefix(':') {
+        Some(rest) => match rest.split_once(':') {
+            Some(("0" | "1" | "2" | "3", path)) => path,
+            _ => rest,
+        },
+        None => arg.split_once(':')?.1,
+    };
+    (!path.is_empty()).then_some(path)
+}
+
+/// Short options of reading programs that take a value, which may be attached to the option
+/// (`grep -fconfig/.env` reads `config/.env`, as `grep -f config/.env` does).
+const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
+    (&["grep", "egrep", "fgrep", "ggrep"], "efABCmdD"),
+    (&["rg"], "efgtTABCmMjErd"),
+    (&["sed", "gsed"], "ef"),
+    (&["awk", "gawk", "mawk", "nawk"], "fvF"),
+    (&["tar", "gtar", "bsdtar"], "fCTXg"),
+    (&["git"], "CcOo"),
+];
+
+/// The value attached to a short option (`-fFILE`, or `-rfFILE` when `r` takes none): for
+/// programs whose short options are known, the rest after the first that takes a value; for
+/// others, the rest after the first letter when it looks like a path (a `/` in it, or a
+/// leading `.`).
+fn attached_value<'a>(program: &str, arg: &'a str) -> Option<&'a str> {
+    let cluster = arg.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
+    let mut letters = cluster.char_indices();
+    match SHORT_WITH_VALUE
+        .iter()
+        .find(|(names, _)| names.contains(&program))
+    {
+        Some((_, with_value)) => {
+            for (i, letter) in letters {
+                if !letter.is_ascii_alphanumeric() {
+                    return None;
+                }
+                if with_value.contains(letter) {
+                    return cluster
+                        .get(i + letter.len_utf8()..)
+                        .filter(|rest| !rest.is_empty());
+                }
+            }
+            None
+        }
+        None => {
+            let (_, first) = letters.next()?;
+            let rest = cluster.get(first.len_utf8()..)?;
+            (first.is_ascii_alphabetic() && (rest.contains('/') || rest.starts_with('.')))
+                .then_some(rest)
+        }
+    }
 }
 
 /// Operands of a command: arguments that are not options (or come after `--`).
@@ -1246,6 +1428,76 @@ mod tests {
     }
 
     #[test]
+    fn values_attached_to_short_options_are_mentioned() {
+        let mentioned = |line: &[&str]| -> Vec<String> {
+            let argv: Vec<Word> = line.iter().map(|w| Word::literal(w)).collect();
+            mentions(&argv).0.into_iter().map(str::to_owned).collect()
+        };
+        assert_eq!(
+            mentioned(&["grep", "-fconfig/.env", "-e", "x", "README.md"]),
+            ["config/.env", "x", "README.md"]
+        );
+        assert_eq!(mentioned(&["grep", "-rif.env", "x"]), [".env", "x"]);
+        assert_eq!(
+            mentioned(&["rg", "-fconfig/.env", "x"]),
+            ["config/.env", "x"]
+        );
+        assert_eq!(
+            mentioned(&["git", "diff", "-Oconfig/.env"]),
+            ["diff", "config/.env"]
+        );
+        assert_eq!(mentioned(&["cat", "-n", "-A"]), Vec::<String>::new());
+        assert_eq!(mentioned(&["grep", "-rn", "x"]), ["x"]);
+        // An unknown program: a path-like rest after the first letter.
+        assert_eq!(
+            mentioned(&["tool", "-Iconfig/x", "-la", "-j4"]),
+            ["config/x"]
+        );
+        assert_eq!(mentioned(&["tool", "-x.env"]), [".env"]);
+    }
+
+    #[test]
+    fn urls_of_every_scheme_and_file_urls_are_mentioned() {
+        let argv: Vec<Word> = [
+            "curl",
+            "gopher://169.254.169.254/",
+            "DICT://10.0.0.1/",
+            "file:///etc/passwd",
+            "FILE://localhost/root/.ssh/id_rsa",
+            "9p://x",
+            "https://docs.rs/",
+        ]
+        .iter()
+        .map(|w| Word::literal(w))
+        .collect();
+        let (paths, urls) = mentions(&argv);
+        assert_eq!(paths, ["/etc/passwd", "/root/.ssh/id_rsa"]);
+        assert_eq!(
+            urls,
+            [
+                "gopher://169.254.169.254/",
+                "DICT://10.0.0.1/",
+                "https://docs.rs/"
+            ]
+        );
+    }
+
+    #[test]
+    fn paths_in_git_revisions_are_mentioned() {
+        assert_eq!(revision_path("HEAD:.env"), Some(".env"));
+        assert_eq!(revision_path("main~2:config/.env"), Some("config/.env"));
+        assert_eq!(revision_path(":.env"), Some(".env"));
+        assert_eq!(revision_path(":2:.env"), Some(".env"));
+        assert_eq!(revision_path("HEAD"), None);
+        assert_eq!(revision_path("HEAD:"), None);
+        let argv: Vec<Word> = ["git", "show", "HEAD:.env"]
+            .iter()
+            .map(|w| Word::literal(w))
+            .collect();
+        assert_eq!(mentions(&argv).0, ["show", "HEAD:.env", ".env"]);
+    }
+
+    #[test]
     fn risky_variables() {
         for name in [
             "PATH",
@@ -1255,10 +1507,30 @@ mod tests {
             "PAGER",
             "GIT_PAGER",
             "BASH_ENV",
+            "RUSTC_WRAPPER",
+            "RUSTFLAGS",
+            "CFLAGS",
+            "CARGO_BUILD_RUSTC",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+            "npm_config_script_shell",
+            "NPM_CONFIG_SCRIPT_SHELL",
+            "XDG_CONFIG_HOME",
+            "CARGO_HOME",
+            "SSH_ASKPASS",
+            "CC",
         ] {
             assert!(is_risky_variable(name), "{name}");
         }
-        for name in ["LANG", "RUST_LOG", "NO_COLOR", "CI", "TZ"] {
+        for name in [
+            "LANG",
+            "RUST_LOG",
+            "RUST_BACKTRACE",
+            "NO_COLOR",
+            "CI",
+            "TZ",
+            "TERM",
+            "PYTHONUNBUFFERED",
+        ] {
             assert!(!is_risky_variable(name), "{name}");
         }
     }
