@@ -301,6 +301,14 @@ const CASES: &[Case] = &[
         hint: Some("write the date as a string"),
     },
     Case {
+        name: "a command environment without a command",
+        toml: "version = 1\n[[tool]]\nmatch = \"my_*\"\naccess = \"execute\"\ncommand_env = \"/env\"\n",
+        message: "`command_env` needs `command`",
+        line: 2,
+        column: 1,
+        hint: Some("`command` names the program, `command_env` the variables it runs with"),
+    },
+    Case {
         name: "a profile without access",
         toml: "version = 1\n[[tool]]\nmatch = \"my_*\"\n",
         message: "a tool profile needs `access`",

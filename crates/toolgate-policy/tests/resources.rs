@@ -280,3 +280,37 @@ fn the_json_form_of_resource_subjects() {
         (json!("url"), json!("docs.rs"))
     );
 }
+
+/// A profile of one's own can say where a command's environment is: its variables are judged as
+/// `NAME=value` before the command would be.
+#[test]
+fn a_profiles_command_environment_is_judged_like_assignments() {
+    let w = ws();
+    let p = policy(
+        "mode = \"approve-all\"\n[[tool]]\nmatch = \"run_job\"\naccess = \"execute\"\n\
+         command = \"/program\"\ncommand_args = \"/argv\"\ncommand_env = \"/vars\"\n\
+         [[rule]]\nname = \"git-reads\"\ndecision = \"allow\"\ncommand = \"git status\"\n",
+    );
+    let run = |vars: serde_json::Value| {
+        p.evaluate(&call(
+            &w,
+            "run_job",
+            json!({"program": "git", "argv": ["status"], "vars": vars}),
+        ))
+    };
+    let e = run(json!({"GIT_DIR": "/tmp/other"}));
+    assert_eq!(
+        (e.decision, e.layer, e.rule_name()),
+        (Decision::Ask, Layer::Guard, Some("unanalysable-command"))
+    );
+    assert!(e.reason.contains("GIT_DIR"), "{}", e.reason);
+    let e = run(json!([{"name": "LANG", "value": "C"}]));
+    assert_eq!(
+        (e.decision, e.rule_name()),
+        (Decision::Allow, Some("git-reads"))
+    );
+    let e = run(json!(null));
+    assert_eq!(e.decision, Decision::Allow);
+    let e = run(json!(7));
+    assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
+}
