@@ -277,7 +277,11 @@ pub(crate) fn resolve_mention(
 pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath, PathProblem> {
     let raw = raw_absolute(given, ctx.cwd, ctx.home)?;
     let absolute = normalize(&raw);
-    let (resolved, alternative) = if has_parent_dir(&raw) {
+    let (resolved, alternative) = if is_per_process(&absolute) {
+        // `/proc/self/cwd`, `/dev/fd/3`: what they lead to depends on the process that opens
+        // them, not on the one evaluating the call. Read as written, never followed.
+        (absolute.clone(), None)
+    } else if has_parent_dir(&raw) {
         let kernel = walk(&raw)?;
         let lexical = resolve_existing_prefix(&absolute)?;
         let alternative = (lexical != kernel).then_some(lexical);
@@ -299,6 +303,20 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
         alternative,
         root,
     })
+}
+
+/// Paths whose links lead somewhere that depends on the process opening them: everything
+/// under `/proc` (`/proc/self/cwd`, `/proc/1234/root`), `/dev/fd` and the standard streams.
+fn is_per_process(path: &Path) -> bool {
+    [
+        "/proc",
+        "/dev/fd",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+    ]
+    .iter()
+    .any(|prefix| path.starts_with(prefix))
 }
 
 /// Resolves an absolute path with no `..`: `realpath` when it exists, else its first existing
@@ -580,5 +598,27 @@ mod tests {
         assert!(!inside(&w, "/proc/self/root/etc/passwd"));
         assert!(!inside(&w, "/proc/self/cwd"));
         assert!(!inside(&w, "/dev/fd/0"));
+    }
+
+    /// `/proc/self/cwd` is the evaluating process's folder, which is not the agent's: even when
+    /// it is the workspace, a path through it is not read as inside (nor as the folder's files).
+    #[test]
+    fn per_process_links_are_never_followed() {
+        let w = ws();
+        let here = std::env::current_dir().unwrap();
+        let roots = [std::fs::canonicalize(&here).unwrap()];
+        for given in [
+            "/proc/self/cwd/Cargo.toml",
+            "/proc/thread-self/cwd",
+            &format!("/proc/{}/cwd/x", std::process::id()),
+            "/dev/fd/3",
+            "/dev/stdin",
+            "/proc/self/cwd/../cwd/y",
+        ] {
+            let r = resolve_in(given, &roots, &here).unwrap();
+            assert_eq!(r.resolved, r.absolute, "{given}");
+            assert_eq!(r.root, None, "{given}");
+        }
+        assert!(!inside(&w, "/proc/self/cwd"));
     }
 }
