@@ -41,6 +41,9 @@ pub enum UrlProblem {
     Userinfo,
     /// Has no host.
     NoHost,
+    /// Contains a backslash: browsers (and toolgate) read it as `/`, other parsers as text, so
+    /// `https://docs.rs\@evil.example/` goes to `docs.rs` for some and `evil.example` for others.
+    Backslash,
 }
 
 impl fmt::Display for UrlProblem {
@@ -52,6 +55,9 @@ impl fmt::Display for UrlProblem {
                 "the URL carries a user name or password, which hides where it really goes",
             ),
             UrlProblem::NoHost => f.write_str("the URL has no host"),
+            UrlProblem::Backslash => f.write_str(
+                "the URL contains a backslash, which parsers disagree on (write it as %5C)",
+            ),
         }
     }
 }
@@ -69,6 +75,9 @@ impl fmt::Display for UrlProblem {
 pub fn check(given: &str) -> Result<CheckedUrl, UrlProblem> {
     if given.chars().any(|c| c.is_control()) {
         return Err(UrlProblem::ControlCharacter);
+    }
+    if given.contains('\\') {
+        return Err(UrlProblem::Backslash);
     }
     let parsed =
         ::url::Url::parse(given.trim()).map_err(|e| UrlProblem::Unparseable(e.to_string()))?;
@@ -294,10 +303,14 @@ mod tests {
             "xn--bcher-kva.example"
         );
         assert_eq!(check("https://docs%2Ers/").unwrap().host, "docs.rs");
-        assert_eq!(
-            check("http://evil.example\\@docs.rs/").unwrap().host,
-            "evil.example"
-        );
+        // Read as a path by browsers and as user info by others: refused, either way round.
+        for url in [
+            "http://evil.example\\@docs.rs/",
+            "https://docs.rs\\@evil.example/",
+            "https://docs.rs\\x",
+        ] {
+            assert_eq!(check(url), Err(UrlProblem::Backslash), "{url}");
+        }
     }
 
     #[test]
