@@ -9,9 +9,11 @@
 //!
 //! A record is its payload's length (4 bytes, little-endian), the payload's CRC-32 (4 bytes)
 //! and the payload: JSON of the LSN, the events' sequence numbers and the [`Batch`]. Reading
-//! stops at the first record that is cut short or does not match its CRC (a machine crash can
-//! leave a partly written last record; it was never acknowledged, because with
-//! `Durability::Full` a commit returns only after the flush).
+//! stops at the first record that is cut short, does not match its CRC, or is not newer than
+//! the one before it: a machine crash can leave a partly written last record (never
+//! acknowledged, because with `Durability::Full` a commit returns only after the flush); the
+//! file is allocated ahead, so zeros follow the last record; and once everything is applied,
+//! writing starts again from the top, so older records may follow the newer ones.
 
 use serde::{Deserialize, Serialize};
 
@@ -43,9 +45,9 @@ pub(crate) fn encode(entry: &Entry) -> Result<Vec<u8>, StoreError> {
 }
 
 /// The whole records at the start of `bytes`, in order, up to the first that is cut short,
-/// damaged or unreadable.
+/// damaged, unreadable or not newer than the one before.
 pub(crate) fn decode(bytes: &[u8]) -> Vec<Entry> {
-    let mut entries = Vec::new();
+    let mut entries: Vec<Entry> = Vec::new();
     let mut rest = bytes;
     while let Some((header, after)) = rest.split_first_chunk::<HEADER>() {
         let [l0, l1, l2, l3, c0, c1, c2, c3] = *header;
@@ -61,6 +63,9 @@ pub(crate) fn decode(bytes: &[u8]) -> Vec<Entry> {
         let Ok(entry) = serde_json::from_slice::<Entry>(payload) else {
             break;
         };
+        if entries.last().is_some_and(|before| before.lsn >= entry.lsn) {
+            break;
+        }
         entries.push(entry);
         rest = next;
     }
@@ -170,6 +175,12 @@ mod tests {
         odd.extend_from_slice(&crc32(payload).to_le_bytes());
         odd.extend_from_slice(payload);
         assert_eq!(decode(&odd), vec![entry(1)]);
+        // Zeros (the file is allocated ahead), and an older record after newer ones (writing
+        // started again from the top).
+        let zeros = [first.clone(), vec![0; 64]].concat();
+        assert_eq!(decode(&zeros), vec![entry(1)]);
+        let older = [second.clone(), first.clone()].concat();
+        assert_eq!(decode(&older), vec![entry(2)]);
         // A length far past the end.
         let mut long = first;
         long.extend_from_slice(&u32::MAX.to_le_bytes());
