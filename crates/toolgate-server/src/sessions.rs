@@ -73,21 +73,30 @@ pub(crate) async fn record(
     branch: Option<&str>,
 ) -> Result<(), ApiError> {
     let branch = branch.unwrap_or(MAIN_BRANCH);
-    let (mut snapshot, new) = match state.store().session(id).await? {
-        Some(row) => (row.snapshot, false),
-        None => (session_json(id, workspace), true),
+    let has_branch = |snapshot: &Value| {
+        snapshot
+            .get("branches")
+            .and_then(Value::as_array)
+            .is_none_or(|branches| branches.iter().any(|b| b.as_str() == Some(branch)))
     };
-    let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut) else {
+    // Most calls name a session that exists, with a branch it has: nothing to write.
+    if let Some(row) = state.store().session(id).await?
+        && has_branch(&row.snapshot)
+    {
         return Ok(());
+    }
+    let _writing = state.inner.session_writes.lock().await;
+    let mut snapshot = match state.store().session(id).await? {
+        Some(row) if has_branch(&row.snapshot) => return Ok(()),
+        Some(row) => row.snapshot,
+        None => session_json(id, workspace),
     };
-    let known = branches.iter().any(|b| b.as_str() == Some(branch));
-    if !known {
+    if let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut)
+        && !branches.iter().any(|b| b.as_str() == Some(branch))
+    {
         branches.push(Value::String(branch.to_owned()));
     }
-    // Written only when something changed: most calls name a session that exists.
-    if new || !known {
-        state.store().put_session(id, &snapshot).await?;
-    }
+    state.store().put_session(id, &snapshot).await?;
     Ok(())
 }
 
@@ -117,6 +126,7 @@ pub(crate) async fn create(
             ));
         }
     };
+    let _writing = state.inner.session_writes.lock().await;
     if state.store().session(&id).await?.is_some() {
         return Err(ApiError::conflict(
             "session_exists",
@@ -175,6 +185,7 @@ pub(crate) async fn fork(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let _writing = state.inner.session_writes.lock().await;
     let mut session = state
         .store()
         .session(&id)

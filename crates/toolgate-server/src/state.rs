@@ -78,6 +78,9 @@ pub(crate) struct Inner {
     open: Mutex<HashMap<String, Arc<OpenRequest>>>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
+    /// Held while a session is read, changed and written back, so two changes at once (two
+    /// forks, two creations of one id) cannot both read the old snapshot.
+    pub(crate) session_writes: tokio::sync::Mutex<()>,
     /// Cancelled when the daemon stops serving: event streams end and long polls answer.
     pub(crate) closing: toolgate_runtime::CancellationToken,
     pub(crate) config: ServerConfig,
@@ -137,6 +140,7 @@ impl AppState {
                 decided: Mutex::new(HashMap::new()),
                 open: Mutex::new(HashMap::new()),
                 timer: Arc::default(),
+                session_writes: tokio::sync::Mutex::new(()),
                 closing: toolgate_runtime::CancellationToken::new(),
                 config,
             }),

@@ -260,3 +260,61 @@ async fn sessions_are_created_listed_read_and_forked() {
     let (status, _) = daemon.call("GET", "/api/sessions/missing", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 }
+
+/// Changes to one session at once each land: forks, calls naming new branches and creations
+/// of one id (the first wins, the others hear 409).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_changes_to_a_session_are_all_kept() {
+    let daemon = std::sync::Arc::new(Daemon::start().await);
+    let mut tasks = Vec::new();
+    for _ in 0..24 {
+        let daemon = daemon.clone();
+        tasks.push(tokio::spawn(async move {
+            daemon
+                .call("POST", "/api/sessions", Some(json!({"id": "shared"})))
+                .await
+                .0
+        }));
+    }
+    let mut created = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            StatusCode::CREATED => created += 1,
+            status => assert_eq!(status, StatusCode::CONFLICT),
+        }
+    }
+    assert_eq!(created, 1, "one creation of `shared` wins");
+
+    let mut tasks = Vec::new();
+    for n in 0..24 {
+        let daemon = daemon.clone();
+        tasks.push(tokio::spawn(async move {
+            if n % 2 == 0 {
+                let (status, body) = daemon
+                    .call(
+                        "POST",
+                        "/api/sessions/shared/branches",
+                        Some(json!({"name": format!("fork-{n}")})),
+                    )
+                    .await;
+                assert_eq!(status, StatusCode::CREATED, "{body}");
+            } else {
+                ask(&daemon, "pay", "shared", &format!("call-{n}")).await;
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (_, session) = daemon.call("GET", "/api/sessions/shared", None).await;
+    let branches = session["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 25, "{session}");
+    for n in 0..24 {
+        let name = if n % 2 == 0 {
+            format!("fork-{n}")
+        } else {
+            format!("call-{n}")
+        };
+        assert!(branches.contains(&json!(name)), "{name} lost: {session}");
+    }
+}
