@@ -242,3 +242,225 @@ pub(crate) fn always_grants(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use async_trait::async_trait;
+    use axum::body::Body;
+    use axum::http::{StatusCode, header};
+    use http_body_util::BodyExt;
+    use toolgate_runtime::GrantStore;
+    use toolgate_runtime::grants::StoreError as GrantError;
+    use toolgate_store::{
+        Batch, DecisionRow, EventFilter, EventRecord, SessionRow, SqliteStore, Store, StoreError,
+    };
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::ServerConfig;
+
+    /// A store whose commits fail while `failing` is set, as on a full disk.
+    struct Flaky {
+        inner: SqliteStore,
+        failing: AtomicBool,
+    }
+
+    impl Flaky {
+        fn check(&self) -> Result<(), StoreError> {
+            if self.failing.load(Ordering::SeqCst) {
+                Err(StoreError("No space left on device (os error 28)".into()))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[async_trait]
+    impl Store for Flaky {
+        async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
+            self.check()?;
+            self.inner.commit(batch).await
+        }
+        async fn events_after(
+            &self,
+            after: i64,
+            filter: &EventFilter,
+            limit: u32,
+        ) -> Result<Vec<EventRecord>, StoreError> {
+            self.inner.events_after(after, filter, limit).await
+        }
+        async fn latest(
+            &self,
+            filter: &EventFilter,
+            limit: u32,
+        ) -> Result<Vec<EventRecord>, StoreError> {
+            self.inner.latest(filter, limit).await
+        }
+        async fn last_seq(&self) -> Result<i64, StoreError> {
+            self.inner.last_seq().await
+        }
+        async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
+            self.inner.pending().await
+        }
+        async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
+            self.inner.pending_request(id).await
+        }
+        async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
+            self.inner.decision(id).await
+        }
+        async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError> {
+            self.check()?;
+            self.inner.put_session(id, snapshot).await
+        }
+        async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+            self.inner.session(id).await
+        }
+        async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+            self.inner.sessions().await
+        }
+    }
+
+    #[async_trait]
+    impl GrantStore for Flaky {
+        async fn insert(&self, grant: Grant) -> Result<(), GrantError> {
+            self.inner.insert(grant).await
+        }
+        async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, GrantError> {
+            self.inner.for_tool(tool).await
+        }
+        async fn use_once(&self, id: &str) -> Result<bool, GrantError> {
+            self.inner.use_once(id).await
+        }
+        async fn list(&self) -> Result<Vec<Grant>, GrantError> {
+            self.inner.list().await
+        }
+        async fn revoke(&self, id: &str) -> Result<bool, GrantError> {
+            self.inner.revoke(id).await
+        }
+    }
+
+    const POLICY: &str = r#"
+version = 1
+
+[approval]
+timeout = "1s"
+
+[[rule]]
+name = "ask-pay"
+decision = "ask"
+reason = "payments need a person"
+tool = "pay"
+"#;
+
+    async fn daemon() -> (tempfile::TempDir, Arc<Flaky>, AppState) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ServerConfig::new(dir.path());
+        let store = Arc::new(Flaky {
+            inner: SqliteStore::open(&config.database()).await.unwrap(),
+            failing: AtomicBool::new(false),
+        });
+        let policy = toolgate_policy::Policy::from_toml("p.toml", POLICY).unwrap();
+        let state = AppState::new(config, store.clone(), Arc::new(policy), "t0ken".into())
+            .await
+            .unwrap();
+        (dir, store, state)
+    }
+
+    async fn call(
+        state: &AppState,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let port = state.inner.config.listen.port();
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, format!("127.0.0.1:{port}"))
+            .header(header::AUTHORIZATION, "Bearer t0ken")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+            .unwrap();
+        let response = crate::router(state.clone()).oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+
+    async fn ask(state: &AppState) -> String {
+        let (status, body) = call(
+            state,
+            "POST",
+            "/api/decisions",
+            Some(json!({"tool": "pay", "args": {"amount": 5}})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// An answer the store cannot record gets 503, and the request is refused once the store
+    /// takes writes again: the waiting call is not left pending for good.
+    #[tokio::test]
+    async fn an_answer_that_cannot_be_recorded_ends_in_a_refusal_once_the_store_is_back() {
+        let (_dir, store, state) = daemon().await;
+        let id = ask(&state).await;
+        store.failing.store(true, Ordering::SeqCst);
+        let (status, body) = call(
+            &state,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["error"]["code"], "store_unavailable", "{body}");
+        let (_, decision) = call(&state, "GET", &format!("/api/decisions/{id}"), None).await;
+        assert_eq!(decision["status"], "pending", "{decision}");
+
+        store.failing.store(false, Ordering::SeqCst);
+        let (status, decision) =
+            call(&state, "GET", &format!("/api/decisions/{id}?wait=10"), None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(decision["decision"], "deny", "{decision}");
+        assert_eq!(
+            decision["reason"],
+            "the answer could not be recorded, so the request is refused"
+        );
+        assert!(state.store().pending().await.unwrap().is_empty());
+        // Answering it now is a conflict, not a second decision.
+        let (status, _) = call(
+            &state,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+    }
+
+    /// A timeout the store cannot record is recorded when it can be.
+    #[tokio::test]
+    async fn a_timeout_that_cannot_be_recorded_is_recorded_later() {
+        let (_dir, store, state) = daemon().await;
+        let id = ask(&state).await;
+        store.failing.store(true, Ordering::SeqCst);
+        // Past the 1 s timeout, with every commit failing.
+        tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+        let (_, decision) = call(&state, "GET", &format!("/api/decisions/{id}"), None).await;
+        assert_eq!(decision["status"], "pending", "{decision}");
+        store.failing.store(false, Ordering::SeqCst);
+        let (_, decision) =
+            call(&state, "GET", &format!("/api/decisions/{id}?wait=10"), None).await;
+        assert_eq!(decision["decision"], "deny", "{decision}");
+        assert_eq!(decision["layer"], "timeout", "{decision}");
+    }
+}

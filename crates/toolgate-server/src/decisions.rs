@@ -311,20 +311,84 @@ pub(crate) async fn settle_unanswered(
         Resolution::Cancelled => (messages::CANCELLED.to_owned(), Layer::Handler, "cancelled"),
         Resolution::Failed { message } => (message, Layer::Handler, "daemon"),
     };
-    let result = close(
+    let ending = Ending {
+        decision: Decision::Deny,
+        reason,
+        layer,
+        actor: actor.to_owned(),
+    };
+    close_until_recorded(state, id, facts, ending).await;
+}
+
+/// How a request ended, when no answer given over HTTP ended it.
+#[derive(Clone, Debug)]
+pub(crate) struct Ending {
+    pub(crate) decision: Decision,
+    pub(crate) reason: String,
+    pub(crate) layer: Layer,
+    pub(crate) actor: String,
+}
+
+/// How long an ending that could not be recorded waits before it is tried again: at first,
+/// and at most (the wait doubles in between).
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MOST: Duration = Duration::from_secs(5);
+
+/// Closes a request that ended without an answer given over HTTP, and tells its polls.
+///
+/// When the store refuses (a full disk, a database another program holds locked), the request
+/// would stay pending with nobody able to answer it (its ticket is gone), so the ending is
+/// tried again in the background until it is recorded or the daemon stops; a restart refuses
+/// what is left. The first failure and the eventual success are logged.
+pub(crate) async fn close_until_recorded(
+    state: &AppState,
+    id: &str,
+    facts: &Facts,
+    ending: Ending,
+) {
+    let Err(error) = record_ending(state, id, facts, &ending).await else {
+        return;
+    };
+    eprintln!(
+        "toolgate: request `{id}` could not be closed ({}); trying again until the store takes it",
+        error.message
+    );
+    let (state, id, facts) = (state.clone(), id.to_owned(), facts.clone());
+    tokio::spawn(async move {
+        let mut delay = RETRY_FIRST;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = state.inner.closing.cancelled() => return,
+            }
+            if record_ending(&state, &id, &facts, &ending).await.is_ok() {
+                eprintln!("toolgate: request `{id}` is closed now ({})", ending.reason);
+                return;
+            }
+            delay = (delay * 2).min(RETRY_MOST);
+        }
+    });
+}
+
+async fn record_ending(
+    state: &AppState,
+    id: &str,
+    facts: &Facts,
+    ending: &Ending,
+) -> Result<(), ApiError> {
+    let (_, result) = close(
         state,
         id,
         facts,
-        Decision::Deny,
-        &reason,
-        layer,
-        actor,
+        ending.decision,
+        &ending.reason,
+        ending.layer,
+        &ending.actor,
         Vec::new(),
     )
-    .await
-    .ok()
-    .and_then(|(_, result)| result);
+    .await?;
     state.announce_decided(id, result);
+    Ok(())
 }
 
 /// Closes a pending request with its final decision: the `permission_resolved` event, the

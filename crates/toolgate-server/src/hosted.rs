@@ -24,7 +24,7 @@ use toolgate_runtime::{
 };
 use toolgate_store::{Batch, EventRecord, PendingRecord, Store};
 
-use crate::decisions::{Facts, close, now};
+use crate::decisions::{Facts, now};
 use crate::error::ApiError;
 use crate::state::{AppState, Inner};
 
@@ -331,16 +331,12 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
             "daemon".to_owned(),
         ),
     };
-    close(
-        state,
-        id,
-        &facts,
+    let ending = crate::decisions::Ending {
         decision,
-        &reason,
+        reason,
         layer,
-        &actor,
-        Vec::new(),
-    )
-    .await?;
+        actor,
+    };
+    crate::decisions::close_until_recorded(state, id, &facts, ending).await;
     Ok(())
 }
