@@ -9,11 +9,12 @@
 //!
 //! A record is its payload's length (4 bytes, little-endian), the payload's CRC-32 (4 bytes)
 //! and the payload: JSON of the LSN, the events' sequence numbers and the [`Batch`]. Reading
-//! stops at the first record that is cut short, does not match its CRC, or is not newer than
-//! the one before it: a machine crash can leave a partly written last record (never
-//! acknowledged, because with `Durability::Full` a commit returns only after the flush); the
-//! file is allocated ahead, so zeros follow the last record; and once everything is applied,
-//! writing starts again from the top, so older records may follow the newer ones.
+//! stops where writing stopped: at a record cut short or damaged with nothing after it (a
+//! machine crash can leave a partly written last record, never acknowledged, because with
+//! `Durability::Full` a commit returns only after the flush); at zeros (the file is allocated
+//! ahead); or at an older record (once everything is applied, writing starts again from the
+//! top). What no crash leaves is reported for the store to refuse: a damaged record followed
+//! by its successor, and a record whose number skips ahead.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,31 +46,171 @@ pub(crate) fn encode(entry: &Entry) -> Result<Vec<u8>, StoreError> {
 }
 
 /// The whole records at the start of `bytes`, in order, up to the first that is cut short,
-/// damaged, unreadable or not newer than the one before.
+/// damaged, unreadable or does not follow the one before.
+#[cfg(test)]
 pub(crate) fn decode(bytes: &[u8]) -> Vec<Entry> {
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut rest = bytes;
-    while let Some((header, after)) = rest.split_first_chunk::<HEADER>() {
-        let [l0, l1, l2, l3, c0, c1, c2, c3] = *header;
-        let Ok(length) = usize::try_from(u32::from_le_bytes([l0, l1, l2, l3])) else {
-            break;
-        };
-        let Some((payload, next)) = after.split_at_checked(length) else {
-            break;
-        };
-        if crc32(payload) != u32::from_le_bytes([c0, c1, c2, c3]) {
-            break;
+    let mut reader = Reader::new(bytes, bytes.len() as u64);
+    std::iter::from_fn(|| reader.next().ok().flatten()).collect()
+}
+
+/// Where reading a journal stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// Where writing stopped: the file's end, zeros (the file is allocated ahead), a record cut
+    /// short (a crash while it was written: never acknowledged) or an older record (writing
+    /// started again from the top).
+    Written,
+    /// At a whole record whose number skips ahead of the one before: no commit leaves that.
+    Gap {
+        offset: u64,
+        expected: u64,
+        found: u64,
+    },
+}
+
+/// Reads a journal's records one at a time, never holding more than one, and never reading
+/// past `size` bytes (a damaged length cannot make it allocate more).
+pub(crate) struct Reader<R> {
+    source: R,
+    /// Where the next record starts.
+    offset: u64,
+    size: u64,
+    last: Option<u64>,
+    end: Option<End>,
+    damaged: Vec<Damage>,
+}
+
+/// A damaged record (its CRC does not match, or it is not an entry) with a whole record after
+/// it, the one numbered next but one: no crash leaves that. Reading goes on after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Damage {
+    /// Where it starts.
+    pub(crate) offset: u64,
+    /// The number it had (the one before its successor's).
+    pub(crate) lsn: u64,
+}
+
+/// What one record held.
+enum Read {
+    Entry(Box<Entry>),
+    /// Its header is whole and its length fits, but it is damaged.
+    Damaged,
+    /// Cut short, or zeros: the end of what was written.
+    End,
+}
+
+impl<R: std::io::Read> Reader<R> {
+    /// A reader of the `size` bytes `source` holds.
+    pub(crate) fn new(source: R, size: u64) -> Reader<R> {
+        Reader {
+            source,
+            offset: 0,
+            size,
+            last: None,
+            end: None,
+            damaged: Vec::new(),
         }
-        let Ok(entry) = serde_json::from_slice::<Entry>(payload) else {
-            break;
-        };
-        if entries.last().is_some_and(|before| before.lsn >= entry.lsn) {
-            break;
-        }
-        entries.push(entry);
-        rest = next;
     }
-    entries
+
+    /// Where reading stopped (`Written` until it has).
+    pub(crate) fn end(&self) -> End {
+        self.end.unwrap_or(End::Written)
+    }
+
+    /// The damaged records read past so far.
+    pub(crate) fn damaged(&self) -> &[Damage] {
+        &self.damaged
+    }
+
+    /// The next record, or `None` once reading has stopped (see [`Reader::end`]).
+    pub(crate) fn next(&mut self) -> std::io::Result<Option<Entry>> {
+        if self.end.is_some() {
+            return Ok(None);
+        }
+        let mut at = self.offset;
+        let entry = match self.read_one()? {
+            Read::Entry(entry) => *entry,
+            Read::End => return Ok(self.stop(End::Written)),
+            Read::Damaged => {
+                // What follows tells a torn end from damage in the middle.
+                let after = self.offset;
+                match self.read_one()? {
+                    Read::Entry(next)
+                        if next.lsn > 1
+                            && self
+                                .last
+                                .is_none_or(|last| Some(next.lsn) == last.checked_add(2)) =>
+                    {
+                        self.damaged.push(Damage {
+                            offset: at,
+                            lsn: next.lsn - 1,
+                        });
+                        // Its successor follows it as it would have followed the damaged one.
+                        self.last = Some(next.lsn - 1);
+                        at = after;
+                        *next
+                    }
+                    _ => return Ok(self.stop(End::Written)),
+                }
+            }
+        };
+        match self.last {
+            Some(last) if entry.lsn <= last => Ok(self.stop(End::Written)),
+            Some(last) if Some(entry.lsn) != last.checked_add(1) => Ok(self.stop(End::Gap {
+                offset: at,
+                expected: last.saturating_add(1),
+                found: entry.lsn,
+            })),
+            _ => {
+                self.last = Some(entry.lsn);
+                Ok(Some(entry))
+            }
+        }
+    }
+
+    fn stop(&mut self, end: End) -> Option<Entry> {
+        self.end = Some(end);
+        None
+    }
+
+    /// One record; a file shorter than it said reads as the end of what was written.
+    fn read_one(&mut self) -> std::io::Result<Read> {
+        match self.read_record() {
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => Ok(Read::End),
+            read => read,
+        }
+    }
+
+    fn read_record(&mut self) -> std::io::Result<Read> {
+        let left = self.size.saturating_sub(self.offset);
+        let mut header = [0u8; HEADER];
+        if left < HEADER as u64 {
+            return Ok(Read::End);
+        }
+        self.source.read_exact(&mut header)?;
+        let [l0, l1, l2, l3, c0, c1, c2, c3] = header;
+        let length = u32::from_le_bytes([l0, l1, l2, l3]);
+        if length == 0 || u64::from(length) > left - HEADER as u64 {
+            return Ok(Read::End);
+        }
+        let mut payload = vec![0u8; usize::try_from(length).unwrap_or(usize::MAX)];
+        self.source.read_exact(&mut payload)?;
+        self.offset += HEADER as u64 + u64::from(length);
+        if crc32(&payload) != u32::from_le_bytes([c0, c1, c2, c3]) {
+            return Ok(Read::Damaged);
+        }
+        Ok(match serde_json::from_slice::<Entry>(&payload) {
+            // Numbers SQLite can store, and a number for each event.
+            Ok(entry)
+                if entry.lsn >= 1
+                    && i64::try_from(entry.lsn).is_ok()
+                    && entry.seqs.len() == entry.batch.events.len() =>
+            {
+                Read::Entry(Box::new(entry))
+            }
+            _ => Read::Damaged,
+        })
+    }
 }
 
 /// CRC-32 (IEEE 802.3, as zlib computes it), one table lookup per byte.
@@ -216,5 +357,90 @@ mod tests {
         long.extend_from_slice(&u32::MAX.to_le_bytes());
         long.extend_from_slice(&0u32.to_le_bytes());
         assert_eq!(decode(&long), vec![entry(1)]);
+    }
+
+    fn read_all(bytes: &[u8]) -> (Vec<Entry>, End) {
+        let mut reader = Reader::new(bytes, bytes.len() as u64);
+        let entries = std::iter::from_fn(|| reader.next().unwrap()).collect();
+        (entries, reader.end())
+    }
+
+    /// How reading ends tells where writing stopped from what no crash leaves.
+    #[test]
+    fn reading_tells_a_torn_end_from_damage_and_gaps() {
+        let records: Vec<Vec<u8>> = (1..=3).map(|lsn| encode(&entry(lsn)).unwrap()).collect();
+        let whole = records.concat();
+        assert_eq!(
+            read_all(&whole),
+            (vec![entry(1), entry(2), entry(3)], End::Written)
+        );
+        // The last record torn, then zeros: where writing stopped.
+        let mut torn = whole.clone();
+        let last = whole.len() - records[2].len();
+        torn[last + HEADER + 2] ^= 0x01;
+        torn.extend([0; 32]);
+        assert_eq!(read_all(&torn), (vec![entry(1), entry(2)], End::Written));
+        // A record in the middle damaged, its successor whole: damage, named, and read past.
+        let mut damaged = whole.clone();
+        damaged[records[0].len() + HEADER + 2] ^= 0x01;
+        let mut reader = Reader::new(&damaged[..], damaged.len() as u64);
+        let entries: Vec<Entry> = std::iter::from_fn(|| reader.next().unwrap()).collect();
+        assert_eq!(entries, vec![entry(1), entry(3)]);
+        assert_eq!(
+            reader.damaged(),
+            [Damage {
+                offset: records[0].len() as u64,
+                lsn: 2
+            }]
+        );
+        // The first record damaged: its number is taken from its successor's.
+        let mut first = whole.clone();
+        first[HEADER + 2] ^= 0x01;
+        let mut reader = Reader::new(&first[..], first.len() as u64);
+        let entries: Vec<Entry> = std::iter::from_fn(|| reader.next().unwrap()).collect();
+        assert_eq!(entries, vec![entry(2), entry(3)]);
+        assert_eq!(reader.damaged(), [Damage { offset: 0, lsn: 1 }]);
+        // Damaged, and followed by a record that is not its successor: a torn end.
+        let torn_then_old = [
+            damaged[..records[0].len() + records[1].len()].to_vec(),
+            records[0].clone(),
+        ]
+        .concat();
+        assert_eq!(read_all(&torn_then_old), (vec![entry(1)], End::Written));
+        // A number skipped.
+        let gap = [records[0].clone(), records[2].clone()].concat();
+        assert_eq!(
+            read_all(&gap),
+            (
+                vec![entry(1)],
+                End::Gap {
+                    offset: records[0].len() as u64,
+                    expected: 2,
+                    found: 3
+                }
+            )
+        );
+        // Numbers SQLite cannot store, and events without numbers, are damage.
+        for odd in [
+            Entry {
+                lsn: u64::MAX,
+                ..entry(1)
+            },
+            Entry { lsn: 0, ..entry(1) },
+            Entry {
+                seqs: vec![],
+                ..entry(1)
+            },
+        ] {
+            let bytes = encode(&odd).unwrap();
+            assert_eq!(read_all(&bytes), (vec![], End::Written), "{odd:?}");
+        }
+        // A size larger than the bytes there are (the file shrank): the end.
+        let mut reader = Reader::new(&whole[..], whole.len() as u64 + 100);
+        assert_eq!(reader.next().unwrap(), Some(entry(1)));
+        assert_eq!(reader.next().unwrap(), Some(entry(2)));
+        assert_eq!(reader.next().unwrap(), Some(entry(3)));
+        assert_eq!(reader.next().unwrap(), None);
+        assert_eq!(reader.end(), End::Written);
     }
 }

@@ -17,7 +17,6 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,6 +94,15 @@ const APPLY_EVERY: Duration = Duration::from_secs(1);
 /// Writing starts again from the top of the journal once everything in it is applied and it
 /// holds more than this.
 const TRUNCATE_ABOVE: u64 = 1 << 20;
+
+/// The most commits journaled and not yet applied. Past it, a commit first waits for them to be
+/// applied: a burst the applier is behind on slows down, and while another program holds the
+/// database's write lock (which stops the applier), commits are refused after the busy
+/// timeout instead of piling up in memory without bound.
+const MAX_QUEUED: usize = if cfg!(test) { 64 } else { 16_384 };
+
+/// How long a write waits for another program's lock on the database.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
@@ -200,6 +208,8 @@ struct Journal {
     pending: HashSet<String>,
     /// Journaled, not yet applied, oldest first.
     queue: VecDeque<Entry>,
+    /// Journaled and not yet applied: the queue and the commits being applied.
+    unapplied: usize,
 }
 
 impl Journal {
@@ -299,34 +309,139 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A file read from its start, whatever its offset (`pread`).
+struct FromStart<'a> {
+    file: &'a File,
+    offset: u64,
+}
+
+impl FromStart<'_> {
+    fn of(file: &File) -> FromStart<'_> {
+        FromStart { file, offset: 0 }
+    }
+}
+
+impl std::io::Read for FromStart<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.file.read_at(buf, self.offset)?;
+        self.offset += read as u64;
+        Ok(read)
+    }
+}
+
+/// Commits applied per transaction when the journal is recovered.
+const RECOVER_CHUNK: usize = 1024;
+
 /// Applies what the journal holds that the database does not (the daemon stopped in between),
 /// empties the journal and returns its state.
+///
+/// The journal is refused, left as it is and named, when applying it would lose or invent
+/// commits: when it is not a file, when it continues from a later commit than the database has
+/// (an older `toolgate.db` restored next to a newer journal), or when a damaged record has
+/// commits after it that the database lacks. Moving it aside starts from the database as it is.
 fn recover(
     connection: &mut Connection,
     path: &Path,
     durability: Durability,
 ) -> Result<Journal, StoreError> {
-    let mut file = std::fs::OpenOptions::new()
+    let journal_path = journal_path(path);
+    let named = |error: &dyn std::fmt::Display| {
+        StoreError(format!(
+            "the commit journal {}: {error}",
+            journal_path.display()
+        ))
+    };
+    let refused = |why: String| {
+        StoreError(format!(
+            "the commit journal {} is left as it is: {why}. Move it aside to start from the \
+             database as it is (the commits only it holds are then not applied)",
+            journal_path.display()
+        ))
+    };
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
-        .open(journal_path(path))?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+        .open(&journal_path)
+        .map_err(|e| named(&e))?;
+    let size = file.metadata().map_err(|e| named(&e))?;
+    if !size.is_file() {
+        return Err(refused("it is not a regular file".into()));
+    }
+    let size = size.len();
     let applied: i64 =
         connection.query_row("SELECT applied_lsn FROM journal WHERE id = 1", [], |row| {
             row.get(0)
         })?;
     let applied = u64::try_from(applied).unwrap_or(0);
-    let missing: Vec<Entry> = journal::decode(&bytes)
-        .into_iter()
-        .filter(|entry| entry.lsn > applied)
-        .collect();
-    let last = missing.last().map_or(applied, |entry| entry.lsn);
-    apply(connection, &missing)?;
+
+    // First, whether it can be applied as a whole; nothing is written until it is known.
+    let mut reader = journal::Reader::new(std::io::BufReader::new(FromStart::of(&file)), size);
+    let mut expected = applied.saturating_add(1);
+    let mut ahead = None;
+    while let Some(entry) = reader.next().map_err(|e| named(&e))? {
+        if entry.lsn <= applied {
+            continue;
+        }
+        if entry.lsn != expected {
+            ahead = Some(entry.lsn);
+            break;
+        }
+        expected += 1;
+    }
+    if let Some(damage) = reader.damaged().iter().find(|d| d.lsn > applied) {
+        return Err(refused(format!(
+            "the record at byte {} (commit {}) is damaged, and commits after it follow",
+            damage.offset, damage.lsn
+        )));
+    }
+    if let Some(ahead) = ahead {
+        return Err(refused(format!(
+            "it continues from commit {ahead}, and the database ({}) has commits up to \
+             {applied} only; the database is older than its journal (restored from a backup?), \
+             so the commits in between are missing",
+            path.display()
+        )));
+    }
+    if let journal::End::Gap {
+        offset,
+        expected,
+        found,
+    } = reader.end()
+        && found > applied
+    {
+        return Err(refused(format!(
+            "the record at byte {offset} is commit {found}, where commit {expected} was due"
+        )));
+    }
+    if let Some(damage) = reader.damaged().first() {
+        // Nothing the database lacks: worth a word all the same.
+        eprintln!(
+            "toolgate: the commit journal {} has a damaged record at byte {} (commit {}, \
+             already in the database)",
+            journal_path.display(),
+            damage.offset,
+            damage.lsn
+        );
+    }
+
+    // Then applied, a chunk per transaction.
+    let mut reader = journal::Reader::new(std::io::BufReader::new(FromStart::of(&file)), size);
+    let mut chunk = Vec::new();
+    while let Some(entry) = reader.next().map_err(|e| named(&e))? {
+        if entry.lsn > applied {
+            chunk.push(entry);
+        }
+        if chunk.len() >= RECOVER_CHUNK {
+            apply(connection, &chunk)?;
+            chunk.clear();
+        }
+    }
+    apply(connection, &chunk)?;
+    let last = expected - 1;
     // Everything the file held is in the database now: a clean allocation from the top.
-    file.set_len(0)?;
+    file.set_len(0).map_err(|e| named(&e))?;
     let mut journal = Journal {
         file,
         length: 0,
@@ -335,10 +450,11 @@ fn recover(
         next_seq: 0,
         pending: HashSet::new(),
         queue: VecDeque::new(),
+        unapplied: 0,
     };
-    journal.grow(JOURNAL_GROWTH)?;
+    journal.grow(JOURNAL_GROWTH).map_err(|e| named(&e))?;
     if durability == Durability::Full {
-        journal.file.sync_all()?;
+        journal.file.sync_all().map_err(|e| named(&e))?;
     }
     let next_seq: i64 =
         connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
@@ -401,7 +517,7 @@ fn connect(path: &Path, durability: Durability, read_only: bool) -> Result<Conne
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
     let connection = Connection::open_with_flags(path, flags)?;
-    connection.busy_timeout(Duration::from_secs(10))?;
+    connection.busy_timeout(BUSY_TIMEOUT)?;
     if !read_only {
         connection.pragma_update(None, "journal_mode", "WAL")?;
     }
@@ -541,6 +657,7 @@ impl SqliteStore {
             }
         }
         let mut journal = lock(&self.shared.journal);
+        journal.unapplied = journal.unapplied.saturating_sub(entries.len());
         if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
             // Everything it holds is applied: the next record goes at the top.
             journal.length = 0;
@@ -761,6 +878,8 @@ impl Store for SqliteStore {
     /// is lost without it).
     async fn close(&self) {
         let _ = self.write(|connection| {
+            // Another program's open read makes the checkpoint wait; it is only tidying.
+            connection.busy_timeout(Duration::from_millis(200))?;
             connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
             let mut journal = lock(&self.shared.journal);
             if journal.queue.is_empty() {
@@ -771,6 +890,15 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
+        if lock(&self.shared.journal).unapplied >= MAX_QUEUED {
+            self.write(|_| Ok(())).map_err(|error| {
+                StoreError(format!(
+                    "{MAX_QUEUED} commits are waiting to be applied to {} (is another program \
+                     holding its write lock?): {error}",
+                    self.shared.path.display()
+                ))
+            })?;
+        }
         let mut journal = lock(&self.shared.journal);
         if let Some(id) = &batch.close
             && !journal.pending.contains(id)
@@ -813,6 +941,7 @@ impl Store for SqliteStore {
         }
         let idle = journal.queue.is_empty();
         journal.queue.push_back(entry);
+        journal.unapplied += 1;
         drop(journal);
         if idle && let Some(applier) = self.shared.applier.get() {
             applier.unpark();
@@ -1265,5 +1394,149 @@ mod tests {
             .map(|e| e.kind)
             .collect();
         assert_eq!(kinds, ["long", "short"]);
+    }
+
+    fn record(lsn: u64) -> Vec<u8> {
+        journal::encode(&Entry {
+            lsn,
+            seqs: vec![i64::try_from(lsn).unwrap()],
+            batch: Batch {
+                events: vec![event("journaled", "r")],
+                ..Batch::default()
+            },
+        })
+        .unwrap()
+    }
+
+    fn damaged(lsn: u64) -> Vec<u8> {
+        let mut bytes = record(lsn);
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0x20;
+        bytes
+    }
+
+    /// A journal that applying would lose or invent commits from is refused, named and left
+    /// as it is, with the database untouched; one whose odd records hold nothing the database
+    /// lacks is not.
+    #[tokio::test]
+    async fn a_journal_that_does_not_follow_the_database_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open(&path).await.unwrap();
+        for _ in 0..3 {
+            store.append(&[event("applied", "r")]).await.unwrap();
+        }
+        store.close().await;
+        drop(store);
+        assert_eq!(applied_lsn(&path), 3);
+        let journal_file = journal_path(&path);
+        let refusals: [(&str, Vec<u8>, &str); 3] = [
+            (
+                "an older database",
+                [record(6), record(7)].concat(),
+                "continues from commit 6",
+            ),
+            (
+                "a damaged record with commits after it",
+                [record(3), damaged(4), record(5)].concat(),
+                "the record at byte",
+            ),
+            (
+                "a skipped number",
+                [record(4), record(6)].concat(),
+                "is commit 6, where commit 5 was due",
+            ),
+        ];
+        for (case, bytes, why) in refusals {
+            std::fs::write(&journal_file, &bytes).unwrap();
+            let error = SqliteStore::open(&path).await.unwrap_err().0;
+            assert!(error.contains(why), "{case}: {error}");
+            assert!(
+                error.contains(&journal_file.display().to_string()) && error.contains("aside"),
+                "{case}: {error}"
+            );
+            assert_eq!(std::fs::read(&journal_file).unwrap(), bytes, "{case}: kept");
+            assert_eq!(applied_lsn(&path), 3, "{case}: nothing applied");
+        }
+
+        // Not a file: a FIFO would hang a read, /dev/zero never end one.
+        std::fs::remove_file(&journal_file).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &journal_file).unwrap();
+        let error = SqliteStore::open(&path).await.unwrap_err().0;
+        assert!(error.contains("not a regular file"), "{error}");
+        std::fs::remove_file(&journal_file).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&journal_file)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let error = SqliteStore::open(&path).await.unwrap_err().0;
+        assert!(error.contains("not a regular file"), "{error}");
+        std::fs::remove_file(&journal_file).unwrap();
+
+        // Damage among commits the database has, and a forged last record (the largest
+        // number there is): nothing is lost, so the store opens and carries on.
+        let forged = journal::encode(&Entry {
+            lsn: u64::MAX,
+            seqs: vec![4],
+            batch: Batch {
+                events: vec![event("forged", "r")],
+                ..Batch::default()
+            },
+        })
+        .unwrap();
+        std::fs::write(
+            &journal_file,
+            [damaged(2), record(3), record(4), forged].concat(),
+        )
+        .unwrap();
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(applied_lsn(&path), 4);
+        assert_eq!(store.append(&[event("next", "r")]).await.unwrap(), [5]);
+        let kinds: Vec<String> = store
+            .events_after(0, &EventFilter::default(), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(
+            kinds,
+            ["applied", "applied", "applied", "journaled", "next"]
+        );
+        drop(store);
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(store.last_seq().await.unwrap(), 5);
+    }
+
+    /// While another program holds the database's write lock, commits are journaled up to a
+    /// bound, then refused with a reason; once the lock is let go, everything journaled is
+    /// applied and commits go on.
+    #[tokio::test]
+    async fn commits_are_refused_past_a_bound_while_the_database_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        let _ = store.last_seq().await.unwrap();
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let mut accepted = 0;
+        let error = loop {
+            match store.append(&[event("queued", "r")]).await {
+                Ok(_) => accepted += 1,
+                Err(error) => break error,
+            }
+            assert!(accepted <= MAX_QUEUED, "commits are bounded");
+        };
+        assert!(accepted >= MAX_QUEUED - 1, "{accepted} accepted");
+        assert!(error.0.contains("write lock"), "{error}");
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+        let next = store.append(&[event("after", "r")]).await.unwrap()[0];
+        assert_eq!(next, i64::try_from(accepted).unwrap() + 2);
+        assert_eq!(store.last_seq().await.unwrap(), next);
     }
 }
