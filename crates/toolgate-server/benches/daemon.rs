@@ -16,7 +16,8 @@
 //! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk)
 //! and `Durability::Process` (commits survive the daemon's crash, not the machine's).
 //!
-//! Run with `cargo bench -p toolgate-server --bench daemon`.
+//! Run with `cargo bench -p toolgate-server --bench daemon`; `TOOLGATE_BENCH_DURABILITY=process`
+//! (or `full`) measures one durability only.
 
 #![allow(
     clippy::unwrap_used,
@@ -126,10 +127,16 @@ fn rss_kib() -> Option<u64> {
 }
 
 fn main() {
+    let only: Option<toolgate_store::Durability> = std::env::var("TOOLGATE_BENCH_DURABILITY")
+        .ok()
+        .map(|d| d.parse().unwrap());
     for durability in [
         toolgate_store::Durability::Full,
         toolgate_store::Durability::Process,
     ] {
+        if only.is_some_and(|only| only != durability) {
+            continue;
+        }
         let dir = tempfile::tempdir().unwrap();
         // The daemon on a runtime of its own, built as `toolgate serve` builds it: its clients
         // are other programs, whose threads it does not share.

@@ -100,7 +100,8 @@ impl Facts {
         reason: &str,
         actor: &str,
     ) -> EventRecord {
-        let mut fields = Map::new();
+        // Room for these and the two `EventRecord::new` adds.
+        let mut fields = Map::with_capacity(15);
         fields.insert("session".into(), json!(self.session));
         fields.insert("branch".into(), json!(self.branch));
         fields.insert("turn".into(), Value::Null);

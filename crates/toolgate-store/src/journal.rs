@@ -34,15 +34,29 @@ pub(crate) struct Entry {
 const HEADER: usize = 8;
 
 /// The bytes of `entry`'s record.
+#[cfg(test)]
 pub(crate) fn encode(entry: &Entry) -> Result<Vec<u8>, StoreError> {
-    let payload = serde_json::to_vec(entry)?;
+    let mut record = Vec::new();
+    encode_into(&mut record, entry)?;
+    Ok(record)
+}
+
+/// Replaces what `record` holds with `entry`'s record (a buffer used again keeps its memory).
+pub(crate) fn encode_into(record: &mut Vec<u8>, entry: &Entry) -> Result<(), StoreError> {
+    record.clear();
+    record.extend_from_slice(&[0; HEADER]);
+    serde_json::to_writer(&mut *record, entry)?;
+    let (header, payload) = record.split_at_mut(HEADER);
     let length = u32::try_from(payload.len())
         .map_err(|_| StoreError("a commit of more than 4 GiB".into()))?;
-    let mut record = Vec::with_capacity(HEADER + payload.len());
-    record.extend_from_slice(&length.to_le_bytes());
-    record.extend_from_slice(&crc32(&payload).to_le_bytes());
-    record.extend_from_slice(&payload);
-    Ok(record)
+    let crc = crc32(payload);
+    for (slot, byte) in header
+        .iter_mut()
+        .zip(length.to_le_bytes().into_iter().chain(crc.to_le_bytes()))
+    {
+        *slot = byte;
+    }
+    Ok(())
 }
 
 /// The whole records at the start of `bytes`, in order, up to the first that is cut short,

@@ -20,6 +20,7 @@
 //! ```
 
 mod journal;
+mod mapped;
 mod record;
 mod sqlite;
 
