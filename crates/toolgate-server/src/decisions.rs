@@ -8,7 +8,8 @@ use axum::Json;
 use axum::extract::State;
 
 use crate::body::{Path, Query};
-use axum::http::StatusCode;
+use axum::body::Bytes;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -405,7 +406,7 @@ pub(crate) async fn close(
     layer: Layer,
     actor: &str,
     grants: Vec<toolgate_runtime::Grant>,
-) -> Result<(Committed, Option<Value>), ApiError> {
+) -> Result<(Committed, Option<Bytes>), ApiError> {
     let event = facts.event(
         "permission_resolved",
         id,
@@ -414,9 +415,20 @@ pub(crate) async fn close(
         reason,
         actor,
     );
+    // The call is not copied: an update keeps the call the decision was created with.
     let row = match state.open_request(id) {
-        Some(open) => Some(open.row.clone()),
-        None => state.store().decision(id).await?,
+        Some(open) => Some(DecisionRow {
+            id: open.row.id.clone(),
+            status: open.row.status,
+            call: Value::Null,
+            result: open.row.result.clone(),
+            created: open.row.created.clone(),
+            updated: String::new(),
+        }),
+        None => state.store().decision(id).await?.map(|row| DecisionRow {
+            call: Value::Null,
+            ..row
+        }),
     };
     let row = row.map(|mut row| {
         if let Value::Object(result) = &mut row.result {
@@ -432,7 +444,11 @@ pub(crate) async fn close(
         row.updated = now();
         row
     });
-    let result = row.as_ref().map(|r| r.result.clone());
+    // Its final form as the waiting polls will send it, written once for all of them.
+    let result = row
+        .as_ref()
+        .and_then(|r| serde_json::to_vec(&r.result).ok())
+        .map(Bytes::from);
     let committed = state
         .commit(Batch {
             close: Some(id.to_owned()),
@@ -459,7 +475,7 @@ pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let wait = match query.wait {
         None => Duration::ZERO,
         // Clamped before it becomes a duration (which cannot hold 1e300 seconds).
@@ -477,27 +493,51 @@ pub(crate) async fn get(
     loop {
         // Interest first: a change while the row is read still wakes this poll.
         let mut watch = state.watch_decision(&id);
-        let row = state
-            .store()
-            .decision(&id)
-            .await?
-            .ok_or_else(|| ApiError::not_found(format!("no decision `{id}`")))?;
-        if row.status == DecisionStatus::Decided {
-            return Ok(Json(row.result));
+        // Pending, and opened by this process: as it stands, without reading the store (it is
+        // remembered once committed, and forgotten before its end is announced).
+        let open = state.open_request(&id);
+        let stored = match open {
+            Some(_) => None,
+            None => Some(
+                state
+                    .store()
+                    .decision(&id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found(format!("no decision `{id}`")))?,
+            ),
+        };
+        let decided = stored
+            .as_ref()
+            .is_some_and(|row| row.status == DecisionStatus::Decided);
+        let as_it_stands = move || {
+            let result = match (open, stored) {
+                (_, Some(row)) => row.result,
+                (Some(open), None) => open.row.result.clone(),
+                (None, None) => Value::Null,
+            };
+            Json(result).into_response()
+        };
+        if decided {
+            return Ok(as_it_stands());
         }
         let closing = state.inner.closing.clone();
         let changed = tokio::select! {
             changed = tokio::time::timeout_at(deadline, watch.changed()) => changed,
             // The daemon is stopping: the decision as it stands (the requester polls again).
-            () = closing.cancelled() => return Ok(Json(row.result)),
+            () = closing.cancelled() => return Ok(as_it_stands()),
         };
         match changed {
-            Err(_) => return Ok(Json(row.result)),
-            // The one poll of a decision takes its result without copying it.
+            Err(_) => return Ok(as_it_stands()),
+            // Written once by whoever decided it.
             Ok(Some(result)) => {
-                return Ok(Json(
-                    Arc::try_unwrap(result).unwrap_or_else(|shared| Value::clone(&shared)),
-                ));
+                return Ok((
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    result,
+                )
+                    .into_response());
             }
             // Changed without its final form: read it again.
             Ok(None) => {}

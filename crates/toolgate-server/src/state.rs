@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use axum::body::Bytes;
 use tokio::sync::{oneshot, watch};
 use toolgate_policy::Policy;
 use toolgate_runtime::{ApprovalBroker, EventBus};
@@ -20,8 +20,8 @@ pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
 
-/// A decision's change: its final form, or `None` when it must be read again.
-pub(crate) type Change = Option<Arc<Value>>;
+/// A decision's change: its final form as JSON text, or `None` when it must be read again.
+pub(crate) type Change = Option<Bytes>;
 
 /// A long poll's interest in one decision; dropping it forgets the interest.
 pub(crate) struct DecisionWatch {
@@ -242,13 +242,12 @@ impl AppState {
         }
     }
 
-    /// Tells the polls waiting on decision `id` that it changed, with its final form when
-    /// known. Only those polls are woken.
-    pub(crate) fn announce_decided(&self, id: &str, result: Option<Value>) {
+    /// Tells the polls waiting on decision `id` that it changed, with its final form (JSON
+    /// text) when known. Only those polls are woken.
+    pub(crate) fn announce_decided(&self, id: &str, result: Option<Bytes>) {
         let Some(watchers) = lock(&self.inner.decided).remove(id) else {
             return;
         };
-        let result = result.map(Arc::new);
         for watcher in watchers {
             let _ = watcher.send(result.clone());
         }
@@ -296,9 +295,15 @@ mod tests {
         let mut other = state.watch_decision("b");
         assert_eq!(watched(&state), 3);
 
-        state.announce_decided("a", Some(serde_json::json!({"decision": "allow"})));
-        assert_eq!(first.changed().await.unwrap()["decision"], "allow");
-        assert_eq!(second.changed().await.unwrap()["decision"], "allow");
+        state.announce_decided("a", Some(Bytes::from_static(br#"{"decision":"allow"}"#)));
+        assert_eq!(
+            &first.changed().await.unwrap()[..],
+            br#"{"decision":"allow"}"#
+        );
+        assert_eq!(
+            &second.changed().await.unwrap()[..],
+            br#"{"decision":"allow"}"#
+        );
         let quiet = tokio::time::timeout(Duration::from_millis(20), other.changed()).await;
         assert!(quiet.is_err(), "a poll of another decision stays asleep");
         assert_eq!(watched(&state), 1);

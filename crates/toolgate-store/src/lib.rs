@@ -43,7 +43,8 @@ pub struct Batch {
     pub close: Option<String>,
     /// Events to append, in order.
     pub events: Vec<EventRecord>,
-    /// An external requester's decision to create or update.
+    /// An external requester's decision to create, or to update: an update writes its status,
+    /// result and update time, and keeps the call and creation time it was created with.
     pub decision: Option<DecisionRow>,
     /// Grants to store.
     pub grants: Vec<Grant>,
@@ -141,7 +142,7 @@ pub trait Store: GrantStore {
     /// An external requester's decision.
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError>;
 
-    /// Creates or replaces an external requester's decision.
+    /// Creates or updates an external requester's decision (see [`Batch::decision`]).
     async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError> {
         let batch = Batch {
             decision: Some(decision.clone()),

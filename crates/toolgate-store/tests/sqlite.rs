@@ -122,7 +122,14 @@ async fn decisions_and_sessions_are_upserted() {
     store.put_decision(&row).await.unwrap();
     row.status = DecisionStatus::Decided;
     row.result = json!({"decision": "allow"});
-    store.put_decision(&row).await.unwrap();
+    row.updated = "2026-11-22T00:00:05.000000Z".into();
+    // An update keeps the call and creation time the decision was created with.
+    let update = DecisionRow {
+        call: serde_json::Value::Null,
+        created: "ignored".into(),
+        ..row.clone()
+    };
+    store.put_decision(&update).await.unwrap();
     assert_eq!(store.decision("d1").await.unwrap(), Some(row));
     assert_eq!(store.decision("nope").await.unwrap(), None);
 
