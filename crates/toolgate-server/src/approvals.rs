@@ -92,23 +92,28 @@ pub(crate) async fn resolve(
             format!("request `{id}` is not a permission request"),
         ));
     };
-    let (facts, call) = match (&open, &record) {
-        (Some(open), _) => (open.facts.clone(), Some(open.row.call.clone())),
-        (None, Some(record)) => (facts_of(record), record.request.get("call").cloned()),
-        (None, None) => (
-            Facts {
+    // Borrowed, not copied: this is the approval's path.
+    let fallback;
+    let (facts, call): (&Facts, Option<&Value>) = match (&open, &record) {
+        (Some(open), _) => (&open.facts, Some(&open.row.call)),
+        (None, Some(record)) => {
+            fallback = facts_of(record);
+            (&fallback, record.request.get("call"))
+        }
+        (None, None) => {
+            fallback = Facts {
                 action: request.tool.clone(),
                 rule: request.rule.clone(),
                 ..Facts::default()
-            },
-            None,
-        ),
+            };
+            (&fallback, None)
+        }
     };
     let grants = match &record {
         Some(record) if record.kind == crate::hosted::HOSTED => {
             crate::hosted::grants_for(record, &request, answer.decision, by)
         }
-        _ => grants_for(&request, call.as_ref(), answer.decision, by),
+        _ => grants_for(&request, call, answer.decision, by),
     };
     let (decision, reason) = if answer.decision.allows() {
         (
@@ -131,7 +136,7 @@ pub(crate) async fn resolve(
     let closed = close(
         state,
         id,
-        &facts,
+        facts,
         decision,
         &reason,
         Layer::Handler,
@@ -166,7 +171,7 @@ pub(crate) async fn resolve(
             crate::decisions::settle_unanswered(
                 state,
                 id,
-                &facts,
+                facts,
                 toolgate_runtime::Resolution::Failed {
                     message: message.to_owned(),
                 },
