@@ -17,6 +17,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
+use std::io::Seek;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -356,24 +357,13 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// A file read from its start, whatever its offset (`pread`).
-struct FromStart<'a> {
-    file: &'a File,
-    offset: u64,
-}
-
-impl FromStart<'_> {
-    fn of(file: &File) -> FromStart<'_> {
-        FromStart { file, offset: 0 }
-    }
-}
-
-impl std::io::Read for FromStart<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let read = self.file.read_at(buf, self.offset)?;
-        self.offset += read as u64;
-        Ok(read)
-    }
+/// The journal's records from its start.
+fn from_start(
+    mut file: &File,
+    size: u64,
+) -> std::io::Result<journal::Reader<std::io::BufReader<&File>>> {
+    file.rewind()?;
+    Ok(journal::Reader::new(std::io::BufReader::new(file), size))
 }
 
 /// Commits applied per transaction when the journal is recovered.
@@ -424,7 +414,7 @@ fn recover(
     let applied = u64::try_from(applied).unwrap_or(0);
 
     // First, whether it can be applied as a whole; nothing is written until it is known.
-    let mut reader = journal::Reader::new(std::io::BufReader::new(FromStart::of(&file)), size);
+    let mut reader = from_start(&file, size).map_err(|e| named(&e))?;
     let mut expected = applied.saturating_add(1);
     let mut ahead = None;
     while let Some(entry) = reader.next().map_err(|e| named(&e))? {
@@ -474,7 +464,7 @@ fn recover(
     }
 
     // Then applied, a chunk per transaction.
-    let mut reader = journal::Reader::new(std::io::BufReader::new(FromStart::of(&file)), size);
+    let mut reader = from_start(&file, size).map_err(|e| named(&e))?;
     let mut chunk = Vec::new();
     while let Some(entry) = reader.next().map_err(|e| named(&e))? {
         if entry.lsn > applied {
