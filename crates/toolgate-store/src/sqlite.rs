@@ -240,10 +240,10 @@ impl Journal {
     fn append(&mut self, record: &[u8], flush: bool) -> Result<(), StoreError> {
         let end = self.length + record.len() as u64;
         let written = self.grow(end).and_then(|()| {
-            if self.chunks.is_empty() {
-                self.file.write_all_at(record, self.length)?;
-            } else {
+            if self.mapped {
                 self.copy(record, self.length)?;
+            } else {
+                self.file.write_all_at(record, self.length)?;
             }
             if flush { self.file.sync_data() } else { Ok(()) }
         });
