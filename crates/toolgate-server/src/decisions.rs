@@ -18,7 +18,9 @@ use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
 };
-use toolgate_store::{Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord};
+use toolgate_store::{
+    Batch, Committed, DecisionRow, DecisionStatus, EventRecord, JsonText, PendingRecord,
+};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -159,7 +161,7 @@ pub(crate) async fn submit(
             extra.insert("layer".into(), json!(layer));
             extra.insert("reason".into(), json!(reason));
             extra.insert("actor".into(), json!(actor));
-            let result = outcome(&id, "decided", evaluation, extra);
+            let result = JsonText::of(&outcome(&id, "decided", evaluation, extra))?;
             let event = Facts::new(&call, evaluation).event(
                 "decision",
                 &id,
@@ -168,25 +170,27 @@ pub(crate) async fn submit(
                 reason,
                 actor,
             );
+            // The response is the outcome as recorded.
+            let response = crate::outcome::respond(StatusCode::OK, &result);
             let row = DecisionRow {
                 id: id.clone(),
                 status: DecisionStatus::Decided,
                 call: body.clone(),
-                result: result.clone(),
+                result,
                 created: created.clone(),
                 updated: created.clone(),
             };
-            (row, event, result)
+            Ok::<_, ApiError>((row, event, response))
         };
     match evaluation.decision {
         Decision::Allow | Decision::Deny => {
-            let (row, event, result) = decided(
+            let (row, event, response) = decided(
                 &evaluation,
                 evaluation.decision,
                 evaluation.layer,
                 &evaluation.reason,
                 "policy",
-            );
+            )?;
             state
                 .commit(Batch {
                     events: vec![event],
@@ -194,7 +198,7 @@ pub(crate) async fn submit(
                     ..Batch::default()
                 })
                 .await?;
-            return Ok((StatusCode::OK, Json(result)).into_response());
+            return Ok(response);
         }
         Decision::Ask => {}
     }
@@ -210,13 +214,13 @@ pub(crate) async fn submit(
             ),
             Effect::Deny => (Decision::Deny, messages::stored_denial(&call.tool)),
         };
-        let (row, event, result) = decided(
+        let (row, event, response) = decided(
             &evaluation,
             decision,
             Layer::Grant,
             &reason,
             &stored.actor(),
-        );
+        )?;
         state
             .commit(Batch {
                 events: vec![event],
@@ -224,7 +228,7 @@ pub(crate) async fn submit(
                 ..Batch::default()
             })
             .await?;
-        return Ok((StatusCode::OK, Json(result)).into_response());
+        return Ok(response);
     }
 
     let offer = Offer::new(&evaluation, ScopeKind::Session);
@@ -246,7 +250,8 @@ pub(crate) async fn submit(
     let mut extra = Map::new();
     extra.insert("choices".into(), json!(request.choices));
     extra.insert("always".into(), json!(request.always));
-    let result = outcome(&id, "pending", &evaluation, extra);
+    let result = JsonText::of(&outcome(&id, "pending", &evaluation, extra))?;
+    let response = crate::outcome::respond(StatusCode::ACCEPTED, &result);
     let facts = Facts::new(&call, &evaluation);
     let mut event = facts.event(
         "permission_requested",
@@ -270,7 +275,7 @@ pub(crate) async fn submit(
         id: id.clone(),
         status: DecisionStatus::Pending,
         call: body.clone(),
-        result: result.clone(),
+        result,
         created: created.clone(),
         updated: created,
     };
@@ -295,7 +300,7 @@ pub(crate) async fn submit(
         .inner
         .timer
         .hold(ticket, tokio::time::Instant::now() + offer.timeout);
-    Ok((StatusCode::ACCEPTED, Json(result)).into_response())
+    Ok(response)
 }
 
 /// Records how a request ended when nobody's answer ended it (a timeout, a failure); answers
@@ -415,40 +420,34 @@ pub(crate) async fn close(
         reason,
         actor,
     );
-    // The call is not copied: an update keeps the call the decision was created with.
-    let row = match state.open_request(id) {
-        Some(open) => Some(DecisionRow {
-            id: open.row.id.clone(),
-            status: open.row.status,
-            call: Value::Null,
-            result: open.row.result.clone(),
-            created: open.row.created.clone(),
-            updated: String::new(),
-        }),
-        None => state.store().decision(id).await?.map(|row| DecisionRow {
-            call: Value::Null,
-            ..row
-        }),
+    let ending = crate::outcome::Ending {
+        decision,
+        layer,
+        reason,
+        actor,
     };
-    let row = row.map(|mut row| {
-        if let Value::Object(result) = &mut row.result {
-            result.insert("decision".into(), json!(decision));
-            result.insert("status".into(), json!("decided"));
-            result.insert("layer".into(), json!(layer));
-            result.insert("reason".into(), json!(reason));
-            result.insert("actor".into(), json!(actor));
-            result.remove("choices");
-            result.remove("always");
-        }
-        row.status = DecisionStatus::Decided;
-        row.updated = now();
-        row
-    });
-    // Its final form as the waiting polls will send it, written once for all of them.
+    // The external requester's decision, when there is one, in its final form: written once,
+    // for the store and for every waiting poll. The call is not copied: an update keeps the
+    // call the decision was created with.
+    let open = state.open_request(id);
+    let stored = match open {
+        Some(_) => None,
+        None => state.store().decision(id).await?,
+    };
+    let row = match open.as_ref().map(|open| &open.row).or(stored.as_ref()) {
+        Some(pending) => Some(DecisionRow {
+            id: pending.id.clone(),
+            status: DecisionStatus::Decided,
+            call: Value::Null,
+            result: crate::outcome::decided(&pending.result, &ending)?,
+            created: pending.created.clone(),
+            updated: now(),
+        }),
+        None => None,
+    };
     let result = row
         .as_ref()
-        .and_then(|r| serde_json::to_vec(&r.result).ok())
-        .map(Bytes::from);
+        .map(|r| Bytes::copy_from_slice(r.result.as_str().as_bytes()));
     let committed = state
         .commit(Batch {
             close: Some(id.to_owned()),
@@ -509,13 +508,10 @@ pub(crate) async fn get(
         let decided = stored
             .as_ref()
             .is_some_and(|row| row.status == DecisionStatus::Decided);
-        let as_it_stands = move || {
-            let result = match (open, stored) {
-                (_, Some(row)) => row.result,
-                (Some(open), None) => open.row.result.clone(),
-                (None, None) => Value::Null,
-            };
-            Json(result).into_response()
+        let as_it_stands = move || match (open, stored) {
+            (_, Some(row)) => crate::outcome::respond(StatusCode::OK, &row.result),
+            (Some(open), None) => crate::outcome::respond(StatusCode::OK, &open.row.result),
+            (None, None) => Json(Value::Null).into_response(),
         };
         if decided {
             return Ok(as_it_stands());

@@ -70,6 +70,16 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<serde_json::Error> for ApiError {
+    fn from(error: serde_json::Error) -> ApiError {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("nothing was recorded: an outcome could not be written as JSON ({error})"),
+        )
+    }
+}
+
 impl From<toolgate_runtime::grants::StoreError> for ApiError {
     fn from(error: toolgate_runtime::grants::StoreError) -> ApiError {
         ApiError::from(StoreError(error.0))

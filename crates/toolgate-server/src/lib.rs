@@ -19,6 +19,7 @@ mod error;
 mod events;
 mod grants;
 mod hosted;
+mod outcome;
 mod page;
 pub mod security;
 mod sessions;

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use toolgate_store::{
-    Batch, DecisionRow, DecisionStatus, Durability, EventRecord, PendingRecord, SqliteStore, Store,
+    Batch, DecisionRow, DecisionStatus, Durability, EventRecord, JsonText, PendingRecord,
+    SqliteStore, Store,
 };
 
 const N: usize = 2000;
@@ -75,7 +76,7 @@ async fn run(durability: Durability) {
             id: id.clone(),
             status: DecisionStatus::Pending,
             call: call.clone(),
-            result: json!({"id": id, "status": "pending"}),
+            result: JsonText::of(&json!({"id": id, "status": "pending"})).unwrap(),
             created: "2026-11-22T00:00:00Z".into(),
             updated: "2026-11-22T00:00:00Z".into(),
         };

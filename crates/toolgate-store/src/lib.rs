@@ -25,7 +25,8 @@ mod record;
 mod sqlite;
 
 pub use record::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
+    StoreError,
 };
 pub use sqlite::{Durability, SqliteStore};
 

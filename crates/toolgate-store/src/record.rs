@@ -3,7 +3,8 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate_runtime::Event;
 
@@ -164,6 +165,53 @@ impl DecisionStatus {
     }
 }
 
+/// A JSON value kept as its text, which is known to be valid JSON: written once, then stored,
+/// journaled and sent as it is.
+#[derive(Clone, Debug)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// `value` written as JSON.
+    pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<JsonText, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(JsonText)
+    }
+
+    /// Text that must be JSON (it is checked).
+    pub fn parse(text: String) -> Result<JsonText, serde_json::Error> {
+        RawValue::from_string(text).map(JsonText)
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The value the text holds.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &JsonText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for JsonText {}
+
+impl Serialize for JsonText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<JsonText, D::Error> {
+        Box::<RawValue>::deserialize(deserializer).map(JsonText)
+    }
+}
+
 /// An external requester's call and its outcome.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DecisionRow {
@@ -174,7 +222,7 @@ pub struct DecisionRow {
     /// The call as submitted.
     pub call: Value,
     /// The outcome (the evaluation, then the answer), as served.
-    pub result: Value,
+    pub result: JsonText,
     /// When it was submitted, RFC 3339.
     pub created: String,
     /// When it last changed, RFC 3339.

@@ -33,8 +33,8 @@ use toolgate_runtime::{Grant, GrantStore};
 use crate::journal::{self, Entry};
 use crate::mapped::Mapping;
 use crate::record::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SessionRow, StoreError,
-    rfc3339,
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
+    StoreError, rfc3339,
 };
 use crate::{Batch, Committed, Store};
 
@@ -346,7 +346,7 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
             &decision.id,
             decision.status.as_str(),
             serde_json::to_string(&decision.call)?,
-            serde_json::to_string(&decision.result)?,
+            decision.result.as_str(),
             &decision.created,
             &decision.updated,
         ))?;
@@ -1075,7 +1075,7 @@ impl Store for SqliteStore {
                             DecisionStatus::Decided
                         },
                         call: json_column(row, "call")?,
-                        result: json_column(row, "result")?,
+                        result: JsonText::parse(row.get("result")?)?,
                         created: row.get("created")?,
                         updated: row.get("updated")?,
                     })
@@ -1187,7 +1187,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::{DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord};
+    use crate::{DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord};
     use serde_json::json;
     use toolgate_runtime::{Effect, GrantScope, GrantTarget};
 
@@ -1250,7 +1250,7 @@ mod tests {
             id: "r1".into(),
             status: DecisionStatus::Decided,
             call: json!({"tool": "t"}),
-            result: json!({"decision": "allow"}),
+            result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
             created: "2026-11-22T00:00:00.000000Z".into(),
             updated: "2026-11-22T00:00:01.000000Z".into(),
         };

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate_runtime::{Effect, Grant, GrantScope, GrantStore, GrantTarget};
 use toolgate_store::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, PendingRecord, SqliteStore, Store,
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SqliteStore,
+    Store,
 };
 
 async fn open(dir: &tempfile::TempDir) -> SqliteStore {
@@ -115,13 +116,13 @@ async fn decisions_and_sessions_are_upserted() {
         id: "d1".into(),
         status: DecisionStatus::Pending,
         call: json!({"tool": "t"}),
-        result: json!({"decision": "ask"}),
+        result: JsonText::of(&json!({"decision": "ask"})).unwrap(),
         created: "2026-11-22T00:00:00.000000Z".into(),
         updated: "2026-11-22T00:00:00.000000Z".into(),
     };
     store.put_decision(&row).await.unwrap();
     row.status = DecisionStatus::Decided;
-    row.result = json!({"decision": "allow"});
+    row.result = JsonText::of(&json!({"decision": "allow"})).unwrap();
     row.updated = "2026-11-22T00:00:05.000000Z".into();
     // An update keeps the call and creation time the decision was created with.
     let update = DecisionRow {
@@ -257,7 +258,7 @@ async fn a_batch_stands_or_falls_together() {
         id: "d1".into(),
         status: DecisionStatus::Decided,
         call: json!({"tool": "t"}),
-        result: json!({"decision": "allow"}),
+        result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
         created: "2026-11-22T00:00:00.000000Z".into(),
         updated: "2026-11-22T00:00:00.000000Z".into(),
     };
