@@ -93,34 +93,103 @@ impl Facts {
         }
     }
 
-    /// A permission event with these facts (`decision` absent while pending).
-    pub(crate) fn event(
-        &self,
-        kind: &str,
-        request_id: &str,
+    /// A permission event with these facts (`decision` absent while pending), about the
+    /// request `request_id`, which is also the tool call's id.
+    pub(crate) fn event<'a>(
+        &'a self,
+        kind: &'a str,
+        request_id: &'a str,
         decision: Option<Decision>,
         layer: Layer,
-        reason: &str,
-        actor: &str,
-    ) -> EventRecord {
-        // Room for these and the two `EventRecord::new` adds.
-        let mut fields = Map::with_capacity(15);
-        fields.insert("session".into(), json!(self.session));
-        fields.insert("branch".into(), json!(self.branch));
-        fields.insert("turn".into(), Value::Null);
-        fields.insert("request_id".into(), json!(request_id));
-        fields.insert("tool_call_id".into(), json!(request_id));
-        fields.insert("action".into(), json!(self.action));
-        fields.insert("resource".into(), json!(self.resource));
-        if let Some(decision) = decision {
-            fields.insert("decision".into(), json!(decision));
+        reason: &'a str,
+        actor: &'a str,
+    ) -> PermissionEvent<'a> {
+        PermissionEvent {
+            facts: self,
+            kind,
+            request_id,
+            tool_call_id: request_id,
+            turn: None,
+            decision,
+            layer,
+            reason,
+            actor,
+            request: None,
         }
-        fields.insert("rule".into(), json!(self.rule));
-        fields.insert("layer".into(), json!(layer));
-        fields.insert("reason".into(), json!(reason));
-        fields.insert("actor".into(), json!(actor));
-        fields.insert("server".into(), json!(self.server));
-        EventRecord::new(kind, Value::Object(fields))
+    }
+}
+
+/// A permission event (DESIGN §7), written straight to its JSON text.
+pub(crate) struct PermissionEvent<'a> {
+    facts: &'a Facts,
+    kind: &'a str,
+    request_id: &'a str,
+    pub(crate) tool_call_id: &'a str,
+    pub(crate) turn: Option<u64>,
+    decision: Option<Decision>,
+    layer: Layer,
+    reason: &'a str,
+    actor: &'a str,
+    /// The request as published (in `permission_requested`).
+    pub(crate) request: Option<&'a PermissionRequest>,
+}
+
+impl PermissionEvent<'_> {
+    /// The event, stamped now.
+    pub(crate) fn record(&self) -> Result<EventRecord, serde_json::Error> {
+        #[derive(serde::Serialize)]
+        struct Body<'a> {
+            session: &'a Option<String>,
+            branch: &'a Option<String>,
+            turn: Option<u64>,
+            request_id: &'a str,
+            tool_call_id: &'a str,
+            action: &'a str,
+            resource: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            decision: Option<Decision>,
+            rule: &'a Option<String>,
+            layer: Layer,
+            reason: &'a str,
+            actor: &'a str,
+            server: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            request: Option<&'a PermissionRequest>,
+            #[serde(rename = "type")]
+            kind: &'a str,
+            timestamp: &'a str,
+            schema: &'a str,
+        }
+        let time = now();
+        let facts = self.facts;
+        let body = JsonText::of(&Body {
+            session: &facts.session,
+            branch: &facts.branch,
+            turn: self.turn,
+            request_id: self.request_id,
+            tool_call_id: self.tool_call_id,
+            action: &facts.action,
+            resource: &facts.resource,
+            decision: self.decision,
+            rule: &facts.rule,
+            layer: self.layer,
+            reason: self.reason,
+            actor: self.actor,
+            server: &facts.server,
+            request: self.request,
+            kind: self.kind,
+            timestamp: &time,
+            schema: toolgate_runtime::EVENT_SCHEMA,
+        })?;
+        Ok(EventRecord {
+            seq: 0,
+            kind: self.kind.to_owned(),
+            time,
+            session: facts.session.clone(),
+            request_id: Some(self.request_id.to_owned()),
+            tool_call_id: Some(self.tool_call_id.to_owned()),
+            body,
+        })
     }
 }
 
@@ -162,14 +231,9 @@ pub(crate) async fn submit(
             extra.insert("reason".into(), json!(reason));
             extra.insert("actor".into(), json!(actor));
             let result = JsonText::of(&outcome(&id, "decided", evaluation, extra))?;
-            let event = Facts::new(&call, evaluation).event(
-                "decision",
-                &id,
-                Some(decision),
-                layer,
-                reason,
-                actor,
-            );
+            let event = Facts::new(&call, evaluation)
+                .event("decision", &id, Some(decision), layer, reason, actor)
+                .record()?;
             // The response is the outcome as recorded.
             let response = crate::outcome::respond(StatusCode::OK, &result);
             let row = DecisionRow {
@@ -261,9 +325,8 @@ pub(crate) async fn submit(
         &evaluation.reason,
         "policy",
     );
-    if let Value::Object(fields) = &mut event.body {
-        fields.insert("request".into(), json!(request));
-    }
+    event.request = Some(&request);
+    let event = event.record()?;
     let pending = PendingRecord {
         id: id.clone(),
         kind: "decision".into(),
@@ -412,14 +475,16 @@ pub(crate) async fn close(
     actor: &str,
     grants: Vec<toolgate_runtime::Grant>,
 ) -> Result<(Committed, Option<Bytes>), ApiError> {
-    let event = facts.event(
-        "permission_resolved",
-        id,
-        Some(decision),
-        layer,
-        reason,
-        actor,
-    );
+    let event = facts
+        .event(
+            "permission_resolved",
+            id,
+            Some(decision),
+            layer,
+            reason,
+            actor,
+        )
+        .record()?;
     let ending = crate::outcome::Ending {
         decision,
         layer,

@@ -13,8 +13,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::Stream;
 use futures_util::stream;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use toolgate_store::{EventFilter, EventRecord};
+use toolgate_store::{EventFilter, EventRecord, JsonText};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -119,7 +118,7 @@ fn since(text: &str) -> Option<String> {
 pub(crate) async fn audit(
     State(state): State<AppState>,
     Query(query): Query<LogQuery>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Page>, ApiError> {
     let filter = query.filter(None)?;
     let page = |value: Option<u32>, name: &str| match value {
         Some(n) if !(1..=MAX_PAGE).contains(&n) => Err(ApiError::bad_request(
@@ -137,8 +136,11 @@ pub(crate) async fn audit(
     }
     if let Some(last) = last {
         let events = state.store().latest(&filter, last).await?;
-        let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
-        return Ok(Json(json!({"events": events, "order": "newest_first"})));
+        return Ok(Json(Page {
+            events: served(&events)?,
+            next: None,
+            order: Some("newest_first"),
+        }));
     }
     let limit = limit.unwrap_or(100);
     let events = state
@@ -146,8 +148,30 @@ pub(crate) async fn audit(
         .events_after(query.after.unwrap_or(0), &filter, limit)
         .await?;
     let next = events.last().map(|e| e.seq);
-    let events: Vec<Value> = events.iter().map(EventRecord::with_seq).collect();
-    Ok(Json(json!({"events": events, "next": next})))
+    Ok(Json(Page {
+        events: served(&events)?,
+        next: Some(next),
+        order: None,
+    }))
+}
+
+/// A page of the audit log: the events as stored, each with its number.
+#[derive(serde::Serialize)]
+pub(crate) struct Page {
+    events: Vec<JsonText>,
+    /// Oldest first: the last event's number (`null` when there is none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<Option<i64>>,
+    /// Newest first: says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<&'static str>,
+}
+
+fn served(events: &[EventRecord]) -> Result<Vec<JsonText>, ApiError> {
+    Ok(events
+        .iter()
+        .map(EventRecord::served_json)
+        .collect::<Result<_, _>>()?)
 }
 
 /// `GET /api/events`: every event, live.
@@ -227,7 +251,7 @@ fn stream_events(
                 let event = Event::default()
                     .id(record.seq.to_string())
                     .event(record.kind.clone())
-                    .data(record.with_seq().to_string());
+                    .data(record.served());
                 return Some((Ok(event), cursor));
             }
             // Mark the current position seen before reading, so nothing written after the

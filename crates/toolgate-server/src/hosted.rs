@@ -172,7 +172,13 @@ impl Bridge {
             }
             match &event.kind {
                 EventKind::PermissionRequested(request) => {
-                    let (pending, requested) = opened(event, request);
+                    let (pending, requested) = match opened(event, request) {
+                        Ok(opened) => opened,
+                        Err(error) => {
+                            report::<()>(Err(ApiError::from(error)));
+                            continue;
+                        }
+                    };
                     plain.push(requested);
                     let batch = Batch {
                         open: Some(pending),
@@ -237,7 +243,10 @@ fn facts(event: &Event, request: &PermissionRequest) -> Facts {
 }
 
 /// The pending record and the `permission_requested` event for a hosted run's request.
-fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRecord) {
+fn opened(
+    event: &Event,
+    request: &PermissionRequest,
+) -> Result<(PendingRecord, EventRecord), serde_json::Error> {
     let facts = facts(event, request);
     let call = json!({
         "tool": request.tool,
@@ -253,11 +262,10 @@ fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRe
         &request.reason,
         &request.source,
     );
-    if let Value::Object(fields) = &mut requested.body {
-        fields.insert("request".into(), json!(request));
-        fields.insert("turn".into(), json!(event.scope.turn));
-        fields.insert("tool_call_id".into(), json!(request.call_id));
-    }
+    requested.request = Some(request);
+    requested.turn = event.scope.turn;
+    requested.tool_call_id = &request.call_id;
+    let requested = requested.record()?;
     let pending = PendingRecord {
         id: request.id.clone(),
         kind: HOSTED.into(),
@@ -270,7 +278,7 @@ fn opened(event: &Event, request: &PermissionRequest) -> (PendingRecord, EventRe
                                           "turn": event.scope.turn,
                                           "workspace": request.workspace}}),
     };
-    (pending, requested)
+    Ok((pending, requested))
 }
 
 /// Closes a hosted request the run saw end, unless an answer over HTTP already closed it.

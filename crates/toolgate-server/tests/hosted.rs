@@ -306,8 +306,11 @@ async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
         .filter(|e| e.kind == "permission_resolved" && e.request_id.as_deref() == Some(&id))
         .collect();
     assert_eq!(resolved.len(), 1, "resolved exactly once: {resolved:?}");
-    assert_eq!(resolved[0].body["decision"], "deny");
-    assert_eq!(resolved[0].body["reason"], toolgate_server::ABANDONED);
+    assert_eq!(resolved[0].body.to_value().unwrap()["decision"], "deny");
+    assert_eq!(
+        resolved[0].body.to_value().unwrap()["reason"],
+        toolgate_server::ABANDONED
+    );
     assert!(log.lock().unwrap().is_empty());
 }
 

@@ -14,7 +14,8 @@
 //! let seq = store.append(&[EventRecord::new("custom", serde_json::json!({"note": "hi"}))]).await?;
 //! assert_eq!(seq, [1]);
 //! let events = store.events_after(0, &Default::default(), 10).await?;
-//! assert_eq!(events[0].body["note"], "hi");
+//! assert_eq!(events[0].body.to_value()?["note"], "hi");
+//! assert_eq!(events[0].served(), format!(r#"{{"seq":1,{}"#, &events[0].body.as_str()[1..]));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```

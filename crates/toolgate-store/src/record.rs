@@ -59,8 +59,8 @@ pub struct EventRecord {
     pub request_id: Option<String>,
     /// `tool_call_id`.
     pub tool_call_id: Option<String>,
-    /// The whole event.
-    pub body: Value,
+    /// The whole event, without its sequence number (see [`EventRecord::served`]).
+    pub body: JsonText,
 }
 
 fn text(body: &Map<String, Value>, key: &str) -> Option<String> {
@@ -104,17 +104,24 @@ impl EventRecord {
             request_id: text(&body, "request_id")
                 .or_else(|| body.get("id").and_then(Value::as_str).map(str::to_owned)),
             tool_call_id: text(&body, "tool_call_id"),
-            body: Value::Object(body),
+            body: JsonText::of_value(&Value::Object(body)),
         }
     }
 
-    /// The body with its sequence number, as served.
-    pub fn with_seq(&self) -> Value {
-        let mut body = self.body.clone();
-        if let Value::Object(map) = &mut body {
-            map.insert("seq".into(), Value::from(self.seq));
+    /// The body with its sequence number first, as served.
+    pub fn served(&self) -> String {
+        let body = self.body.as_str().trim_start();
+        match body.strip_prefix('{').map(str::trim_start) {
+            Some(rest) if rest.starts_with('}') => format!("{{\"seq\":{}}}", self.seq),
+            Some(rest) => format!("{{\"seq\":{},{rest}", self.seq),
+            // Not an object: no event is stored so.
+            None => body.to_owned(),
         }
-        body
+    }
+
+    /// [`EventRecord::served`] as JSON text.
+    pub fn served_json(&self) -> Result<JsonText, serde_json::Error> {
+        JsonText::parse(self.served())
     }
 }
 
@@ -174,6 +181,11 @@ impl JsonText {
     /// `value` written as JSON.
     pub fn of<T: Serialize + ?Sized>(value: &T) -> Result<JsonText, serde_json::Error> {
         serde_json::value::to_raw_value(value).map(JsonText)
+    }
+
+    /// `value` written as JSON (which a `Value` always can be).
+    pub fn of_value(value: &Value) -> JsonText {
+        JsonText::of(value).unwrap_or_else(|_| JsonText(Box::default()))
     }
 
     /// Text that must be JSON (it is checked).
@@ -238,4 +250,48 @@ pub struct SessionRow {
     pub snapshot: Value,
     /// When it was last saved, RFC 3339.
     pub updated: String,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn served(body: &str) -> String {
+        EventRecord {
+            seq: 7,
+            kind: "k".into(),
+            time: String::new(),
+            session: None,
+            request_id: None,
+            tool_call_id: None,
+            body: JsonText::parse(body.into()).unwrap(),
+        }
+        .served()
+    }
+
+    #[test]
+    fn an_event_is_served_with_its_number_first() {
+        assert_eq!(served(r#"{"a":1}"#), r#"{"seq":7,"a":1}"#);
+        assert_eq!(served(r#" { "a" : 1 } "#), r#"{"seq":7,"a" : 1 }"#);
+        assert_eq!(served("{}"), r#"{"seq":7}"#);
+        assert_eq!(served(" {  } "), r#"{"seq":7}"#);
+        assert_eq!(served("[1]"), "[1]");
+        for body in [r#"{"a":1}"#, " { \"a\" : {} } ", "{}", " { } "] {
+            let value: Value = serde_json::from_str(&served(body)).unwrap();
+            assert_eq!(value["seq"], 7, "{body}");
+        }
+    }
+
+    #[test]
+    fn a_new_event_is_stamped_and_indexed() {
+        let event = EventRecord::new("custom", serde_json::json!({"id": "r1", "seq": 3}));
+        let body = event.body.to_value().unwrap();
+        assert_eq!(body["type"], "custom");
+        assert_eq!(body["schema"], toolgate_runtime::EVENT_SCHEMA);
+        assert_eq!(body.get("seq"), None);
+        assert_eq!(event.request_id.as_deref(), Some("r1"));
+        assert_eq!(body["timestamp"], event.time.as_str());
+    }
 }

@@ -821,7 +821,6 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
 }
 
 fn insert_event(tx: &Transaction<'_>, event: &EventRecord, seq: i64) -> Result<(), StoreError> {
-    let body = serde_json::to_string(&event.body)?;
     tx.prepare_cached(
         "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
          VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -833,7 +832,7 @@ fn insert_event(tx: &Transaction<'_>, event: &EventRecord, seq: i64) -> Result<(
         &event.session,
         &event.request_id,
         &event.tool_call_id,
-        body,
+        event.body.as_str(),
     ))?;
     Ok(())
 }
@@ -852,9 +851,9 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Result<EventRecord, StoreEr
         session: row.get("session")?,
         request_id: row.get("request_id")?,
         tool_call_id: row.get("tool_call_id")?,
-        body: match json_column(row, "body") {
+        body: match JsonText::parse(row.get("body")?) {
             Ok(body) => body,
-            Err(error) => return Ok(Err(error)),
+            Err(error) => return Ok(Err(error.into())),
         },
     }))
 }

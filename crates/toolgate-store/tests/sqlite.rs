@@ -48,8 +48,16 @@ async fn events_come_back_in_order_filtered_and_survive_reopening() {
         .unwrap();
     let kinds: Vec<&str> = all.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["a", "b", "c", "d"]);
-    assert_eq!(all[0].body["schema"], toolgate_runtime::EVENT_SCHEMA);
-    assert_eq!(all[2].with_seq()["seq"], 3);
+    assert_eq!(
+        all[0].body.to_value().unwrap()["schema"],
+        toolgate_runtime::EVENT_SCHEMA
+    );
+    // Served with its number first, and the body as it was written.
+    let served: serde_json::Value = serde_json::from_str(&all[2].served()).unwrap();
+    let mut expected = all[2].body.to_value().unwrap();
+    expected["seq"] = json!(3);
+    assert_eq!(served, expected);
+    assert!(all[2].served().starts_with(r#"{"seq":3,""#));
     let s1 = EventFilter {
         session: Some("s1".into()),
         ..EventFilter::default()
