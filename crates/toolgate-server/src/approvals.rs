@@ -147,12 +147,12 @@ pub(crate) async fn resolve(
     match closed {
         Ok((Committed::Written(_), result)) => {
             // The released call first: it is what the requester waits for.
-            state.announce_decided(id, result);
+            let served = state.announce_decided(id, result);
             claim.complete(by);
             state.inner.timer.release(id);
-            // Let the released call's poll (woken on this thread) answer before this answer's
-            // own response is written: the waiting agent is who the person is waiting for.
-            tokio::task::yield_now().await;
+            // Its poll answers before this answer's own response is written: the waiting agent
+            // is who the person is waiting for.
+            served.wait().await;
             Ok(())
         }
         Ok((Committed::NotPending, _)) => {

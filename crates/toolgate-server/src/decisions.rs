@@ -457,7 +457,8 @@ async fn record_ending(
         Vec::new(),
     )
     .await?;
-    state.announce_decided(id, result);
+    // Nobody waits for this ending's response: the polls answer when they run.
+    drop(state.announce_decided(id, result));
     Ok(())
 }
 
@@ -589,14 +590,15 @@ pub(crate) async fn get(
         };
         match changed {
             Err(_) => return Ok(as_it_stands()),
-            // Written once by whoever decided it.
-            Ok(Some(result)) => {
+            // Written once by whoever decided it (who hears that this poll has its response
+            // when `released` is dropped, here).
+            Ok(Some(released)) => {
                 return Ok((
                     [(
                         header::CONTENT_TYPE,
                         HeaderValue::from_static("application/json"),
                     )],
-                    result,
+                    released.result,
                 )
                     .into_response());
             }

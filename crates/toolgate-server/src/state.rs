@@ -20,8 +20,32 @@ pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
 
-/// A decision's change: its final form as JSON text, or `None` when it must be read again.
-pub(crate) type Change = Option<Bytes>;
+/// A decision's change: its final form, or `None` when it must be read again.
+pub(crate) type Change = Option<Released>;
+
+/// A decision's final form as JSON text, handed to a waiting poll. Dropping it tells whoever
+/// decided that the poll has its response (see [`Served`]). Only `GET /api/decisions/{id}`
+/// takes one, and it drops it in the poll that receives it, once its response is made; a
+/// poll that is gone drops it with its channel.
+#[derive(Debug)]
+pub(crate) struct Released {
+    pub(crate) result: Bytes,
+    _served: oneshot::Sender<()>,
+}
+
+/// The polls an announcement released, until each has its response (or is gone).
+#[must_use]
+pub(crate) struct Served(Vec<oneshot::Receiver<()>>);
+
+impl Served {
+    /// Waits until every released poll has its response: an answer's own response then goes
+    /// out after the calls it released, whichever thread runs what. No timer bounds it (its
+    /// registration costs more than the wait): what it waits for is a woken task's next poll,
+    /// which drops its [`Released`] whatever the client does.
+    pub(crate) async fn wait(self) {
+        futures_util::future::join_all(self.0).await;
+    }
+}
 
 /// A long poll's interest in one decision; dropping it forgets the interest.
 pub(crate) struct DecisionWatch {
@@ -244,13 +268,24 @@ impl AppState {
 
     /// Tells the polls waiting on decision `id` that it changed, with its final form (JSON
     /// text) when known. Only those polls are woken.
-    pub(crate) fn announce_decided(&self, id: &str, result: Option<Bytes>) {
+    pub(crate) fn announce_decided(&self, id: &str, result: Option<Bytes>) -> Served {
         let Some(watchers) = lock(&self.inner.decided).remove(id) else {
-            return;
+            return Served(Vec::new());
         };
+        let mut served = Vec::new();
         for watcher in watchers {
-            let _ = watcher.send(result.clone());
+            let change = result.clone().map(|result| {
+                let (sender, receiver) = oneshot::channel();
+                served.push(receiver);
+                Released {
+                    result,
+                    _served: sender,
+                }
+            });
+            // A poll that is gone drops the change, and with it its part of `served`.
+            let _ = watcher.send(change);
         }
+        Served(served)
     }
 
     /// Keeps what resolving an external request needs, so answering it reads nothing back.
@@ -295,22 +330,48 @@ mod tests {
         let mut other = state.watch_decision("b");
         assert_eq!(watched(&state), 3);
 
-        state.announce_decided("a", Some(Bytes::from_static(br#"{"decision":"allow"}"#)));
-        assert_eq!(
-            &first.changed().await.unwrap()[..],
-            br#"{"decision":"allow"}"#
-        );
-        assert_eq!(
-            &second.changed().await.unwrap()[..],
-            br#"{"decision":"allow"}"#
-        );
+        let served =
+            state.announce_decided("a", Some(Bytes::from_static(br#"{"decision":"allow"}"#)));
+        let first = first.changed().await.unwrap();
+        assert_eq!(&first.result[..], br#"{"decision":"allow"}"#);
+        let second = second.changed().await.unwrap();
+        assert_eq!(&second.result[..], br#"{"decision":"allow"}"#);
         let quiet = tokio::time::timeout(Duration::from_millis(20), other.changed()).await;
         assert!(quiet.is_err(), "a poll of another decision stays asleep");
         assert_eq!(watched(&state), 1);
 
+        // Whoever decided hears when both polls have their responses, not before.
+        let mut served = std::pin::pin!(served.wait());
+        assert!(futures_util::FutureExt::now_or_never(served.as_mut()).is_none());
+        drop(first);
+        assert!(futures_util::FutureExt::now_or_never(served.as_mut()).is_none());
+        drop(second);
+        tokio::time::timeout(Duration::from_secs(5), served)
+            .await
+            .expect("served once both responses are made");
+
         // Changed without a final form: the poll is told to read again.
-        state.announce_decided("b", None);
-        assert_eq!(other.changed().await, None);
+        let served = state.announce_decided("b", None);
+        assert!(other.changed().await.is_none());
+        tokio::time::timeout(Duration::from_secs(5), served.wait())
+            .await
+            .expect("nothing to wait for");
+    }
+
+    #[tokio::test]
+    async fn a_released_poll_that_is_gone_does_not_hold_the_answer() {
+        let (_dir, state) = state().await;
+        let gone = state.watch_decision("a");
+        let going = state.watch_decision("a");
+        drop(gone);
+        let served = state.announce_decided("a", Some(Bytes::from_static(b"{}")));
+        let mut served = std::pin::pin!(served.wait());
+        assert!(futures_util::FutureExt::now_or_never(served.as_mut()).is_none());
+        // Gone after the change reached it, unread: its channel drops the change.
+        drop(going);
+        tokio::time::timeout(Duration::from_secs(5), served)
+            .await
+            .expect("served once the last poll is gone");
     }
 
     #[tokio::test]
@@ -323,6 +384,11 @@ mod tests {
         drop(kept);
         assert!(lock(&state.inner.decided).is_empty());
         // Nobody is told, and nothing fails.
-        state.announce_decided("a", None);
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            state.announce_decided("a", None).wait(),
+        )
+        .await
+        .expect("nothing to wait for");
     }
 }
