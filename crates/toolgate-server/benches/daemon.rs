@@ -5,7 +5,9 @@
 //!   answer is posted, the waiting call is released — timed from posting to release. The wait
 //!   must be in flight first, so each answer follows a 1 ms pause; the baseline it is compared
 //!   with is a trivial request after the same pause, interleaved with the round trips (an idle
-//!   pause changes what the next request costs on a shared machine, in both directions);
+//!   pause changes what the next request costs on a shared machine, in both directions); with
+//!   `Durability::Full`, a bare write and flush of a journal-sized record on the same file
+//!   system, after the same pause, shows what the disk alone adds;
 //! - sustained decisions: concurrent clients posting calls the policy decides at once, each
 //!   committed (SQLite, `synchronous = FULL`) before its answer;
 //! - 10,000 pending requests held, and the memory each costs.
@@ -109,6 +111,31 @@ impl Connection {
     }
 }
 
+/// The p50 of a 1 KiB `pwrite` and `fdatasync` into a file allocated ahead (as the journal is),
+/// each after a 1 ms pause.
+async fn bare_flush(dir: &std::path::Path) -> Duration {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(dir.join("bare-flush"))
+        .unwrap();
+    file.set_len(1 << 20).unwrap();
+    file.sync_all().unwrap();
+    let record = [7u8; 1024];
+    let mut flushes = Vec::new();
+    for i in 0..500u64 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let started = Instant::now();
+        file.write_all_at(&record, i * 1024).unwrap();
+        file.sync_data().unwrap();
+        flushes.push(started.elapsed());
+    }
+    median(flushes)
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -164,12 +191,17 @@ fn main() {
             .enable_all()
             .build()
             .unwrap();
-        clients.block_on(run(durability, address.to_string(), token));
+        clients.block_on(run(durability, address.to_string(), token, dir.path()));
         daemon.shutdown_background();
     }
 }
 
-async fn run(durability: toolgate_store::Durability, address: String, token: String) {
+async fn run(
+    durability: toolgate_store::Durability,
+    address: String,
+    token: String,
+    dir: &std::path::Path,
+) {
     println!("daemon benchmarks, durability {durability:?} (one run; compare within it)");
 
     // The baseline: a trivial request.
@@ -250,6 +282,16 @@ async fn run(durability: toolgate_store::Durability, address: String, token: Str
         micros(answered),
         answered.as_secs_f64() / paused.as_secs_f64()
     );
+    if durability == toolgate_store::Durability::Full {
+        // What the disk alone costs the round trip: a journal-sized write and its flush, after
+        // the same pause, on the same file system.
+        let flush = bare_flush(dir).await;
+        println!(
+            "  a bare 1 KiB write + fdatasync        p50 {:>8.1} µs   (round trip without it = {:.2}×)",
+            micros(flush),
+            round_trip.saturating_sub(flush).as_secs_f64() / paused.as_secs_f64()
+        );
+    }
 
     // Sustained decisions, each durable before it is acknowledged.
     let clients = 8;
