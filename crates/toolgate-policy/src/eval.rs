@@ -179,9 +179,12 @@ impl Policy {
         }
         let (decision, layer, rule, reason): (Decision, Layer, Option<&'p Rule>, Arc<str>) =
             match best {
-                Some((decision, SetVerdict::Matched(rule))) => {
-                    (decision, Layer::Rule, Some(rule), rule.reason.clone())
-                }
+                Some((decision, SetVerdict::Matched(rule))) => (
+                    decision,
+                    Layer::Rule,
+                    Some(rule),
+                    reason_for(rule, &subject, facts),
+                ),
                 Some((_, SetVerdict::Failed(rule, error))) => (
                     Decision::Deny,
                     Layer::Rule,
@@ -350,6 +353,28 @@ impl RuleSet {
 
 /// The first subject with the strictest decision; among equals, a guard's outcome (which no
 /// override may loosen) before a rule's or the default's.
+/// A rule's reason for a subject; for a folder read or changed whole that the rule reaches
+/// only inside, also where (`grep -r key ~` is stopped by `~/.ssh/**`).
+fn reason_for(rule: &Rule, subject: &Subject, facts: &Facts<'_>) -> Arc<str> {
+    if let (Some(crate::resource::matchers::Resource::Path(set)), Subject::Path(p)) =
+        (&rule.when.resource, subject)
+        && rule.decision != Decision::Allow
+        && let Some(glob) = set.reaching_inside(p, &facts.roots)
+    {
+        let how = if p.access == Access::Write {
+            "changed"
+        } else {
+            "read"
+        };
+        return format!(
+            "{} (`{}` is {how} with everything inside it, which `{glob}` reaches)",
+            rule.reason, p.given
+        )
+        .into();
+    }
+    rule.reason.clone()
+}
+
 pub(crate) fn strictest_index(decided: &[Decided<'_>]) -> usize {
     let rank = |d: &Decided<'_>| (d.outcome.decision, d.outcome.layer == Layer::Guard);
     let mut best = 0;
@@ -414,6 +439,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
                 given: text.to_owned(),
                 access: Access::Read,
                 role: crate::subject::PathRole::Argument,
+                recursive: false,
                 source: "example".into(),
                 resolved: Some(path::ResolvedPath {
                     given: text.to_owned(),

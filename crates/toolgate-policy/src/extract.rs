@@ -330,6 +330,7 @@ impl Policy {
             .iter()
             .map(|c| format!("`{}`", source_excerpt(&c.text)))
             .collect();
+        let recursive: Vec<bool> = commands.iter().map(|c| c.is_recursive()).collect();
         if commands.is_empty() {
             out.push(Subject::Command(CommandSubject {
                 command: SimpleCommand::placeholder(text),
@@ -359,13 +360,12 @@ impl Policy {
                 .get(p.command)
                 .cloned()
                 .unwrap_or_else(|| format!("`{text}`"));
-            out.push(Subject::Path(path_subject(
-                &Value::String(p.text),
-                &source,
-                p.access,
-                p.role,
-                &here,
-            )));
+            let mut subject =
+                path_subject(&Value::String(p.text), &source, p.access, p.role, &here);
+            // Its operands, not its redirections or the folder it runs in.
+            subject.recursive = matches!(p.role, PathRole::Mentioned | PathRole::Written)
+                && recursive.get(p.command).copied().unwrap_or(false);
+            out.push(Subject::Path(subject));
         }
         if mentions.urls {
             for u in urls {
@@ -435,6 +435,7 @@ fn path_subject(
             given: value.to_string(),
             access,
             role,
+            recursive: false,
             source: source.to_owned(),
             resolved: None,
             problem: Some(PathProblem::Unresolvable("the path is not text".into())),
@@ -453,6 +454,7 @@ fn path_subject(
         given: given.to_owned(),
         access,
         role,
+        recursive: false,
         source: source.to_owned(),
         resolved,
         problem,

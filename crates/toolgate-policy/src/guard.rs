@@ -239,26 +239,30 @@ impl Policy {
             return None;
         }
         let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
+        // How a protected path is written: as named, or inside a folder changed whole
+        // (`rm -r .` removes `.github/workflows` too).
         let hit = |matcher: &PathMatcher| {
-            resolved
-                .readings()
-                .any(|path| matcher.matches_folded(path, &roots))
+            let readings = || resolved.readings();
+            if readings().any(|path| matcher.matches_folded(path, &roots)) {
+                Some(format!("`{}` is", p.given))
+            } else if p.recursive && readings().any(|path| matcher.holds_inside(path, &roots, true))
+            {
+                Some(format!("`{}` holds", p.given))
+            } else {
+                None
+            }
         };
-        if hit(&self.protected_own) {
+        if let Some(what) = hit(&self.protected_own) {
             return Some(Guard::deny(
                 "protected-path",
-                format!(
-                    "`{}` is toolgate's own configuration; agents never write it",
-                    p.given
-                ),
+                format!("{what} toolgate's own configuration; agents never write it"),
             ));
         }
-        if hit(&self.protected) {
+        if let Some(what) = hit(&self.protected) {
             return Some(Guard::ask(
                 "protected-path",
                 format!(
-                    "`{}` is configuration that other tools run (git hooks, editor and agent settings)",
-                    p.given
+                    "{what} configuration that other tools run (git hooks, editor and agent settings)"
                 ),
             ));
         }

@@ -50,6 +50,11 @@ pub struct PathSubject {
     pub access: Access,
     /// Why it is a subject.
     pub role: PathRole,
+    /// Whether the command reads or changes everything inside it, when it is a folder
+    /// (`grep -r`, `rg`, `tar -c`, `cp -r`, `rm -r`, …): deny and ask rules then also match
+    /// what lies inside it by its place (`~/.ssh/**` stops `grep -r key ~/.ssh`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
     /// Where it was found (`/path`, or the command it appears in).
     pub source: String,
     /// The resolution, when the path could be resolved.

@@ -80,12 +80,132 @@ impl PathGlob {
     }
 }
 
+/// One folder of a glob, to tell whether the glob can match something inside a folder.
+#[derive(Clone, Debug)]
+enum Part {
+    /// `**`: any number of folders.
+    AnyDepth,
+    /// One name.
+    One(globset::GlobMatcher),
+}
+
+/// A glob split into its folders, to tell whether it can match something inside a folder;
+/// `None` for one whose folders cannot be told apart (a `/` inside `{…}` or `[…]`).
+#[derive(Clone, Debug)]
+struct Placed {
+    /// The glob as written.
+    text: String,
+    absolute: bool,
+    /// It started with `**/` (which is not in `parts`).
+    any_depth: bool,
+    parts: Vec<Part>,
+}
+
+impl Placed {
+    fn new(glob: &PathGlob, fold: bool) -> Result<Option<Placed>, String> {
+        let mut pattern = glob.pattern.trim_start_matches('/');
+        let mut any_depth = false;
+        while let Some(rest) = pattern.strip_prefix("**/") {
+            pattern = rest;
+            any_depth = true;
+        }
+        if pattern == "**" || pattern.is_empty() {
+            // Everything: matched as it is, never only inside.
+            return Ok(None);
+        }
+        let Some(components) = components(pattern) else {
+            return Ok(None);
+        };
+        let mut parts = Vec::with_capacity(components.len());
+        for component in components {
+            if component == "**" {
+                parts.push(Part::AnyDepth);
+                continue;
+            }
+            let text: String = if fold {
+                component.nfc().collect()
+            } else {
+                component.to_owned()
+            };
+            let matcher = GlobBuilder::new(&text)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .empty_alternates(true)
+                .case_insensitive(fold)
+                .build()
+                .map_err(|e| format!("invalid glob: {e}"))?
+                .compile_matcher();
+            parts.push(Part::One(matcher));
+        }
+        Ok(Some(Placed {
+            text: glob.text.clone(),
+            absolute: glob.absolute,
+            any_depth,
+            parts,
+        }))
+    }
+
+    /// Whether something inside the folder whose names are `folder` can match. A glob that
+    /// names things by their place (`~/.ssh/**`) can match inside the folders on its way; one
+    /// that matches at any depth (`**/.git/**`) only inside a folder that is, or is in, what it
+    /// names (`.git`, `.git/hooks`): any folder might hold a `.git`, and toolgate does not look.
+    fn inside(&self, folder: &[&str]) -> bool {
+        fn holds(parts: &[Part], folder: &[&str]) -> bool {
+            match parts.split_first() {
+                None => false,
+                // `**` takes the rest of the folder, and then whatever lies inside it.
+                Some((Part::AnyDepth, _)) => true,
+                Some((Part::One(matcher), rest)) => match folder.split_first() {
+                    // The folder is named whole: what is inside it can match the rest.
+                    None => true,
+                    Some((name, more)) => matcher.is_match(name) && holds(rest, more),
+                },
+            }
+        }
+        if self.any_depth {
+            // Each start takes at least one of the folder's names.
+            (0..folder.len()).any(|i| folder.get(i..).is_some_and(|f| holds(&self.parts, f)))
+        } else {
+            holds(&self.parts, folder)
+        }
+    }
+}
+
+/// A glob's folders (split at `/`), or `None` when a `/` is inside `{…}` or `[…]`.
+fn components(pattern: &str) -> Option<Vec<&str>> {
+    let mut out = Vec::new();
+    let (mut start, mut braces, mut bracket, mut escaped) = (0, 0usize, false, false);
+    for (i, c) in pattern.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            '[' if !bracket => bracket = true,
+            ']' if bracket => bracket = false,
+            '{' if !bracket => braces += 1,
+            '}' if !bracket => braces = braces.saturating_sub(1),
+            '/' if bracket || braces > 0 => return None,
+            '/' => {
+                out.push(pattern.get(start..i)?);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(pattern.get(start..)?);
+    Some(out.into_iter().filter(|c| !c.is_empty()).collect())
+}
+
 /// Path globs compiled into sets: exact and folded (case and Unicode normalisation), each for
 /// paths relative to a root, whole paths, and `**/` patterns anywhere.
 #[derive(Clone, Debug)]
 pub(crate) struct PathMatcher {
     pub(crate) globs: Vec<PathGlob>,
     sets: [Sets; 2],
+    /// The globs that name things by their place, exact and folded.
+    placed: [Vec<Placed>; 2],
 }
 
 #[derive(Clone, Debug, Default)]
@@ -129,10 +249,74 @@ impl PathMatcher {
                 any_depth: finish(d, any_depth)?,
             })
         };
+        let placed = |fold: bool| -> Result<Vec<Placed>, String> {
+            let mut out = Vec::new();
+            for glob in &globs {
+                out.extend(Placed::new(glob, fold)?);
+            }
+            Ok(out)
+        };
         Ok(PathMatcher {
             sets: [build(false)?, build(true)?],
+            placed: [placed(false)?, placed(true)?],
             globs,
         })
+    }
+
+    /// Whether a glob can match something inside the folder `path` (`~/.ssh/**` inside
+    /// `~/.ssh` or `~`; `**/.git/**` inside `.git`): relative globs inside the path relative to
+    /// each root it is under, absolute ones and `**/` ones inside the whole path.
+    pub(crate) fn holds_inside(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
+        self.reaching_inside(path, roots, fold).is_some()
+    }
+
+    /// The first glob (as written) that can match something inside the folder `path`.
+    pub(crate) fn reaching_inside(
+        &self,
+        path: &Path,
+        roots: &[PathBuf],
+        fold: bool,
+    ) -> Option<&str> {
+        let [exact, folded] = &self.placed;
+        let placed = if fold { folded } else { exact };
+        if placed.is_empty() {
+            return None;
+        }
+        let names = |path: &Path| -> Vec<String> {
+            path.components()
+                .filter_map(|c| match c {
+                    std::path::Component::Normal(name) => {
+                        let name = name.to_string_lossy();
+                        Some(if fold && !name.is_ascii() {
+                            name.nfc().collect()
+                        } else {
+                            name.into_owned()
+                        })
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        let whole = names(path);
+        let whole: Vec<&str> = whole.iter().map(String::as_str).collect();
+        let relative: Vec<Vec<String>> = roots
+            .iter()
+            .filter_map(|root| path.strip_prefix(root).ok())
+            .map(names)
+            .collect();
+        placed
+            .iter()
+            .find(|p| {
+                if p.absolute || p.any_depth {
+                    p.inside(&whole)
+                } else {
+                    relative.iter().any(|rest| {
+                        let rest: Vec<&str> = rest.iter().map(String::as_str).collect();
+                        p.inside(&rest)
+                    })
+                }
+            })
+            .map(|p| p.text.as_str())
     }
 
     /// Whether `path` matches: relative globs on the path relative to each root it is under,
@@ -172,6 +356,7 @@ impl PathMatcher {
         PathMatcher {
             globs: Vec::new(),
             sets: [Sets::default(), Sets::default()],
+            placed: [Vec::new(), Vec::new()],
         }
     }
 
@@ -207,9 +392,29 @@ impl PathSet {
                     return false;
                 }
                 seen.push(p);
-                m.is_match(p, roots, false) || m.is_match(p, roots, true)
+                m.is_match(p, roots, false)
+                    || m.is_match(p, roots, true)
+                    // A folder read or changed with everything inside it.
+                    || subject.recursive
+                        && (m.holds_inside(p, roots, false) || m.holds_inside(p, roots, true))
             })
         }
+    }
+
+    /// For a reason: the glob that reaches inside a folder read or changed whole, when the
+    /// folder itself does not match (deny and ask rules).
+    pub(crate) fn reaching_inside(&self, subject: &PathSubject, roots: &[PathBuf]) -> Option<&str> {
+        let r = subject.resolved.as_ref().filter(|_| subject.recursive)?;
+        let m = &self.matcher;
+        if r.readings()
+            .any(|p| m.is_match(p, roots, false) || m.is_match(p, roots, true))
+        {
+            return None;
+        }
+        r.readings().find_map(|p| {
+            m.reaching_inside(p, roots, false)
+                .or_else(|| m.reaching_inside(p, roots, true))
+        })
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -574,5 +779,61 @@ mod tests {
             "NFD spelling of the same name"
         );
         assert!(PathGlob::new("[", None).is_err());
+    }
+
+    #[test]
+    fn what_lies_inside_a_folder() {
+        let roots = [PathBuf::from("/ws")];
+        let m = |g: &str| {
+            PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]).unwrap()
+        };
+        let inside = |g: &str, folder: &str| m(g).holds_inside(Path::new(folder), &roots, false);
+        // By place: the folders on the way, the folder named, and what the glob names.
+        for folder in ["/", "/home", "/home/u", "/home/u/.ssh", "/home/u/.ssh/keys"] {
+            assert!(inside("~/.ssh/**", folder), "{folder}");
+        }
+        for folder in ["/home/v", "/ws", "/home/u/.sshx", "/etc"] {
+            assert!(!inside("~/.ssh/**", folder), "{folder}");
+        }
+        assert!(inside("~/.git-credentials", "/home/u"));
+        assert!(
+            !inside("~/.git-credentials", "/home/u/.git-credentials"),
+            "a file, not inside"
+        );
+        assert!(inside("/proc/*/environ", "/proc"));
+        assert!(inside("/proc/*/environ", "/proc/self"));
+        assert!(!inside("/proc/*/environ", "/proc/self/environ"));
+        // Relative globs, from each root.
+        assert!(inside("config/secrets/**", "/ws"));
+        assert!(inside("config/secrets/**", "/ws/config"));
+        assert!(!inside("config/secrets/**", "/ws/src"));
+        assert!(!inside("config/secrets/**", "/other/config"));
+        assert!(inside("config/{secrets,keys}/*", "/ws/config"));
+        // At any depth: only inside what it names, never inside every folder.
+        assert!(inside("**/.git/**", "/ws/.git"));
+        assert!(inside("**/.git/**", "/ws/sub/.git/hooks"));
+        assert!(!inside("**/.git/**", "/ws"));
+        assert!(!inside("**/.env", "/ws/config"));
+        assert!(!inside("**/*.pem", "/ws"));
+        assert!(!inside("**", "/ws"));
+        // Folders that cannot be told apart: left to the glob's own match.
+        assert!(!inside("{a/b,c}/**", "/ws/a"));
+        // Case and Unicode folding, as for the folder itself.
+        assert!(!inside("~/.SSH/**", "/home/u/.ssh"));
+        assert!(m("~/.SSH/**").holds_inside(Path::new("/home/u/.ssh"), &roots, true));
+        assert_eq!(
+            m("~/.ssh/**").reaching_inside(Path::new("/home"), &roots, false),
+            Some("~/.ssh/**")
+        );
+    }
+
+    #[test]
+    fn a_glob_is_split_into_its_folders() {
+        assert_eq!(components("a/b/**/c"), Some(vec!["a", "b", "**", "c"]));
+        assert_eq!(components("a//b/"), Some(vec!["a", "b"]));
+        assert_eq!(components("{a,b}/c"), Some(vec!["{a,b}", "c"]));
+        assert_eq!(components("a\\/b/c"), Some(vec!["a\\/b", "c"]));
+        assert_eq!(components("{a/b,c}"), None);
+        assert_eq!(components("[/]x"), None);
     }
 }

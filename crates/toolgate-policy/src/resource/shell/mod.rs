@@ -135,6 +135,12 @@ impl SimpleCommand {
         programs::mentions(&self.argv)
     }
 
+    /// Whether the program reads or changes everything inside the folders among its operands
+    /// (`grep -r`, `rg`, `tar -c`, `cp -r`, `rm -r`, `chmod -R`, `zip -r`, `find … -exec`).
+    pub fn is_recursive(&self) -> bool {
+        programs::recursive(&self.argv)
+    }
+
     /// The kind of access the command makes.
     pub fn access(&self) -> Access {
         if self.network {

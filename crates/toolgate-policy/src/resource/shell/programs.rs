@@ -1280,7 +1280,177 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
             paths.push(v);
         }
     }
+    if searches_here(program, argv) {
+        paths.push(".");
+    }
     (paths, urls)
+}
+
+/// An argv's options and operands, read with what is known of the options that take a value.
+struct Options<'a> {
+    /// Short options that take no value (`-rn` is `r` and `n`).
+    flags: Vec<char>,
+    /// Long options as written (`--recursive`, `--directories=recurse`).
+    long: Vec<&'a str>,
+    /// Options with their value (`-e x`, `-fFILE`, `--regexp x`), by letter or long name.
+    valued: Vec<(&'a str, &'a str)>,
+    operands: Vec<&'a str>,
+}
+
+/// Long options of searchers whose value is the next argument.
+const LONG_WITH_VALUE: &[&str] = &[
+    "--regexp",
+    "--file",
+    "--directories",
+    "--devices",
+    "--max-count",
+    "--context",
+    "--after-context",
+    "--before-context",
+    "--include",
+    "--exclude",
+    "--exclude-dir",
+    "--label",
+    "--binary-files",
+    "--glob",
+    "--iglob",
+    "--type",
+    "--type-not",
+    "--type-add",
+    "--max-depth",
+    "--max-filesize",
+    "--threads",
+    "--encoding",
+    "--replace",
+    "--sort",
+    "--sortr",
+    "--engine",
+    "--ignore-file",
+    "--pre",
+    "--pre-glob",
+    "--path-separator",
+    "--colors",
+];
+
+impl<'a> Options<'a> {
+    fn read(program: &str, args: &[&'a str]) -> Options<'a> {
+        let letters = SHORT_WITH_VALUE
+            .iter()
+            .find(|(names, _)| names.contains(&program))
+            .map_or("", |(_, letters)| *letters);
+        let mut out = Options {
+            flags: Vec::new(),
+            long: Vec::new(),
+            valued: Vec::new(),
+            operands: Vec::new(),
+        };
+        let mut rest = args.iter();
+        let mut done = false;
+        while let Some(&a) = rest.next() {
+            if done || a == "-" || !a.starts_with('-') {
+                out.operands.push(a);
+            } else if a == "--" {
+                done = true;
+            } else if a.starts_with("--") {
+                out.long.push(a);
+                if LONG_WITH_VALUE.contains(&a)
+                    && let Some(&value) = rest.next()
+                {
+                    out.valued.push((a, value));
+                }
+            } else {
+                let cluster = a.get(1..).unwrap_or_default();
+                for (i, letter) in cluster.char_indices() {
+                    if !letters.contains(letter) {
+                        out.flags.push(letter);
+                        continue;
+                    }
+                    let name = cluster.get(i..i + letter.len_utf8()).unwrap_or_default();
+                    let attached = cluster.get(i + letter.len_utf8()..).unwrap_or_default();
+                    if !attached.is_empty() {
+                        out.valued.push((name, attached));
+                    } else if let Some(&value) = rest.next() {
+                        out.valued.push((name, value));
+                    }
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    fn flag(&self, letters: &str) -> bool {
+        self.flags.iter().any(|f| letters.contains(*f))
+    }
+
+    fn long(&self, names: &[&str]) -> bool {
+        self.long.iter().any(|a| {
+            names
+                .iter()
+                .any(|n| a == n || a.strip_prefix(n).is_some_and(|r| r.starts_with('=')))
+        })
+    }
+
+    fn value(&self, names: &[&str], value: &str) -> bool {
+        self.valued
+            .iter()
+            .any(|(name, v)| names.contains(name) && *v == value)
+            || self.long.iter().any(|a| {
+                a.split_once('=')
+                    .is_some_and(|(name, v)| names.contains(&name) && v == value)
+            })
+    }
+}
+
+/// Whether the program reads or changes everything inside the folders among its operands.
+pub(crate) fn recursive(argv: &[Word]) -> bool {
+    let Some(program) = value(argv, 0).map(basename) else {
+        return false;
+    };
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    let o = Options::read(program, &args);
+    match program {
+        "grep" | "egrep" | "fgrep" | "ggrep" | "ugrep" | "ug" => {
+            o.flag("rR")
+                || o.long(&["--recursive", "--dereference-recursive"])
+                || o.value(&["d", "--directories"], "recurse")
+        }
+        // Searchers that go into folders unless told not to.
+        "rg" | "ag" | "ack" | "ack-grep" => true,
+        // Archivers: a folder goes in with what it holds.
+        "tar" | "gtar" | "bsdtar" => !o.long(&["--no-recursion"]),
+        "7z" | "7za" | "7zr" => true,
+        "zip" => o.flag("r") || o.long(&["--recurse-paths"]),
+        "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
+        "rsync" => o.flag("ra") || o.long(&["--recursive", "--archive"]),
+        "rm" => o.flag("rR") || o.long(&["--recursive"]),
+        "chmod" | "chown" | "chgrp" => o.flag("R") || o.long(&["--recursive"]),
+        // `find` lists names, unless it acts on what it finds.
+        "find" => args
+            .iter()
+            .any(|a| matches!(*a, "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete")),
+        _ => false,
+    }
+}
+
+/// Whether a recursive search names no folder, and so searches the one it runs in (`rg key`,
+/// `grep -r key`).
+fn searches_here(program: &str, argv: &[Word]) -> bool {
+    const SEARCHERS: &[&str] = &[
+        "grep", "egrep", "fgrep", "ggrep", "rg", "ag", "ack", "ack-grep", "ugrep", "ug",
+    ];
+    if !SEARCHERS.contains(&program) || !recursive(argv) {
+        return false;
+    }
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    let o = Options::read(program, &args);
+    // A pattern given by option leaves every operand a path.
+    let by_option = o
+        .valued
+        .iter()
+        .any(|(name, _)| matches!(*name, "e" | "f" | "--regexp" | "--file"))
+        || o.long(&["--regexp", "--file"]);
+    o.operands.len() == usize::from(!by_option)
 }
 
 /// Whether `arg` starts with a URL scheme and `://`.
@@ -1428,6 +1598,74 @@ mod tests {
     }
 
     #[test]
+    fn programs_that_go_into_folders() {
+        let recursive = |line: &str| {
+            let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
+            recursive(&argv)
+        };
+        for yes in [
+            "grep -r x .",
+            "grep -rn x .",
+            "grep -nR x .",
+            "/usr/bin/grep --recursive x",
+            "grep --dereference-recursive x",
+            "grep -d recurse x .",
+            "grep --directories=recurse x .",
+            "rg x",
+            "ag x ~",
+            "tar czf out.tgz src",
+            "zip -r out.zip src",
+            "cp -a src dst",
+            "cp -R src dst",
+            "scp -r src host:",
+            "rsync -av src dst",
+            "rm -rf build",
+            "chmod -R go-w .",
+            "find . -name x -delete",
+            "find ~/.ssh -type f -exec cat {} +",
+        ] {
+            assert!(recursive(yes), "{yes}");
+        }
+        for no in [
+            "grep x file",
+            "grep -e-r x file",
+            "grep -e -r x file",
+            "grep -- -r file",
+            "grep -i x file",
+            "tar --no-recursion -cf out.tar dir",
+            "cp a b",
+            "rm -f a",
+            "chmod 600 key",
+            "find . -name '*.rs'",
+            "ls -R",
+            "cat dir",
+        ] {
+            assert!(!recursive(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn a_recursive_search_that_names_no_folder_searches_here() {
+        let mentioned = |line: &str| -> Vec<String> {
+            let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
+            mentions(&argv).0.into_iter().map(str::to_owned).collect()
+        };
+        assert_eq!(mentioned("rg TODO"), ["TODO", "."]);
+        assert_eq!(mentioned("rg -i -e TODO"), ["TODO", "."]);
+        assert_eq!(mentioned("rg -eTODO"), ["TODO", "."]);
+        assert_eq!(mentioned("grep -r TODO"), ["TODO", "."]);
+        assert_eq!(mentioned("rg TODO src"), ["TODO", "src"]);
+        assert_eq!(mentioned("rg -e TODO src"), ["TODO", "src"]);
+        assert_eq!(mentioned("grep -rf pats"), ["pats", "."]);
+        assert_eq!(
+            mentioned("grep TODO"),
+            ["TODO"],
+            "not recursive: reads its input"
+        );
+        assert_eq!(mentioned("cat"), Vec::<String>::new());
+    }
+
+    #[test]
     fn values_attached_to_short_options_are_mentioned() {
         let mentioned = |line: &[&str]| -> Vec<String> {
             let argv: Vec<Word> = line.iter().map(|w| Word::literal(w)).collect();
@@ -1447,7 +1685,8 @@ mod tests {
             ["diff", "config/.env"]
         );
         assert_eq!(mentioned(&["cat", "-n", "-A"]), Vec::<String>::new());
-        assert_eq!(mentioned(&["grep", "-rn", "x"]), ["x"]);
+        // A recursive search that names no folder searches the one it runs in.
+        assert_eq!(mentioned(&["grep", "-rn", "x"]), ["x", "."]);
         // An unknown program: a path-like rest after the first letter.
         assert_eq!(
             mentioned(&["tool", "-Iconfig/x", "-la", "-j4"]),
