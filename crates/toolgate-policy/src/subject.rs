@@ -158,7 +158,16 @@ impl fmt::Display for Subject {
                     PathRole::Written => "written file",
                     PathRole::Mentioned => "mentioned path",
                 };
-                write!(f, "{role} `{}` ({}, {})", p.given, p.access, p.source)?;
+                let whole = if p.recursive {
+                    " with everything inside it"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "{role} `{}` ({}{whole}, {})",
+                    p.given, p.access, p.source
+                )?;
                 match (&p.resolved, &p.problem) {
                     (Some(r), _) => {
                         write!(f, " → `{}`", r.resolved.display())?;
