@@ -91,6 +91,8 @@ pub(crate) struct Reader<R> {
     size: u64,
     last: Option<u64>,
     end: Option<End>,
+    /// Where the record that stopped reading starts.
+    stopped_at: Option<u64>,
     damaged: Vec<Damage>,
 }
 
@@ -122,6 +124,7 @@ impl<R: std::io::Read> Reader<R> {
             size,
             last: None,
             end: None,
+            stopped_at: None,
             damaged: Vec::new(),
         }
     }
@@ -129,6 +132,11 @@ impl<R: std::io::Read> Reader<R> {
     /// Where reading stopped (`Written` until it has).
     pub(crate) fn end(&self) -> End {
         self.end.unwrap_or(End::Written)
+    }
+
+    /// Where the record that stopped reading starts (where reading is, until it has stopped).
+    pub(crate) fn stopped_at(&self) -> u64 {
+        self.stopped_at.unwrap_or(self.offset)
     }
 
     /// The damaged records read past so far.
@@ -144,7 +152,7 @@ impl<R: std::io::Read> Reader<R> {
         let mut at = self.offset;
         let entry = match self.read_one()? {
             Read::Entry(entry) => *entry,
-            Read::End => return Ok(self.stop(End::Written)),
+            Read::End => return Ok(self.stop(End::Written, at)),
             Read::Damaged => {
                 // What follows tells a torn end from damage in the middle.
                 let after = self.offset;
@@ -164,17 +172,20 @@ impl<R: std::io::Read> Reader<R> {
                         at = after;
                         *next
                     }
-                    _ => return Ok(self.stop(End::Written)),
+                    _ => return Ok(self.stop(End::Written, at)),
                 }
             }
         };
         match self.last {
-            Some(last) if entry.lsn <= last => Ok(self.stop(End::Written)),
-            Some(last) if Some(entry.lsn) != last.checked_add(1) => Ok(self.stop(End::Gap {
-                offset: at,
-                expected: last.saturating_add(1),
-                found: entry.lsn,
-            })),
+            Some(last) if entry.lsn <= last => Ok(self.stop(End::Written, at)),
+            Some(last) if Some(entry.lsn) != last.checked_add(1) => Ok(self.stop(
+                End::Gap {
+                    offset: at,
+                    expected: last.saturating_add(1),
+                    found: entry.lsn,
+                },
+                at,
+            )),
             _ => {
                 self.last = Some(entry.lsn);
                 Ok(Some(entry))
@@ -182,8 +193,9 @@ impl<R: std::io::Read> Reader<R> {
         }
     }
 
-    fn stop(&mut self, end: End) -> Option<Entry> {
+    fn stop(&mut self, end: End, at: u64) -> Option<Entry> {
         self.end = Some(end);
+        self.stopped_at = Some(at);
         None
     }
 
@@ -227,14 +239,130 @@ impl<R: std::io::Read> Reader<R> {
     }
 }
 
+/// What every record's payload starts with (an entry's first field, its number).
+const MARKER: &[u8] = br#"{"lsn":"#;
+
+/// The first whole record numbered above `above` that starts at or after byte `from` of
+/// `file` (`size` bytes): its offset and number. Every place a record could start is looked at,
+/// so a damaged header or a cut record does not hide what follows it. No crash leaves a whole
+/// record after where writing stopped, other than older ones (from before the journal started
+/// again from the top, all applied): one numbered above what was read means damage lost the
+/// records in between.
+pub(crate) fn whole_record_after(
+    file: &std::fs::File,
+    from: u64,
+    size: u64,
+    above: u64,
+) -> std::io::Result<Option<(u64, u64)>> {
+    use std::os::unix::fs::FileExt;
+    const CHUNK: usize = 1 << 20;
+    let mut buffer = vec![0u8; CHUNK];
+    let mut start = from;
+    while start < size {
+        let want = usize::try_from((size - start).min(CHUNK as u64)).unwrap_or(CHUNK);
+        let Some(chunk) = buffer.get_mut(..want) else {
+            break;
+        };
+        file.read_exact_at(chunk, start)?;
+        let mut i = 0;
+        while let Some(found) = chunk
+            .get(i..)
+            .and_then(|rest| rest.windows(MARKER.len()).position(|w| w == MARKER))
+        {
+            let payload = start + (i + found) as u64;
+            i += found + 1;
+            let Some(at) = payload.checked_sub(HEADER as u64).filter(|at| *at >= from) else {
+                continue;
+            };
+            if let Some(lsn) = whole_record_at(file, at, size, above)? {
+                return Ok(Some((at, lsn)));
+            }
+        }
+        if want < CHUNK {
+            break;
+        }
+        // The next chunk overlaps this one by a marker's length, so none is split unseen.
+        start += (CHUNK - MARKER.len()) as u64;
+    }
+    Ok(None)
+}
+
+/// The number of the record at `at`, when a whole one numbered above `above` is there.
+fn whole_record_at(
+    file: &std::fs::File,
+    at: u64,
+    size: u64,
+    above: u64,
+) -> std::io::Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let mut header = [0u8; HEADER];
+    file.read_exact_at(&mut header, at)?;
+    let [l0, l1, l2, l3, c0, c1, c2, c3] = header;
+    let length = u64::from(u32::from_le_bytes([l0, l1, l2, l3]));
+    let payload = at + HEADER as u64;
+    if length == 0 || length > size.saturating_sub(payload) {
+        return Ok(None);
+    }
+    // The number first (cheap), the checksum only for a record that would matter.
+    let mut head = [0u8; 32];
+    let head = head
+        .get_mut(..usize::try_from(length.min(32)).unwrap_or(32))
+        .unwrap_or_default();
+    file.read_exact_at(head, payload)?;
+    let digits: Vec<u8> = head
+        .get(MARKER.len()..)
+        .unwrap_or_default()
+        .iter()
+        .copied()
+        .take_while(u8::is_ascii_digit)
+        .collect();
+    let lsn = std::str::from_utf8(&digits)
+        .ok()
+        .and_then(|d| d.parse::<u64>().ok());
+    // A number SQLite can store, as the reader requires.
+    let Some(lsn) = lsn.filter(|lsn| *lsn > above && i64::try_from(*lsn).is_ok()) else {
+        return Ok(None);
+    };
+    let mut crc = Crc32::new();
+    let mut piece = vec![0u8; usize::try_from(length.min(1 << 20)).unwrap_or(1 << 20)];
+    let mut done = 0u64;
+    while done < length {
+        let n = usize::try_from((length - done).min(piece.len() as u64)).unwrap_or(0);
+        let Some(part) = piece.get_mut(..n) else {
+            break;
+        };
+        file.read_exact_at(part, payload + done)?;
+        crc.update(part);
+        done += n as u64;
+    }
+    Ok((crc.finish() == u32::from_le_bytes([c0, c1, c2, c3])).then_some(lsn))
+}
+
+/// CRC-32 computed piece by piece.
+struct Crc32(u32);
+
+impl Crc32 {
+    fn new() -> Crc32 {
+        Crc32(!0)
+    }
+
+    fn update(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            let index = usize::from((self.0 as u8) ^ byte);
+            self.0 = (self.0 >> 8) ^ CRC_TABLE.get(index).copied().unwrap_or_default();
+        }
+    }
+
+    fn finish(&self) -> u32 {
+        !self.0
+    }
+}
+
 /// CRC-32 (IEEE 802.3, as zlib computes it), one table lookup per byte.
 pub(crate) fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &byte in bytes {
-        let index = usize::from((crc as u8) ^ byte);
-        crc = (crc >> 8) ^ CRC_TABLE.get(index).copied().unwrap_or_default();
-    }
-    !crc
+    let mut crc = Crc32::new();
+    crc.update(bytes);
+    crc.finish()
 }
 
 // `n` stays below 256 by the loop's bound; a constant cannot use `get_mut`.
@@ -322,6 +450,62 @@ mod tests {
             }
             let entries = decode(&bytes);
             assert!(entries.len() <= 1 + bytes.len() / HEADER);
+        }
+    }
+
+    /// Every place a record could start is looked at: across the reading chunks' edges, past
+    /// damage and garbage, and only records numbered above the bound count.
+    #[test]
+    fn a_whole_record_is_found_wherever_it_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let find = |bytes: &[u8], from: u64, above: u64| {
+            std::fs::write(&path, bytes).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            whole_record_after(&file, from, bytes.len() as u64, above).unwrap()
+        };
+        let record = encode(&entry(9)).unwrap();
+        // Its marker split by the first chunk's end (1 MiB), and by nothing.
+        for lead in [(1 << 20) - 11, (1 << 20) - 8, 5, 0] {
+            let bytes = [vec![0u8; lead], record.clone()].concat();
+            assert_eq!(find(&bytes, 0, 8), Some((lead as u64, 9)), "at {lead}");
+            assert_eq!(
+                find(&bytes, 0, 9),
+                None,
+                "numbered no higher than the bound"
+            );
+            assert_eq!(
+                find(&bytes, lead as u64 + 1, 0),
+                None,
+                "starts before `from`"
+            );
+        }
+        // A damaged copy is not whole; a later whole one is found.
+        let mut damaged = record.clone();
+        let last = damaged.len() - 3;
+        damaged[last] ^= 1;
+        let bytes = [
+            damaged.clone(),
+            b"{\"lsn\":12,garbage".to_vec(),
+            record.clone(),
+        ]
+        .concat();
+        let at = (damaged.len() + 17) as u64;
+        assert_eq!(find(&bytes, 0, 0), Some((at, 9)));
+        // Random bytes with markers in them: never a panic, never a record.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..300 {
+            let mut bytes: Vec<u8> = (0..200)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            let at = usize::try_from(state % 150).unwrap();
+            bytes[at..at + MARKER.len()].copy_from_slice(MARKER);
+            assert_eq!(find(&bytes, 0, 0), None);
         }
     }
 

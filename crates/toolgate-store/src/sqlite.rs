@@ -452,6 +452,18 @@ fn recover(
             "the record at byte {offset} is commit {found}, where commit {expected} was due"
         )));
     }
+    // Past where reading stopped, nothing newer may follow: a damaged header or a record cut
+    // by damage (not by a crash) would otherwise hide the commits after it.
+    if let Some((at, lsn)) =
+        journal::whole_record_after(&file, reader.stopped_at(), size, expected - 1)
+            .map_err(|e| named(&e))?
+    {
+        return Err(refused(format!(
+            "reading stopped at byte {} (a damaged or cut record), and a whole record of commit \
+             {lsn}, which the database lacks, follows at byte {at}",
+            reader.stopped_at()
+        )));
+    }
     if let Some(damage) = reader.damaged().first() {
         // Nothing the database lacks: worth a word all the same.
         eprintln!(
@@ -1516,7 +1528,52 @@ mod tests {
         drop(store);
         assert_eq!(applied_lsn(&path), 3);
         let journal_file = journal_path(&path);
-        let refusals: [(&str, Vec<u8>, &str); 3] = [
+        let headless = |lsn: u64| {
+            let mut bytes = record(lsn);
+            bytes[..8].fill(0);
+            bytes
+        };
+        let long = |lsn: u64| {
+            let mut bytes = record(lsn);
+            bytes[..4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+            bytes
+        };
+        let block_zeroed = {
+            let mut bytes: Vec<u8> = (4..40).flat_map(record).collect();
+            bytes[900..900 + 4096].fill(0);
+            bytes
+        };
+        let refusals: [(&str, Vec<u8>, &str); 9] = [
+            (
+                "a zeroed header with commits after it",
+                [record(4), headless(5), record(6)].concat(),
+                "a whole record of commit 6, which the database lacks, follows at byte",
+            ),
+            (
+                "the first record the database lacks without its header",
+                [headless(4), record(5)].concat(),
+                "reading stopped at byte 0",
+            ),
+            (
+                "a length past the file's end",
+                [record(4), long(5), record(6)].concat(),
+                "commit 6, which the database lacks",
+            ),
+            (
+                "a block of zeros over several records",
+                block_zeroed,
+                "which the database lacks, follows at byte",
+            ),
+            (
+                "a record written twice",
+                [record(4), record(4), record(5)].concat(),
+                "commit 5, which the database lacks",
+            ),
+            (
+                "two damaged records in a row",
+                [record(4), damaged(5), damaged(6), record(7)].concat(),
+                "commit 7, which the database lacks",
+            ),
             (
                 "an older database",
                 [record(6), record(7)].concat(),
@@ -1559,6 +1616,15 @@ mod tests {
         let error = SqliteStore::open(&path).await.unwrap_err().0;
         assert!(error.contains("not a regular file"), "{error}");
         std::fs::remove_file(&journal_file).unwrap();
+
+        // Records from before the journal started again from the top, after a torn last one:
+        // all in the database, so nothing is lost.
+        let mut torn = record(4);
+        torn.truncate(torn.len() - 5);
+        torn.resize(torn.len() + 5, 0);
+        std::fs::write(&journal_file, [torn, record(2), record(3)].concat()).unwrap();
+        drop(SqliteStore::open(&path).await.unwrap());
+        assert_eq!(applied_lsn(&path), 3);
 
         // Damage among commits the database has, and a forged last record (the largest
         // number there is): nothing is lost, so the store opens and carries on.
