@@ -112,6 +112,11 @@ const TRUNCATE_ABOVE: u64 = 1 << 20;
 /// timeout instead of piling up in memory without bound.
 const MAX_QUEUED: usize = if cfg!(test) { 64 } else { 16_384 };
 
+/// The most bytes of records journaled and not yet applied, bounded as [`MAX_QUEUED`] bounds
+/// their number: large calls reach it first (a queued commit holds about twice its record in
+/// memory).
+const MAX_QUEUED_BYTES: usize = if cfg!(test) { 256 << 10 } else { 64 << 20 };
+
 /// How long a write waits for another program's lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
@@ -223,6 +228,10 @@ struct Journal {
     queue: VecDeque<Entry>,
     /// Journaled and not yet applied: the queue and the commits being applied.
     unapplied: usize,
+    /// The records' bytes of the queue.
+    queued_bytes: usize,
+    /// The records' bytes of the queue and of the commits being applied.
+    unapplied_bytes: usize,
     /// The last record's bytes: the next is encoded into the same memory.
     buffer: Vec<u8>,
     /// Whether records are copied into a mapping of the file rather than written with
@@ -500,6 +509,8 @@ fn recover(
         pending: HashSet::new(),
         queue: VecDeque::new(),
         unapplied: 0,
+        queued_bytes: 0,
+        unapplied_bytes: 0,
         buffer: Vec::new(),
         mapped: durability == Durability::Process,
         chunks: Vec::new(),
@@ -705,7 +716,11 @@ impl SqliteStore {
 
     /// Applies the journal's queue (the writer is held).
     fn catch_up(&self, writer: &mut Connection) -> Result<(), StoreError> {
-        let entries: Vec<Entry> = lock(&self.shared.journal).queue.drain(..).collect();
+        let (entries, bytes) = {
+            let mut journal = lock(&self.shared.journal);
+            let bytes = std::mem::take(&mut journal.queued_bytes);
+            (journal.queue.drain(..).collect::<Vec<Entry>>(), bytes)
+        };
         if entries.is_empty() {
             return Ok(());
         }
@@ -715,6 +730,7 @@ impl SqliteStore {
             for entry in entries.into_iter().rev() {
                 journal.queue.push_front(entry);
             }
+            journal.queued_bytes += bytes;
             return Err(error);
         }
         for table in entries
@@ -727,6 +743,7 @@ impl SqliteStore {
         }
         let mut journal = lock(&self.shared.journal);
         journal.unapplied = journal.unapplied.saturating_sub(entries.len());
+        journal.unapplied_bytes = journal.unapplied_bytes.saturating_sub(bytes);
         if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
             // Everything it holds is applied: the next record goes at the top.
             journal.length = 0;
@@ -958,11 +975,16 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
-        if lock(&self.shared.journal).unapplied >= MAX_QUEUED {
+        let (queued, bytes) = {
+            let journal = lock(&self.shared.journal);
+            (journal.unapplied, journal.unapplied_bytes)
+        };
+        if queued >= MAX_QUEUED || bytes >= MAX_QUEUED_BYTES {
             self.write(|_| Ok(())).map_err(|error| {
                 StoreError(format!(
-                    "{MAX_QUEUED} commits are waiting to be applied to {} (is another program \
-                     holding its write lock?): {error}",
+                    "{queued} commits ({} KiB) are waiting to be applied to {} (is another \
+                     program holding its write lock?): {error}",
+                    bytes >> 10,
                     self.shared.path.display()
                 ))
             })?;
@@ -994,6 +1016,7 @@ impl Store for SqliteStore {
             Durability::Full => blocking(|| journal.append(&record, true)),
             Durability::Process => journal.append(&record, false),
         };
+        let size = record.len();
         journal.buffer = record;
         appended?;
         journal.next_lsn += 1;
@@ -1012,6 +1035,8 @@ impl Store for SqliteStore {
         }
         journal.queue.push_back(entry);
         journal.unapplied += 1;
+        journal.queued_bytes += size;
+        journal.unapplied_bytes += size;
         drop(journal);
         if self.shared.applier_asleep.load(Ordering::SeqCst)
             && let Some(applier) = self.shared.applier.get()
@@ -1659,6 +1684,42 @@ mod tests {
         drop(store);
         let store = SqliteStore::open(&path).await.unwrap();
         assert_eq!(store.last_seq().await.unwrap(), 5);
+    }
+
+    /// The bound counts bytes too: large commits reach it long before their number does.
+    #[tokio::test]
+    async fn large_commits_are_refused_past_a_bound_in_bytes_while_the_database_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        let _ = store.last_seq().await.unwrap();
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let large = || EventRecord::new("large", json!({"pad": "x".repeat(32 << 10)}));
+        let mut accepted = 0;
+        let error = loop {
+            match store.append(&[large()]).await {
+                Ok(_) => accepted += 1,
+                Err(error) => break error,
+            }
+            assert!(accepted < MAX_QUEUED, "bounded by bytes, not by number");
+        };
+        let bound = MAX_QUEUED_BYTES / (32 << 10);
+        assert!(
+            (bound..=bound + 1).contains(&accepted),
+            "{accepted} accepted"
+        );
+        assert!(error.0.contains("KiB) are waiting"), "{error}");
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+        store.append(&[large()]).await.unwrap();
+        assert_eq!(
+            store.last_seq().await.unwrap(),
+            i64::try_from(accepted).unwrap() + 2
+        );
     }
 
     /// While another program holds the database's write lock, commits are journaled up to a
