@@ -61,8 +61,20 @@ impl ServerConfig {
         self.data_dir.join("token")
     }
 
-    /// Checks the settings: a non-loopback address needs `allow_remote`.
+    /// Checks the settings: a non-loopback address needs `allow_remote`; each extra host is a
+    /// name or address with an optional port, as a `Host` header says it.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        for host in &self.extra_hosts {
+            let valid = host.parse::<axum::http::uri::Authority>().is_ok_and(|a| {
+                a.as_str() == host.as_str() && !host.contains(['@', '*']) && !host.is_empty()
+            });
+            if !valid {
+                return Err(ConfigError(format!(
+                    "`hosts` entry `{host}` is not a host name with an optional port (like \
+                     `toolgate.lan:7811`); patterns and URLs are not accepted"
+                )));
+            }
+        }
         if !self.listen.ip().is_loopback() && !self.allow_remote {
             return Err(ConfigError(format!(
                 "refusing to listen on {}: it is not a loopback address (pass --allow-remote to \

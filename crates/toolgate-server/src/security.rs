@@ -108,10 +108,18 @@ pub(crate) fn check(
     headers: &HeaderMap,
 ) -> Result<(), ApiError> {
     let (path, query) = (uri.path(), uri.query());
-    if headers.contains_key("x-forwarded-host") {
+    let forwarded_host = headers.get_all(header::FORWARDED).iter().any(|v| {
+        v.to_str().map_or(true, |v| {
+            v.split([';', ','])
+                .any(|pair| pair.trim().to_ascii_lowercase().starts_with("host="))
+        })
+    });
+    if headers.contains_key("x-forwarded-host") || forwarded_host {
         return Err(ApiError::bad_request(
             "forwarded_host",
-            "`X-Forwarded-Host` is not accepted: the daemon is not behind a proxy it knows",
+            "`X-Forwarded-Host` and `Forwarded: host=` are not accepted: the daemon answers to \
+             the names it is configured with, whatever a proxy says (a proxy in front of it must \
+             not send them)",
         ));
     }
     let host = header_text(headers, &header::HOST)?

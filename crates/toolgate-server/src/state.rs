@@ -146,8 +146,14 @@ impl AppState {
         if !config.listen.ip().is_loopback() && !config.listen.ip().is_unspecified() {
             hosts.push(config.listen.to_string());
         }
-        hosts.extend(config.extra_hosts.iter().map(|h| h.to_ascii_lowercase()));
-        let origins = hosts.iter().map(|h| format!("http://{h}")).collect();
+        let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
+        for extra in &config.extra_hosts {
+            let extra = extra.to_ascii_lowercase();
+            // A reverse proxy's name: its page may be served over TLS.
+            origins.push(format!("http://{extra}"));
+            origins.push(format!("https://{extra}"));
+            hosts.push(extra);
+        }
         let last = store.last_seq().await?;
         let (last_seq, _) = watch::channel(last);
         let state = AppState {

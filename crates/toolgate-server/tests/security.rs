@@ -112,6 +112,35 @@ async fn requests_for_another_host_are_refused() {
         "forwarded_host",
     )
     .await;
+    for forwarded in [
+        "host=evil.example",
+        "for=192.0.2.1;Host=evil.example",
+        "for=192.0.2.1, host=evil.example;proto=https",
+    ] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, HOST)
+            .header(header::FORWARDED, forwarded)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(answer())
+            .unwrap();
+        refused(
+            &daemon,
+            &id,
+            request,
+            StatusCode::BAD_REQUEST,
+            "forwarded_host",
+        )
+        .await;
+    }
+    // What a proxy says of the client is no concern of the daemon's.
+    let request = Request::builder()
+        .uri("/api/pending")
+        .header(header::HOST, HOST)
+        .header(header::FORWARDED, "for=192.0.2.1;proto=https")
+        .header(header::AUTHORIZATION, &bearer)
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(daemon.send(request).await.0, StatusCode::OK);
     // An absolute request target names the host the request is for, whatever `Host` says.
     let request = Request::builder()
         .method("POST")
@@ -584,4 +613,49 @@ async fn ambiguous_requests_are_refused_not_read_one_way() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// A name a reverse proxy forwards (`hosts` in the settings): accepted as `Host`, and as an
+/// origin over TLS too, as the proxy may serve the page; anything else stays refused.
+#[tokio::test]
+async fn a_configured_proxy_name_is_accepted_over_http_and_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toolgate_server::ServerConfig::new(dir.path());
+    config.extra_hosts = vec!["Proxy.LAN:8443".into()];
+    config.validate().unwrap();
+    let policy = toolgate_policy::Policy::from_toml("p.toml", "version = 1\n").unwrap();
+    let server = toolgate_server::Server::open(config, policy).await.unwrap();
+    let token = std::fs::read_to_string(dir.path().join("token")).unwrap();
+    let status = |origin: &'static str| {
+        let request = Request::builder()
+            .uri("/api/pending")
+            .header(header::HOST, "proxy.lan:8443")
+            .header(header::ORIGIN, origin)
+            .header(header::AUTHORIZATION, format!("Bearer {}", token.trim()))
+            .body(Body::empty())
+            .unwrap();
+        let app = server.router();
+        async move { app.oneshot(request).await.unwrap().status() }
+    };
+    assert_eq!(status("https://proxy.lan:8443").await, StatusCode::OK);
+    assert_eq!(status("http://proxy.lan:8443").await, StatusCode::OK);
+    assert_eq!(status("https://proxy.lan").await, StatusCode::FORBIDDEN);
+    assert_eq!(
+        status("https://evil.example:8443").await,
+        StatusCode::FORBIDDEN
+    );
+
+    for bad in [
+        "*",
+        "*.lan",
+        "https://proxy.lan",
+        "proxy.lan/x",
+        "user@proxy.lan",
+        "",
+    ] {
+        let mut config = toolgate_server::ServerConfig::new(dir.path());
+        config.extra_hosts = vec![bad.into()];
+        let error = config.validate().unwrap_err().to_string();
+        assert!(error.contains("is not a host name"), "{bad}: {error}");
+    }
 }
