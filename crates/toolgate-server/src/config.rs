@@ -219,9 +219,20 @@ pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
             path.display()
         ))
     };
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
+    match std::fs::metadata(path) {
+        // A FIFO would hang the start, a device never end the read.
+        Ok(meta) if !meta.is_file() => Err(ConfigError(format!(
+            "the token file {} is not a regular file",
+            path.display()
+        ))),
+        Ok(_) => {
             check_private(path)?;
+            let mut text = String::new();
+            std::fs::File::open(path)
+                .and_then(|file| {
+                    std::io::Read::read_to_string(&mut std::io::Read::take(file, 4096), &mut text)
+                })
+                .map_err(|e| fail("read", e))?;
             let token = text.trim().to_owned();
             if token.len() < 32 {
                 return Err(ConfigError(format!(
@@ -297,6 +308,22 @@ mod tests {
                 load_or_create_token(&path).is_err(),
                 "a readable token is refused"
             );
+            // Not a file: a FIFO would hang the start, a device never end the read.
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            let made = std::process::Command::new("mkfifo").arg(&path).status();
+            assert!(made.is_ok_and(|s| s.success()));
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let error = load_or_create_token(&path).map_err(|e| e.to_string());
+            assert!(
+                error
+                    .as_ref()
+                    .is_err_and(|e| e.contains("not a regular file")),
+                "{error:?}"
+            );
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            std::os::unix::fs::symlink("/dev/zero", &path).unwrap_or_else(|e| panic!("{e}"));
+            assert!(load_or_create_token(&path).is_err());
         }
     }
 
