@@ -290,10 +290,21 @@ impl Journal {
     fn grow(&mut self, end: u64) -> std::io::Result<()> {
         let chunk = usize::try_from(JOURNAL_GROWTH).map_err(std::io::Error::other)?;
         while self.allocated < end {
-            self.file.write_all_at(&vec![0u8; chunk], self.allocated)?;
-            if self.mapped {
-                self.chunks
-                    .push(Mapping::new(&self.file, self.allocated, chunk)?);
+            let grown = self
+                .file
+                .write_all_at(&vec![0u8; chunk], self.allocated)
+                .and_then(|()| {
+                    if self.mapped {
+                        self.chunks
+                            .push(Mapping::new(&self.file, self.allocated, chunk)?);
+                    }
+                    Ok(())
+                });
+            if let Err(error) = grown {
+                // A full disk: what part of the chunk was written is given back, so the space
+                // a person frees goes to the next try (and to the database).
+                let _ = self.file.set_len(self.allocated);
+                return Err(error);
             }
             self.allocated += JOURNAL_GROWTH;
         }
