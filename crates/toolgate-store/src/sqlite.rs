@@ -22,7 +22,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use rusqlite::types::Value as SqlValue;
@@ -117,6 +117,9 @@ const MAX_QUEUED: usize = if cfg!(test) { 64 } else { 16_384 };
 /// memory).
 const MAX_QUEUED_BYTES: usize = if cfg!(test) { 256 << 10 } else { 64 << 20 };
 
+/// How long after a write found the database locked others are told so without waiting.
+const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
+
 /// How long a write waits for another program's lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
@@ -178,6 +181,8 @@ struct Shared {
     applier: OnceLock<std::thread::Thread>,
     /// Whether it sleeps until woken (else it looks every [`APPLY_POLL`]).
     applier_asleep: AtomicBool,
+    /// When a write last found the database locked by another program past the busy timeout.
+    locked_out: Mutex<Option<Instant>>,
 }
 
 /// What a read reads, and a commit writes.
@@ -694,6 +699,7 @@ impl SqliteStore {
                 unapplied: Default::default(),
                 applier: OnceLock::new(),
                 applier_asleep: AtomicBool::new(false),
+                locked_out: Mutex::new(None),
             });
             start_applier(&shared)?;
             Ok(SqliteStore { shared })
@@ -707,8 +713,28 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         let run = || {
             let mut writer = lock(&self.shared.writer);
-            self.catch_up(&mut writer)?;
-            work(&mut writer)
+            // Another program held the database's write lock past the busy timeout a moment
+            // ago: those who waited behind that try look once without waiting, rather than
+            // each waiting a timeout of its own in turn.
+            let recently =
+                lock(&self.shared.locked_out).is_some_and(|at| at.elapsed() < LOCKED_OUT_FOR);
+            if recently {
+                writer.busy_timeout(Duration::ZERO)?;
+            }
+            let result = self.catch_up(&mut writer).and_then(|()| work(&mut writer));
+            if recently {
+                writer.busy_timeout(BUSY_TIMEOUT)?;
+            }
+            let busy = matches!(&result, Err(error) if error.0.contains("database is locked"));
+            let mut locked_out = lock(&self.shared.locked_out);
+            match (busy, recently) {
+                // SQLite's words for SQLITE_BUSY, after the whole timeout.
+                (true, false) => *locked_out = Some(Instant::now()),
+                (true, true) => {}
+                (false, _) => *locked_out = None,
+            }
+            drop(locked_out);
+            result
         };
         match self.shared.durability {
             // A disk flush: long enough for tokio to move other tasks away.
@@ -1695,6 +1721,52 @@ mod tests {
         drop(store);
         let store = SqliteStore::open(&path).await.unwrap();
         assert_eq!(store.last_seq().await.unwrap(), 5);
+    }
+
+    /// Reads waiting behind one that found the database locked do not each wait a timeout of
+    /// their own in turn (six in a row would take six timeouts); once the lock is let go, the
+    /// next read goes through at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 6)]
+    async fn waiters_behind_a_locked_database_are_told_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        let _ = store.last_seq().await.unwrap();
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        // Journaled, not applied: reading events must catch up first.
+        store.append(&[event("queued", "r")]).await.unwrap();
+        let started = std::time::Instant::now();
+        let reads: Vec<_> = (0..6)
+            .map(|_| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store.events_after(0, &EventFilter::default(), 10).await
+                })
+            })
+            .collect();
+        for read in reads {
+            let error = read.await.unwrap().unwrap_err();
+            assert!(error.0.contains("database is locked"), "{error}");
+        }
+        assert!(
+            started.elapsed() < BUSY_TIMEOUT * 3,
+            "six waiters took {:?}",
+            started.elapsed()
+        );
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+        let kinds: Vec<String> = store
+            .events_after(0, &EventFilter::default(), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["first", "queued"]);
     }
 
     /// The bound counts bytes too: large commits reach it long before their number does.
