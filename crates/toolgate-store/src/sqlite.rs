@@ -117,6 +117,10 @@ const MAX_QUEUED: usize = if cfg!(test) { 64 } else { 16_384 };
 /// memory).
 const MAX_QUEUED_BYTES: usize = if cfg!(test) { 256 << 10 } else { 64 << 20 };
 
+/// How long closing waits for the database (and for a write in progress) before it leaves
+/// the journal to the next start.
+const CLOSE_WAIT: Duration = Duration::from_millis(200);
+
 /// How long after a write found the database locked others are told so without waiting.
 const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
 
@@ -183,6 +187,11 @@ struct Shared {
     applier_asleep: AtomicBool,
     /// When a write last found the database locked by another program past the busy timeout.
     locked_out: Mutex<Option<Instant>>,
+    /// Stops the writer's statement in progress (a wait for another program's lock) when the
+    /// store closes.
+    interrupt: rusqlite::InterruptHandle,
+    /// Set when the store closes: the applier stops.
+    closing: AtomicBool,
 }
 
 /// What a read reads, and a commit writes.
@@ -560,6 +569,9 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
                 let Some(shared) = weak.upgrade() else {
                     return;
                 };
+                if shared.closing.load(Ordering::SeqCst) {
+                    return;
+                }
                 let store = SqliteStore { shared };
                 let queued = lock(&store.shared.journal).unapplied > 0;
                 // A failure stays queued: the next look, or the next read, tries again.
@@ -689,6 +701,7 @@ impl SqliteStore {
             migrate(&mut writer)?;
             let journal = recover(&mut writer, path, durability)?;
             let reader = connect(path, durability, true)?;
+            let interrupt = writer.get_interrupt_handle();
             let shared = Arc::new(Shared {
                 path: path.to_owned(),
                 durability,
@@ -700,9 +713,23 @@ impl SqliteStore {
                 applier: OnceLock::new(),
                 applier_asleep: AtomicBool::new(false),
                 locked_out: Mutex::new(None),
+                interrupt,
+                closing: AtomicBool::new(false),
             });
             start_applier(&shared)?;
             Ok(SqliteStore { shared })
+        })
+        .map_err(|error: StoreError| {
+            // SQLite's words for SQLITE_BUSY: say which file, and what holds it.
+            if error.0.contains("database is locked") {
+                StoreError(format!(
+                    "{} is locked by another program (is it holding a write transaction?): {}",
+                    path.display(),
+                    error.0
+                ))
+            } else {
+                error
+            }
         })
     }
 
@@ -999,15 +1026,32 @@ impl Store for SqliteStore {
     /// Folds the write-ahead log into the database file (a clean shutdown's last step; nothing
     /// is lost without it).
     async fn close(&self) {
-        let _ = self.write(|connection| {
-            // Another program's open read makes the checkpoint wait; it is only tidying.
-            connection.busy_timeout(Duration::from_millis(200))?;
-            connection.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
-            let mut journal = lock(&self.shared.journal);
-            if journal.queue.is_empty() {
-                journal.length = 0;
-            }
-            Ok(())
+        // Another program's lock makes applying the journal and the checkpoint wait; both are
+        // only tidying (the journal keeps what is not applied for the next start), so each
+        // waits a moment at most. The applier stops, and its wait in progress is cut short.
+        self.shared.closing.store(true, Ordering::SeqCst);
+        self.shared.interrupt.interrupt();
+        blocking(|| {
+            let deadline = Instant::now() + CLOSE_WAIT;
+            let mut writer = loop {
+                match self.shared.writer.try_lock() {
+                    Ok(writer) => break writer,
+                    Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => return,
+                }
+            };
+            let _ = writer.busy_timeout(CLOSE_WAIT);
+            let _ = self.catch_up(&mut writer).and_then(|()| {
+                writer.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+                let mut journal = lock(&self.shared.journal);
+                if journal.queue.is_empty() {
+                    journal.length = 0;
+                }
+                Ok(())
+            });
         });
     }
 
@@ -1743,9 +1787,9 @@ mod tests {
         let reads: Vec<_> = (0..6)
             .map(|_| {
                 let store = store.clone();
-                tokio::spawn(async move {
-                    store.events_after(0, &EventFilter::default(), 10).await
-                })
+                tokio::spawn(
+                    async move { store.events_after(0, &EventFilter::default(), 10).await },
+                )
             })
             .collect();
         for read in reads {
@@ -1759,6 +1803,45 @@ mod tests {
         );
         outside.execute_batch("ROLLBACK").unwrap();
         drop(outside);
+        let kinds: Vec<String> = store
+            .events_after(0, &EventFilter::default(), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["first", "queued"]);
+    }
+
+    /// Closing while another program holds the write lock does not wait it out: what is not
+    /// applied stays in the journal, and the next start applies it.
+    #[tokio::test]
+    async fn closing_leaves_to_the_next_start_what_a_locked_database_cannot_take() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        let _ = store.last_seq().await.unwrap();
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        store.append(&[event("queued", "r")]).await.unwrap();
+        // Let the applier be in its wait for the lock.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = std::time::Instant::now();
+        store.close().await;
+        assert!(
+            started.elapsed() < BUSY_TIMEOUT,
+            "closing took {:?}",
+            started.elapsed()
+        );
+        drop(store);
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
         let kinds: Vec<String> = store
             .events_after(0, &EventFilter::default(), 10)
             .await
