@@ -26,12 +26,20 @@ use crate::record::StoreError;
 pub(crate) struct Entry {
     /// Its number: increasing, never reused.
     pub(crate) lsn: u64,
+    /// The database it belongs to (its `journal.store`; 0 in records written before there was
+    /// one): a journal copied next to another database is refused, not applied to it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) store: u64,
     /// The sequence numbers of `batch.events`, in order.
     pub(crate) seqs: Vec<i64>,
     pub(crate) batch: Batch,
 }
 
 const HEADER: usize = 8;
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// The bytes of `entry`'s record.
 #[cfg(test)]
@@ -397,6 +405,7 @@ mod tests {
     fn entry(lsn: u64) -> Entry {
         Entry {
             lsn,
+            store: 0,
             seqs: vec![7],
             batch: Batch {
                 close: Some(format!("r{lsn}")),
@@ -622,6 +631,7 @@ mod tests {
         for odd in [
             Entry {
                 lsn: u64::MAX,
+                store: 0,
                 ..entry(1)
             },
             Entry { lsn: 0, ..entry(1) },

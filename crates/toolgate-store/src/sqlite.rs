@@ -88,6 +88,11 @@ CREATE TABLE journal (
 );
 INSERT INTO journal (id, applied_lsn) VALUES (1, 0);
 "#,
+    // The database's own number, which its journal's records carry.
+    r#"
+ALTER TABLE journal ADD COLUMN store INTEGER NOT NULL DEFAULT 0;
+UPDATE journal SET store = max(1, random() & 9223372036854775807) WHERE id = 1;
+"#,
 ];
 
 /// How often the applier looks at the journal while commits keep coming. It is not woken by
@@ -242,6 +247,8 @@ struct Journal {
     queue: VecDeque<Entry>,
     /// Journaled and not yet applied: the queue and the commits being applied.
     unapplied: usize,
+    /// The database's number, carried by each record.
+    store: u64,
     /// The records' bytes of the queue.
     queued_bytes: usize,
     /// The records' bytes of the queue and of the commits being applied.
@@ -441,17 +448,27 @@ fn recover(
         return Err(refused("it is not a regular file".into()));
     }
     let size = size.len();
-    let applied: i64 =
-        connection.query_row("SELECT applied_lsn FROM journal WHERE id = 1", [], |row| {
-            row.get(0)
-        })?;
+    let (applied, store): (i64, i64) = connection.query_row(
+        "SELECT applied_lsn, store FROM journal WHERE id = 1",
+        [],
+        |row| Ok((row.get(0)?, row.get(1)?)),
+    )?;
     let applied = u64::try_from(applied).unwrap_or(0);
+    let store = u64::try_from(store).unwrap_or(0);
 
     // First, whether it can be applied as a whole; nothing is written until it is known.
     let mut reader = from_start(&file, size).map_err(|e| named(&e))?;
     let mut expected = applied.saturating_add(1);
     let mut ahead = None;
     while let Some(entry) = reader.next().map_err(|e| named(&e))? {
+        if entry.store != 0 && entry.store != store {
+            return Err(refused(format!(
+                "its commit {} belongs to another database (it is another data directory's \
+                 journal, not {}'s)",
+                entry.lsn,
+                path.display()
+            )));
+        }
         if entry.lsn <= applied {
             continue;
         }
@@ -534,6 +551,7 @@ fn recover(
         pending: HashSet::new(),
         queue: VecDeque::new(),
         unapplied: 0,
+        store,
         queued_bytes: 0,
         unapplied_bytes: 0,
         buffer: Vec::new(),
@@ -1088,6 +1106,7 @@ impl Store for SqliteStore {
         let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
         let entry = Entry {
             lsn: journal.next_lsn,
+            store: journal.store,
             seqs: (journal.next_seq..journal.next_seq.saturating_add(count)).collect(),
             batch,
         };
@@ -1375,6 +1394,7 @@ mod tests {
             // Already applied: skipped.
             Entry {
                 lsn: applied,
+                store: 0,
                 seqs: vec![1],
                 batch: Batch {
                     events: vec![event("duplicate", "r1")],
@@ -1383,6 +1403,7 @@ mod tests {
             },
             Entry {
                 lsn: applied + 1,
+                store: 0,
                 seqs: vec![2],
                 batch: Batch {
                     close: Some("r1".into()),
@@ -1394,6 +1415,7 @@ mod tests {
             },
             Entry {
                 lsn: applied + 2,
+                store: 0,
                 seqs: vec![3, 4],
                 batch: Batch {
                     open: Some(pending("r2")),
@@ -1409,6 +1431,7 @@ mod tests {
         // A last record cut short: never acknowledged.
         let cut = journal::encode(&Entry {
             lsn: applied + 3,
+            store: 0,
             seqs: vec![5],
             batch: Batch {
                 events: vec![event("torn", "r3")],
@@ -1603,6 +1626,7 @@ mod tests {
     fn record(lsn: u64) -> Vec<u8> {
         journal::encode(&Entry {
             lsn,
+            store: 0,
             seqs: vec![i64::try_from(lsn).unwrap()],
             batch: Batch {
                 events: vec![event("journaled", "r")],
@@ -1649,7 +1673,27 @@ mod tests {
             bytes[900..900 + 4096].fill(0);
             bytes
         };
-        let refusals: [(&str, Vec<u8>, &str); 9] = [
+        let ours: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT store FROM journal", [], |row| row.get(0))
+            .unwrap();
+        assert!(ours > 0, "a database has its own number");
+        let foreign = journal::encode(&Entry {
+            lsn: 4,
+            store: u64::try_from(ours).unwrap() ^ 1,
+            seqs: vec![4],
+            batch: Batch {
+                events: vec![event("foreign", "r")],
+                ..Batch::default()
+            },
+        })
+        .unwrap();
+        let refusals: [(&str, Vec<u8>, &str); 10] = [
+            (
+                "another database's journal",
+                [foreign, record(5)].concat(),
+                "belongs to another database",
+            ),
             (
                 "a zeroed header with commits after it",
                 [record(4), headless(5), record(6)].concat(),
@@ -1736,6 +1780,7 @@ mod tests {
         // number there is): nothing is lost, so the store opens and carries on.
         let forged = journal::encode(&Entry {
             lsn: u64::MAX,
+            store: 0,
             seqs: vec![4],
             batch: Batch {
                 events: vec![event("forged", "r")],
