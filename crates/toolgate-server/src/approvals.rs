@@ -82,9 +82,24 @@ pub(crate) async fn resolve(
         Some(_) => None,
         None => state.store().pending_request(id).await?,
     };
-    let claim = state
+    let claim = match state
         .broker()
-        .claim(id, Response::Permission(answer.clone()))?;
+        .claim(id, Response::Permission(answer.clone()))
+    {
+        Ok(claim) => claim,
+        // Answered, and not closed yet: that answer is being recorded, or could not be and
+        // the request is being refused.
+        Err(toolgate_runtime::Conflict::AlreadyResolved { .. }) if open.is_some() => {
+            return Err(ApiError::conflict(
+                "already_resolved",
+                format!(
+                    "request `{id}` already has an answer, which is being recorded; if the \
+                     store cannot take it, the request is refused as soon as it can"
+                ),
+            ));
+        }
+        Err(conflict) => return Err(conflict.into()),
+    };
     let Some(Request::Permission(request)) = claim.request().cloned() else {
         claim.fail("the request is not a permission request");
         return Err(ApiError::bad_request(
@@ -430,6 +445,17 @@ tool = "pay"
         assert_eq!(body["error"]["code"], "store_unavailable", "{body}");
         let (_, decision) = call(&state, "GET", &format!("/api/decisions/{id}"), None).await;
         assert_eq!(decision["status"], "pending", "{decision}");
+        // A second answer meanwhile hears what is going on.
+        let (status, body) = call(
+            &state,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "reject-once"})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("being recorded"), "{body}");
 
         store.failing.store(false, Ordering::SeqCst);
         let (status, decision) =
