@@ -146,7 +146,10 @@ pub(crate) fn check(
             "requests from other origins (or a `null` or empty origin) are refused",
         ));
     }
-    if header_text(headers, &HeaderName::from_static("sec-fetch-site"))? == Some("cross-site") {
+    // Browsers send one lowercase value; anything naming another site, however written, is
+    // refused.
+    let site = header_text(headers, &HeaderName::from_static("sec-fetch-site"))?;
+    if site.is_some_and(|s| s.to_ascii_lowercase().contains("cross-site")) {
         return Err(ApiError::forbidden(
             "cross_site",
             "requests from other sites are refused",

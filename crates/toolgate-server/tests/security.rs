@@ -205,13 +205,15 @@ async fn requests_from_another_origin_are_refused() {
         )
         .await;
     }
-    let request = approve(&daemon, &id)
-        .header(header::HOST, HOST)
-        .header("sec-fetch-site", "cross-site")
-        .header(header::AUTHORIZATION, &bearer)
-        .body(answer())
-        .unwrap();
-    refused(&daemon, &id, request, StatusCode::FORBIDDEN, "cross_site").await;
+    for site in ["cross-site", "CROSS-SITE", "same-origin, cross-site"] {
+        let request = approve(&daemon, &id)
+            .header(header::HOST, HOST)
+            .header("sec-fetch-site", site)
+            .header(header::AUTHORIZATION, &bearer)
+            .body(answer())
+            .unwrap();
+        refused(&daemon, &id, request, StatusCode::FORBIDDEN, "cross_site").await;
+    }
 }
 
 #[tokio::test]
