@@ -1353,7 +1353,7 @@ impl<'a> Options<'a> {
                 done = true;
             } else if a.starts_with("--") {
                 out.long.push(a);
-                if LONG_WITH_VALUE.contains(&a)
+                if takes_value(a)
                     && let Some(&value) = rest.next()
                 {
                     out.valued.push((a, value));
@@ -1383,23 +1383,53 @@ impl<'a> Options<'a> {
         self.flags.iter().any(|f| letters.contains(*f))
     }
 
+    /// Whether a long option among `names` is given, written whole or abbreviated as
+    /// `getopt_long` allows (`--rec` is `--recursive`). An abbreviation that could name
+    /// another option too makes the program refuse to run, so reading it as this one errs
+    /// only towards the program doing more.
     fn long(&self, names: &[&str]) -> bool {
-        self.long.iter().any(|a| {
-            names
-                .iter()
-                .any(|n| a == n || a.strip_prefix(n).is_some_and(|r| r.starts_with('=')))
-        })
+        self.long.iter().any(|a| names.iter().any(|n| named(a, n)))
     }
 
+    /// Whether an option among `names` is given with `value` or an abbreviation of it
+    /// (`-d rec`, `--dir=recu`: GNU tools accept any unambiguous start of a keyword).
     fn value(&self, names: &[&str], value: &str) -> bool {
+        let abbreviates = |v: &str| !v.is_empty() && value.starts_with(v);
         self.valued
             .iter()
-            .any(|(name, v)| names.contains(name) && *v == value)
+            .any(|(name, v)| names.iter().any(|n| named(name, n)) && abbreviates(v))
             || self.long.iter().any(|a| {
-                a.split_once('=')
-                    .is_some_and(|(name, v)| names.contains(&name) && v == value)
+                a.split_once('=').is_some_and(|(name, v)| {
+                    names.iter().any(|n| n.starts_with("--") && named(name, n)) && abbreviates(v)
+                })
             })
     }
+}
+
+/// Whether the option written as `written` is `name`: a short option by its letter, a long
+/// one whole or by any start of it (`--recur` for `--recursive`), with or without `=value`.
+fn named(written: &str, name: &str) -> bool {
+    match name.strip_prefix("--") {
+        Some(long) => long_prefix_of(written, long, 1),
+        None => written == name,
+    }
+}
+
+/// Whether a long option written without `=` takes the next argument as its value: it is
+/// one of [`LONG_WITH_VALUE`], whole, or a start of exactly one of them at least three letters
+/// long (`--exclude-d x`).
+fn takes_value(written: &str) -> bool {
+    if written.contains('=') {
+        return false;
+    }
+    if LONG_WITH_VALUE.contains(&written) {
+        return true;
+    }
+    let abbreviating = LONG_WITH_VALUE
+        .iter()
+        .filter(|name| name.get(2..).is_some_and(|n| long_prefix_of(written, n, 3)))
+        .count();
+    abbreviating == 1
 }
 
 /// Whether the program reads or changes everything inside the folders among its operands.
@@ -1418,9 +1448,13 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
         // Searchers that go into folders unless told not to.
         "rg" | "ag" | "ack" | "ack-grep" => true,
         // Archivers: a folder goes in with what it holds.
-        "tar" | "gtar" | "bsdtar" => !o.long(&["--no-recursion"]),
-        "7z" | "7za" | "7zr" => true,
-        "zip" => o.flag("r") || o.long(&["--recurse-paths"]),
+        // `--no-recursion` counts only when plainly written (`--no-rec` at least) and not
+        // turned back by `--recursion`, which applies to the names after it.
+        "tar" | "gtar" | "bsdtar" => {
+            !o.long.iter().any(|a| long_prefix_of(a, "no-recursion", 6)) || o.long(&["--recursion"])
+        }
+        "7z" | "7za" | "7zr" | "7zz" => true,
+        "zip" => o.flag("rR") || o.long(&["--recurse-paths", "--recurse-patterns"]),
         "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
         "rsync" => o.flag("ra") || o.long(&["--recursive", "--archive"]),
         "rm" => o.flag("rR") || o.long(&["--recursive"]),
@@ -1433,24 +1467,44 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
     }
 }
 
-/// Whether a recursive search names no folder, and so searches the one it runs in (`rg key`,
-/// `grep -r key`).
+/// Whether a program that goes through folders names none, and so goes through the one it
+/// runs in: a recursive search (`rg key`, `grep -r key`, `rg --files`), `find` with no start
+/// folder (`find -name .env`), `zip -R` (which matches its patterns from here down).
 fn searches_here(program: &str, argv: &[Word]) -> bool {
     const SEARCHERS: &[&str] = &[
         "grep", "egrep", "fgrep", "ggrep", "rg", "ag", "ack", "ack-grep", "ugrep", "ug",
     ];
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    if program == "find" {
+        // Options that come before the start folders: `-H`, `-L`, `-P`, `-D what`, `-O3`.
+        let mut rest = args.iter().peekable();
+        while let Some(a) =
+            rest.next_if(|a| matches!(**a, "-H" | "-L" | "-P" | "-D") || a.starts_with("-O"))
+        {
+            if *a == "-D" {
+                rest.next();
+            }
+        }
+        return rest
+            .next()
+            .is_none_or(|a| a.starts_with('-') || matches!(*a, "(" | "!"));
+    }
+    let o = Options::read(program, &args);
+    if program == "zip" {
+        return o.flag("R") || o.long(&["--recurse-patterns"]);
+    }
     if !SEARCHERS.contains(&program) || !recursive(argv) {
         return false;
     }
-    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
-    let o = Options::read(program, &args);
-    // A pattern given by option leaves every operand a path.
-    let by_option = o
-        .valued
-        .iter()
-        .any(|(name, _)| matches!(*name, "e" | "f" | "--regexp" | "--file"))
-        || o.long(&["--regexp", "--file"]);
-    o.operands.len() == usize::from(!by_option)
+    // A pattern given by option, or none at all when listing (`rg --files`), leaves every
+    // operand a path.
+    let no_pattern = o.valued.iter().any(|(name, _)| {
+        ["e", "f", "--regexp", "--file"]
+            .iter()
+            .any(|n| named(name, n))
+    }) || o.long(&["--regexp", "--file"])
+        || (program == "rg" && o.long.contains(&"--files"));
+    o.operands.len() == usize::from(!no_pattern)
 }
 
 /// Whether `arg` starts with a URL scheme and `://`.
@@ -1623,6 +1677,28 @@ mod tests {
             "chmod -R go-w .",
             "find . -name x -delete",
             "find ~/.ssh -type f -exec cat {} +",
+            // Long options and keywords abbreviated as getopt_long and argmatch allow.
+            "grep --rec x .",
+            "grep --recur x .",
+            "grep --dereference-rec x .",
+            "grep --dir=recurse x .",
+            "grep --directories=rec x .",
+            "grep --direc recu x .",
+            "grep -d rec x .",
+            "grep -d recu x .",
+            "grep -drecu x .",
+            "grep -i --dir rec x .",
+            "rm --rec build",
+            "rm --recurs build",
+            "cp --recur a b",
+            "cp --arch a b",
+            "chmod --rec go-w .",
+            "chown --recursive u .",
+            "rsync --arch a b",
+            "tar --no-recursion --recursion -cf out.tar dir",
+            "tar --no-r -cf out.tar dir",
+            "zip -R out.zip *.c",
+            "7zz a out.7z src",
         ] {
             assert!(recursive(yes), "{yes}");
         }
@@ -1632,6 +1708,10 @@ mod tests {
             "grep -e -r x file",
             "grep -- -r file",
             "grep -i x file",
+            "grep -d read x file",
+            "grep --directories=skip x file",
+            "grep --exclude-d recurse x file",
+            "tar --no-rec -cf out.tar dir",
             "tar --no-recursion -cf out.tar dir",
             "cp a b",
             "rm -f a",
@@ -1657,6 +1737,14 @@ mod tests {
         assert_eq!(mentioned("rg TODO src"), ["TODO", "src"]);
         assert_eq!(mentioned("rg -e TODO src"), ["TODO", "src"]);
         assert_eq!(mentioned("grep -rf pats"), ["pats", "."]);
+        assert_eq!(mentioned("grep --rec --reg TODO"), ["TODO", "."]);
+        assert_eq!(mentioned("rg --files"), ["."]);
+        assert_eq!(mentioned("rg --files src"), ["src"]);
+        assert_eq!(mentioned("find -name .env -delete"), [".env", "."]);
+        assert_eq!(mentioned("find -L -O2 ( -name x )"), ["(", "x", ")", "."]);
+        assert_eq!(mentioned("find src -name x"), ["src", "x"]);
+        assert_eq!(mentioned("find"), ["."]);
+        assert_eq!(mentioned("zip -R out.zip *.c"), ["out.zip", "*.c", "."]);
         assert_eq!(
             mentioned("grep TODO"),
             ["TODO"],
