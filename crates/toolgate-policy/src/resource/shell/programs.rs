@@ -799,12 +799,9 @@ fn long_prefix_of(arg: &str, name: &str, min: usize) -> bool {
 }
 
 fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
-    let mut i = 0;
+    let i = git_subcommand_at(args);
     // Global options, before the subcommand.
-    while let Some(a) = args.get(i) {
-        if !a.starts_with('-') {
-            break;
-        }
+    for a in args.iter().take(i).filter(|a| a.starts_with('-')) {
         if *a == "-c"
             || a.starts_with("-c") && a.len() > 2
             || *a == "-p"
@@ -819,14 +816,6 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
                 "`git {a}` can make git run programs or use another repository"
             ));
         }
-        i += if matches!(
-            *a,
-            "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
-        ) {
-            2
-        } else {
-            1
-        };
     }
     let sub = args.get(i).copied().unwrap_or("");
     let rest = args.get(i + 1..).unwrap_or_default();
@@ -891,6 +880,48 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             "`git {sub}` can run programs or change git's configuration"
         ));
     }
+}
+
+/// Where git's subcommand is among its arguments: after the global options and their values
+/// (`git -C dir -c k=v log`).
+fn git_subcommand_at(args: &[&str]) -> usize {
+    let mut i = 0;
+    while let Some(a) = args.get(i).filter(|a| a.starts_with('-')) {
+        i += if matches!(
+            *a,
+            "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
+        ) {
+            2
+        } else {
+            1
+        };
+    }
+    i
+}
+
+/// Whether a git subcommand reads or changes what is inside the folders it names, whole:
+/// the content of every file under a pathspec (`git diff --no-index a b`, `git log -p --
+/// ~/.ssh`, `git grep key -- dir`, `git archive HEAD dir`, `git add dir`, `git checkout --
+/// dir`).
+fn git_goes_into_folders(args: &[&str]) -> bool {
+    let i = git_subcommand_at(args);
+    matches!(
+        args.get(i).copied().unwrap_or(""),
+        "diff"
+            | "log"
+            | "show"
+            | "whatchanged"
+            | "format-patch"
+            | "grep"
+            | "archive"
+            | "add"
+            | "rm"
+            | "checkout"
+            | "restore"
+            | "stash"
+            | "blame"
+            | "annotate"
+    )
 }
 
 /// Whether `git branch`'s options change branches rather than list them.
@@ -1454,6 +1485,7 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
             !o.long.iter().any(|a| long_prefix_of(a, "no-recursion", 6)) || o.long(&["--recursion"])
         }
         "7z" | "7za" | "7zr" | "7zz" => true,
+        "git" => git_goes_into_folders(&args),
         "zip" => o.flag("rR") || o.long(&["--recurse-paths", "--recurse-patterns"]),
         "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
         "rsync" => o.flag("ra") || o.long(&["--recursive", "--archive"]),
@@ -1699,6 +1731,10 @@ mod tests {
             "tar --no-r -cf out.tar dir",
             "zip -R out.zip *.c",
             "7zz a out.7z src",
+            "git diff --no-index ~/.ssh empty",
+            "git -C . log -p -- .ssh",
+            "git grep key -- dir",
+            "git --no-pager show HEAD -- dir",
         ] {
             assert!(recursive(yes), "{yes}");
         }
@@ -1712,6 +1748,8 @@ mod tests {
             "grep --directories=skip x file",
             "grep --exclude-d recurse x file",
             "tar --no-rec -cf out.tar dir",
+            "git status",
+            "git -C dir fetch",
             "tar --no-recursion -cf out.tar dir",
             "cp a b",
             "rm -f a",
