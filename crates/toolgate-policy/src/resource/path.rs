@@ -260,7 +260,10 @@ pub(crate) fn resolve_mention(
 ) -> Result<ResolvedPath, PathProblem> {
     let raw = raw_absolute(given, ctx.cwd, ctx.home)?;
     let absolute = normalize(&raw);
-    if std::fs::symlink_metadata(&absolute).is_ok() || std::fs::symlink_metadata(&raw).is_ok() {
+    if is_per_process(&absolute)
+        || std::fs::symlink_metadata(&absolute).is_ok()
+        || std::fs::symlink_metadata(&raw).is_ok()
+    {
         return resolve(given, ctx);
     }
     let root = ctx.roots.iter().find(|r| absolute.starts_with(r)).cloned();
@@ -279,8 +282,16 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
     let absolute = normalize(&raw);
     let (resolved, alternative) = if is_per_process(&absolute) {
         // `/proc/self/cwd`, `/dev/fd/3`: what they lead to depends on the process that opens
-        // them, not on the one evaluating the call. Read as written, never followed.
-        (absolute.clone(), None)
+        // them, not on the one evaluating the call. Read as written, never followed, so never
+        // inside a root; but a process's root and folder are, for the commands an agent runs,
+        // `/` and the folder it runs in, and deny rules see the path there too
+        // (`/proc/self/root/home/me/.ssh/id_ed25519` is `~/.ssh/id_ed25519`).
+        let alternative = match through_process_links(&raw, ctx.cwd) {
+            Some(target) if is_per_process(&target) => Some(target),
+            Some(target) => Some(resolve_existing_prefix(&target)?),
+            None => None,
+        };
+        (absolute.clone(), alternative)
     } else if has_parent_dir(&raw) {
         let kernel = walk(&raw)?;
         let lexical = resolve_existing_prefix(&absolute)?;
@@ -303,6 +314,57 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
         alternative,
         root,
     })
+}
+
+/// The path an agent's command reaches through `/proc/PID/root` and `/proc/PID/cwd` (also
+/// `self`, `thread-self` and `task/TID/`), taking them as `/` and `cwd` and `..` as the kernel
+/// does (`/proc/self/root/..` is `/`); `None` when the path goes through neither.
+fn through_process_links(raw: &Path, cwd: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    let mut followed = false;
+    for component in raw.components() {
+        match component {
+            Component::Normal(name) => {
+                out.push(name);
+                if let Some(link) = process_link(&out) {
+                    out = if link == "root" {
+                        PathBuf::from("/")
+                    } else {
+                        cwd.to_path_buf()
+                    };
+                    followed = true;
+                }
+            }
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    followed.then_some(out)
+}
+
+/// `root` or `cwd` when `path` is `/proc/{self,thread-self,PID}[/task/TID]/{root,cwd}`.
+fn process_link(path: &Path) -> Option<&str> {
+    let names: Vec<&str> = path
+        .strip_prefix("/proc")
+        .ok()?
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap_or_default())
+        .collect();
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    let link = match names.as_slice() {
+        [process, link] if *process == "self" || *process == "thread-self" || number(process) => {
+            *link
+        }
+        [process, "task", thread, link]
+            if (*process == "self" || number(process)) && number(thread) =>
+        {
+            *link
+        }
+        _ => return None,
+    };
+    matches!(link, "root" | "cwd").then_some(link)
 }
 
 /// Paths whose links lead somewhere that depends on the process opening them: everything
@@ -620,5 +682,55 @@ mod tests {
             assert_eq!(r.root, None, "{given}");
         }
         assert!(!inside(&w, "/proc/self/cwd"));
+    }
+
+    /// A process's root and folder, for an agent's command, are `/` and the folder it runs
+    /// in: deny rules see paths through them there, whatever comes in between.
+    #[test]
+    fn paths_through_a_process_root_or_folder_are_also_read_where_they_lead() {
+        let cwd = Path::new("/work/app");
+        for (given, leads) in [
+            (
+                "/proc/self/root/home/me/.ssh/id_rsa",
+                "/home/me/.ssh/id_rsa",
+            ),
+            ("/proc/1/root/etc/shadow", "/etc/shadow"),
+            ("/proc/thread-self/root/etc", "/etc"),
+            ("/proc/self/task/12/root/x", "/x"),
+            ("/proc/self/root/../home/me", "/home/me"),
+            ("/proc/self/root/proc/self/root/home", "/home"),
+            ("/proc/self/../self/root/etc", "/etc"),
+            ("/proc/self/cwd/.env", "/work/app/.env"),
+            ("/proc/self/cwd/../secrets", "/work/secrets"),
+            (
+                "/proc/self/root/proc/1/task/1/environ",
+                "/proc/1/task/1/environ",
+            ),
+        ] {
+            assert_eq!(
+                through_process_links(Path::new(given), cwd).as_deref(),
+                Some(Path::new(leads)),
+                "{given}"
+            );
+        }
+        for given in [
+            "/proc/self/environ",
+            "/proc/self/fd/3",
+            "/proc/self/rootx/a",
+            "/proc/x/root/a",
+            "/home/me",
+        ] {
+            assert_eq!(
+                through_process_links(Path::new(given), cwd),
+                None,
+                "{given}"
+            );
+        }
+        let w = ws();
+        assert!(!inside(&w, "/proc/self/root/etc/passwd"));
+        let given = format!("/proc/self/root{}/x", w.outside.display());
+        let r = resolve_in(&given, std::slice::from_ref(&w.root), &w.root).unwrap();
+        assert_eq!(r.alternative, Some(w.outside.join("x")));
+        assert_eq!(r.root, None);
     }
 }
