@@ -63,14 +63,33 @@ impl Guard {
 
 /// Paths no agent writes without a person: toolgate's own (deny) and other agents' and tools'
 /// configuration (ask). Matched at any depth, ignoring case.
-pub(crate) const TOOLGATE_PROTECTED: &[&str] = &["**/.toolgate", "**/.toolgate/**"];
+///
+/// A folder is protected itself as well as what it holds: `mv evil .git` swaps in another
+/// repository's hooks, `mv .git old` takes the real ones away. The globs without `**/` place
+/// the same folders at each workspace root, so a write that changes a root (or a folder above
+/// it) with everything inside reaches them (`tar xzf a.tgz`, `rsync -a x/ .`, `rm -rf .`),
+/// while a write to another folder (`tar xzf a.tgz -C build`) does not.
+pub(crate) const TOOLGATE_PROTECTED: &[&str] = &["**/.toolgate", "**/.toolgate/**", ".toolgate/**"];
 pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
+    ".git/**",
+    ".mcp.json",
+    ".vscode/**",
+    ".claude/**",
+    ".codex/**",
+    ".gemini/**",
+    ".cursor/**",
+    "**/.git",
     "**/.git/**",
     "**/.mcp.json",
+    "**/.vscode",
     "**/.vscode/**",
+    "**/.claude",
     "**/.claude/**",
+    "**/.codex",
     "**/.codex/**",
+    "**/.gemini",
     "**/.gemini/**",
+    "**/.cursor",
     "**/.cursor/**",
 ];
 
@@ -241,24 +260,29 @@ impl Policy {
         let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
         // How a protected path is written: as named, or inside a folder changed whole
         // (`rm -r .` removes `.github/workflows` too).
+        // `(what, whole)`: whether the path is protected, or holds a protected path.
         let hit = |matcher: &PathMatcher| {
             let readings = || resolved.readings();
             if readings().any(|path| matcher.matches_folded(path, &roots)) {
-                Some(format!("`{}` is", p.given))
+                Some((format!("`{}` is", p.given), false))
             } else if p.recursive && readings().any(|path| matcher.holds_inside(path, &roots, true))
             {
-                Some(format!("`{}` holds", p.given))
+                Some((format!("`{}` holds", p.given), true))
             } else {
                 None
             }
         };
-        if let Some(what) = hit(&self.protected_own) {
-            return Some(Guard::deny(
-                "protected-path",
-                format!("{what} toolgate's own configuration; agents never write it"),
-            ));
+        if let Some((what, whole)) = hit(&self.protected_own) {
+            let reason = format!("{what} toolgate's own configuration; agents never write it");
+            // A folder changed whole (`tar xzf a.tgz` unpacks into `.`) may not touch it: a
+            // person looks.
+            return Some(if whole {
+                Guard::ask("protected-path", reason)
+            } else {
+                Guard::deny("protected-path", reason)
+            });
         }
-        if let Some(what) = hit(&self.protected) {
+        if let Some((what, _)) = hit(&self.protected) {
             return Some(Guard::ask(
                 "protected-path",
                 format!(

