@@ -319,6 +319,45 @@ mod tests {
             programs("command -v git"),
             vec![vec!["command", "-v", "git"]]
         );
+        // Wrappers that run the rest of their words, or a command line they are given.
+        for (line, inner) in [
+            ("setsid -f grep -r key /tmp", "grep -r key /tmp"),
+            ("fakeroot -- tar czf a.tgz src", "tar czf a.tgz src"),
+            ("strace -f -o /dev/null -e trace=open cat x", "cat x"),
+            ("ltrace -s 80 cat x", "cat x"),
+            ("taskset -c 0 cat x", "cat x"),
+            ("taskset 0x1 cat x", "cat x"),
+            ("chrt -f 10 cat x", "cat x"),
+            ("flock -w 5 /tmp/lock cat x", "cat x"),
+            ("flock /tmp/lock -c 'cat x'", "cat x"),
+            ("unshare -r --map-user=0 cat x", "cat x"),
+            ("nsenter -t 1 -m cat x", "cat x"),
+            ("prlimit --nofile=64 cat x", "cat x"),
+            ("firejail --noprofile --private=/tmp cat x", "cat x"),
+            ("watch -n 1 cat x", "cat x"),
+            ("watch 'cat x'", "cat x"),
+            ("watch -x cat x", "cat x"),
+            ("su -c 'cat x' root", "cat x"),
+            ("runuser -u nobody -- cat x", "cat x"),
+            ("busybox cat x", "cat x"),
+            ("busybox sh -c 'cat x'", "cat x"),
+            ("systemd-run --user -p X=1 --unit u cat x", "cat x"),
+            ("unbuffer cat x", "cat x"),
+            ("dbus-run-session -- cat x", "cat x"),
+        ] {
+            let expected: Vec<&str> = inner.split(' ').collect();
+            assert_eq!(programs(line), vec![expected], "{line}");
+        }
+        assert_eq!(
+            programs("taskset -p 1234"),
+            vec![vec!["taskset", "-p", "1234"]]
+        );
+        assert_eq!(
+            programs("prlimit --pid 1 --nofile=64"),
+            vec![vec!["prlimit", "--pid", "1", "--nofile=64"]]
+        );
+        assert_eq!(kinds("su -c 'cat x'"), vec![FindingKind::Elevated]);
+        assert!(kinds("watch \"$CMD\"").contains(&FindingKind::DynamicArguments));
     }
 
     #[test]

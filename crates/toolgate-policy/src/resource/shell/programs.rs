@@ -272,6 +272,24 @@ fn is_wrapper(name: &str) -> bool {
             | "doas"
             | "xargs"
             | "find"
+            | "setsid"
+            | "fakeroot"
+            | "strace"
+            | "ltrace"
+            | "taskset"
+            | "chrt"
+            | "flock"
+            | "unshare"
+            | "nsenter"
+            | "prlimit"
+            | "firejail"
+            | "watch"
+            | "su"
+            | "runuser"
+            | "systemd-run"
+            | "unbuffer"
+            | "caffeinate"
+            | "dbus-run-session"
     ) || SHELLS.contains(&name)
 }
 
@@ -391,6 +409,176 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
                     ],
                 )
             }
+            "setsid" | "unbuffer" | "firejail" => skip_options(&current, 1, &[]),
+            "fakeroot" => skip_options(
+                &current,
+                1,
+                &["-l", "--lib", "--faked", "-s", "-i", "-b", "--fd-base"],
+            ),
+            "caffeinate" => skip_options(&current, 1, &["-t", "-w"]),
+            "dbus-run-session" => skip_options(&current, 1, &["--config-file", "--dbus-daemon"]),
+            "strace" | "ltrace" => skip_options(
+                &current,
+                1,
+                &[
+                    "-o",
+                    "-e",
+                    "-p",
+                    "-s",
+                    "-u",
+                    "-a",
+                    "-b",
+                    "-E",
+                    "-I",
+                    "-O",
+                    "-P",
+                    "-S",
+                    "-X",
+                    "-U",
+                    "-n",
+                    "-F",
+                    "-A",
+                    "--output",
+                    "--trace-path",
+                    "--user",
+                ],
+            ),
+            "unshare" => skip_options(
+                &current,
+                1,
+                &[
+                    "--propagation",
+                    "--setgroups",
+                    "--map-user",
+                    "--map-group",
+                    "--map-users",
+                    "--map-groups",
+                    "-R",
+                    "--root",
+                    "-w",
+                    "--wd",
+                    "-S",
+                    "--setuid",
+                    "-G",
+                    "--setgid",
+                ],
+            ),
+            "nsenter" => skip_options(
+                &current,
+                1,
+                &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
+            ),
+            // `--pid PID` changes a running process's limits and runs nothing.
+            "prlimit" if !has_option(&current, &["-p", "--pid"]) => {
+                skip_options(&current, 1, &["-o", "--output"])
+            }
+            // `taskset MASK CMD`, `chrt PRIORITY CMD`; `-p` acts on a running process.
+            "taskset" | "chrt" if !has_option(&current, &["-p", "--pid"]) => {
+                skip_options(&current, 1, &["-T", "-P", "-D"]).map(|i| i + 1)
+            }
+            "systemd-run" => skip_options(
+                &current,
+                1,
+                &[
+                    "-u",
+                    "--unit",
+                    "-p",
+                    "--property",
+                    "-E",
+                    "--setenv",
+                    "--uid",
+                    "--gid",
+                    "--nice",
+                    "-M",
+                    "--machine",
+                    "--working-directory",
+                    "--description",
+                    "--slice",
+                    "--on-calendar",
+                    "--on-active",
+                    "--on-boot",
+                    "--timer-property",
+                    "--path-property",
+                    "--socket-property",
+                ],
+            ),
+            // `flock [options] FILE CMD…` or `flock FILE -c 'command line'`.
+            "flock" => {
+                match skip_options(
+                    &current,
+                    1,
+                    &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
+                ) {
+                    Some(file) => match value(&current, file + 1) {
+                        Some("-c" | "--command") => {
+                            command_line(&current, file + 2, "flock", &mut out);
+                            None
+                        }
+                        _ => Some(file + 1),
+                    },
+                    None => None,
+                }
+            }
+            // `watch CMD…` hands its words, joined by spaces, to `sh -c`; `-x` runs them as
+            // they are.
+            "watch" => {
+                let start = skip_options(
+                    &current,
+                    1,
+                    &["-n", "--interval", "-q", "--equexit", "--shell"],
+                );
+                if has_option(&current, &["-x", "--exec"]) {
+                    start
+                } else {
+                    if let Some(start) = start {
+                        let words = current.get(start..).unwrap_or_default();
+                        let line: Option<Vec<&str>> = words.iter().map(Word::value).collect();
+                        match line {
+                            Some(line) => out.script = Some(line.join(" ")),
+                            None => out.findings.push(finding(
+                                FindingKind::DynamicArguments,
+                                "the command `watch` runs depends on variables",
+                            )),
+                        }
+                    }
+                    None
+                }
+            }
+            // `su [-] [USER] -c 'command line'`, `runuser -u USER -- CMD…`: another user.
+            "su" | "runuser" => {
+                out.findings.push(finding(
+                    FindingKind::Elevated,
+                    format!("`{program}` runs a command as another user"),
+                ));
+                let command = current
+                    .iter()
+                    .position(|w| matches!(w.value(), Some("-c" | "--command")));
+                match command {
+                    Some(i) => {
+                        command_line(&current, i + 1, &program, &mut out);
+                        None
+                    }
+                    None if has_option(&current, &["-u", "--user"]) => skip_options(
+                        &current,
+                        1,
+                        &[
+                            "-u",
+                            "--user",
+                            "-g",
+                            "--group",
+                            "-G",
+                            "--supp-group",
+                            "-s",
+                            "--shell",
+                            "-w",
+                            "--whitelist-environment",
+                        ],
+                    ),
+                    None => None,
+                }
+            }
+            // `busybox APPLET …` is the applet (`busybox sh -c …` a shell again).
+            "busybox" if value(&current, 1).is_some_and(|a| !a.starts_with('-')) => Some(1),
             shell if SHELLS.contains(&shell) => {
                 match shell_script(&current) {
                     ShellForm::Script(index) => {
@@ -430,6 +618,28 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
     }
     out.argv = current;
     out
+}
+
+/// Whether one of `names` is among a wrapper's options (before the command it wraps, or
+/// anywhere: a wrapper's own options come first).
+fn has_option(words: &[Word], names: &[&str]) -> bool {
+    words.iter().skip(1).filter_map(Word::value).any(|a| {
+        names.contains(&a.split('=').next().unwrap_or(a))
+            || names.iter().any(|n| {
+                n.len() == 2 && !n.starts_with("--") && a.starts_with(n) && !a.starts_with("--")
+            })
+    })
+}
+
+/// A command line given as one word (`su -c 'rm -rf x'`), parsed like `sh -c`'s.
+fn command_line(words: &[Word], index: usize, program: &str, out: &mut Unwrapped) {
+    out.script = value(words, index).map(str::to_owned);
+    if out.script.is_none() {
+        out.findings.push(finding(
+            FindingKind::DynamicArguments,
+            format!("the command line `{program}` runs is missing or depends on variables"),
+        ));
+    }
 }
 
 fn unwrap_env(words: &[Word], findings: &mut Vec<Finding>) -> Option<usize> {
