@@ -65,13 +65,10 @@ impl ServerConfig {
     /// name or address with an optional port, as a `Host` header says it.
     pub fn validate(&self) -> Result<(), ConfigError> {
         for host in &self.extra_hosts {
-            let valid = host.parse::<axum::http::uri::Authority>().is_ok_and(|a| {
-                a.as_str() == host.as_str() && !host.contains(['@', '*']) && !host.is_empty()
-            });
-            if !valid {
+            if let Err(why) = check_host_entry(host) {
                 return Err(ConfigError(format!(
                     "`hosts` entry `{host}` is not a host name with an optional port (like \
-                     `toolgate.lan:7811`); patterns and URLs are not accepted"
+                     `toolgate.lan:7811`): {why}"
                 )));
             }
         }
@@ -84,6 +81,79 @@ impl ServerConfig {
         }
         Ok(())
     }
+}
+
+/// Checks one `hosts` entry as a `Host` header would carry it: a DNS name (letters, digits and
+/// `-` in dot-separated labels), an IPv4 address or a bracketed IPv6 one, then `:PORT` (1–65535,
+/// written plainly) or nothing. A loopback name needs its port: without one it would also
+/// trust pages served by any other program on this machine's port 80 or 443.
+fn check_host_entry(entry: &str) -> Result<(), &'static str> {
+    if entry.is_empty() {
+        return Err("it is empty");
+    }
+    if entry.contains(['*', '/', '@', '?', '#']) {
+        return Err("patterns and URLs are not accepted");
+    }
+    let (name, port) = if let Some(rest) = entry.strip_prefix('[') {
+        let (address, after) = rest.split_once(']').ok_or("`[` without `]`")?;
+        address
+            .parse::<std::net::Ipv6Addr>()
+            .map_err(|_| "the bracketed part is not an IPv6 address")?;
+        match after {
+            "" => (entry, None),
+            _ => (
+                entry.get(..=address.len() + 1).unwrap_or(entry),
+                Some(after.strip_prefix(':').ok_or("a port follows `:`")?),
+            ),
+        }
+    } else {
+        match entry.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (entry, None),
+        }
+    };
+    if let Some(port) = port {
+        let plain = !port.is_empty()
+            && port.len() <= 5
+            && port.bytes().all(|b| b.is_ascii_digit())
+            && !port.starts_with('0');
+        if !plain || port.parse::<u32>().map_or(true, |p| p == 0 || p > 65535) {
+            return Err("the port is not a number from 1 to 65535");
+        }
+    }
+    if !name.starts_with('[') && name.parse::<std::net::Ipv4Addr>().is_err() {
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        };
+        if name.len() > 253 || !name.split('.').all(label_ok) {
+            return Err("a name is dot-separated labels of letters, digits and inner `-`");
+        }
+        if name.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            return Err("it is neither a name nor an IPv4 address");
+        }
+    }
+    let lower = name.to_ascii_lowercase();
+    let loopback = lower == "localhost"
+        || lower.ends_with(".localhost")
+        || lower
+            .parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| a.is_loopback())
+        || lower
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|a| a.is_loopback());
+    if loopback && port.is_none() {
+        return Err(
+            "a loopback name needs its port, or pages of other programs on this machine would \
+             be trusted",
+        );
+    }
+    Ok(())
 }
 
 /// The default data directory: `$TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
@@ -324,6 +394,57 @@ mod tests {
             std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
             std::os::unix::fs::symlink("/dev/zero", &path).unwrap_or_else(|e| panic!("{e}"));
             assert!(load_or_create_token(&path).is_err());
+        }
+    }
+
+    #[test]
+    fn hosts_entries_are_names_or_addresses_with_a_plain_port() {
+        for good in [
+            "toolgate.lan",
+            "toolgate.lan:7811",
+            "Proxy.LAN:8443",
+            "10.0.0.2:80",
+            "[fd00::1]:7811",
+            "[fd00::1]",
+            "localhost:7812",
+            "127.0.0.2:9000",
+            "xn--bcher-kva.example",
+        ] {
+            assert_eq!(check_host_entry(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "*",
+            "*.lan",
+            "x:",
+            "x:abc",
+            "x:99999",
+            "x:0",
+            ":+80",
+            ":80",
+            "x:080",
+            "x:+80",
+            "a..b",
+            "-a.lan",
+            "a-.lan",
+            "proxy_lan",
+            ".lan",
+            "lan.",
+            "localhost",
+            "app.localhost",
+            "127.0.0.1",
+            "[::1]",
+            "1.2.3",
+            "[fd00::1",
+            "[fd00::1]x",
+            "[zz]:80",
+            "x:80:81",
+            "https://x",
+            "x/y",
+            "u@x",
+            "x y",
+        ] {
+            assert!(check_host_entry(bad).is_err(), "{bad}");
         }
     }
 

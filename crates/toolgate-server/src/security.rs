@@ -110,8 +110,10 @@ pub(crate) fn check(
     let (path, query) = (uri.path(), uri.query());
     let forwarded_host = headers.get_all(header::FORWARDED).iter().any(|v| {
         v.to_str().map_or(true, |v| {
-            v.split([';', ','])
-                .any(|pair| pair.trim().to_ascii_lowercase().starts_with("host="))
+            v.split([';', ',']).any(|pair| {
+                pair.split_once('=')
+                    .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("host"))
+            })
         })
     });
     if headers.contains_key("x-forwarded-host") || forwarded_host {

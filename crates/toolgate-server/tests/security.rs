@@ -116,6 +116,8 @@ async fn requests_for_another_host_are_refused() {
         "host=evil.example",
         "for=192.0.2.1;Host=evil.example",
         "for=192.0.2.1, host=evil.example;proto=https",
+        "Host = evil.example",
+        "for=x;\thost =\"evil.example\"",
     ] {
         let request = approve(&daemon, &id)
             .header(header::HOST, HOST)
@@ -654,6 +656,12 @@ async fn a_configured_proxy_name_is_accepted_over_http_and_https() {
         "proxy.lan/x",
         "user@proxy.lan",
         "",
+        "proxy.lan:",
+        "proxy.lan:0",
+        "proxy.lan:99999",
+        "proxy_lan",
+        "a..lan",
+        "localhost",
     ] {
         let mut config = toolgate_server::ServerConfig::new(dir.path());
         config.extra_hosts = vec![bad.into()];
