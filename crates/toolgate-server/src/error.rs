@@ -65,7 +65,7 @@ impl From<StoreError> for ApiError {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "store_unavailable",
-            format!("nothing was recorded: {error}"),
+            format!("the store failed: {error} (no change this request asked for was recorded)"),
         )
     }
 }
@@ -75,7 +75,10 @@ impl From<serde_json::Error> for ApiError {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
-            format!("nothing was recorded: an outcome could not be written as JSON ({error})"),
+            format!(
+                "a response could not be written as JSON ({error}); no change this request \
+                 asked for was recorded"
+            ),
         )
     }
 }

@@ -109,14 +109,33 @@ impl EventRecord {
     }
 
     /// The body with its sequence number first, as served.
+    ///
+    /// Events are stored as objects without a `seq` of their own, and are spliced as text; a
+    /// body written otherwise (by hand, or by another program) is parsed instead: its own `seq`
+    /// gives way, and a body that is not an object is served as `{"seq": N, "body": …}`.
     pub fn served(&self) -> String {
         let body = self.body.as_str().trim_start();
-        match body.strip_prefix('{').map(str::trim_start) {
-            Some(rest) if rest.starts_with('}') => format!("{{\"seq\":{}}}", self.seq),
-            Some(rest) => format!("{{\"seq\":{},{rest}", self.seq),
-            // Not an object: no event is stored so.
-            None => body.to_owned(),
+        if !body.contains("\"seq\"") {
+            match body.strip_prefix('{').map(str::trim_start) {
+                Some(rest) if rest.starts_with('}') => {
+                    return format!("{{\"seq\":{}}}", self.seq);
+                }
+                Some(rest) => return format!("{{\"seq\":{},{rest}", self.seq),
+                None => {}
+            }
         }
+        let mut served = Map::new();
+        served.insert("seq".into(), self.seq.into());
+        match self.body.to_value() {
+            Ok(Value::Object(fields)) => {
+                served.extend(fields.into_iter().filter(|(name, _)| name != "seq"));
+            }
+            Ok(other) => {
+                served.insert("body".into(), other);
+            }
+            Err(_) => {}
+        }
+        Value::Object(served).to_string()
     }
 
     /// [`EventRecord::served`] as JSON text.
@@ -277,7 +296,14 @@ mod tests {
         assert_eq!(served(r#" { "a" : 1 } "#), r#"{"seq":7,"a" : 1 }"#);
         assert_eq!(served("{}"), r#"{"seq":7}"#);
         assert_eq!(served(" {  } "), r#"{"seq":7}"#);
-        assert_eq!(served("[1]"), "[1]");
+        assert_eq!(served("[1]"), r#"{"seq":7,"body":[1]}"#);
+        assert_eq!(served("null"), r#"{"seq":7,"body":null}"#);
+        assert_eq!(served(r#"{"a":1,"seq":99}"#), r#"{"seq":7,"a":1}"#);
+        assert_eq!(
+            served(r#"{"a":{"seq":1}}"#),
+            r#"{"seq":7,"a":{"seq":1}}"#,
+            "a nested `seq` stays"
+        );
         for body in [r#"{"a":1}"#, " { \"a\" : {} } ", "{}", " { } "] {
             let value: Value = serde_json::from_str(&served(body)).unwrap();
             assert_eq!(value["seq"], 7, "{body}");
