@@ -364,7 +364,8 @@ impl Policy {
                 path_subject(&Value::String(p.text), &source, p.access, p.role, &here);
             // Its operands, not its redirections or the folder it runs in.
             subject.recursive = matches!(p.role, PathRole::Mentioned | PathRole::Written)
-                && recursive.get(p.command).copied().unwrap_or(false);
+                && recursive.get(p.command).copied().unwrap_or(false)
+                && !is_kernel_file(subject.resolved.as_ref());
             out.push(Subject::Path(subject));
         }
         if mentions.urls {
@@ -420,6 +421,17 @@ fn unanalysable(text: &str, why: &str) -> Subject {
             kind: shell::FindingKind::Unsupported,
             detail: why.to_owned(),
         }],
+    })
+}
+
+/// Whether a path is a file the kernel serves under `/proc` or `/sys` (`/proc/cpuinfo`): a
+/// recursive read of it reads it alone. Elsewhere a file may be a folder by the time the
+/// command runs (`rm f && mkdir f && …; grep -r x f`), so only these are told apart.
+fn is_kernel_file(resolved: Option<&crate::resource::path::ResolvedPath>) -> bool {
+    resolved.is_some_and(|r| {
+        (r.resolved.starts_with("/proc") || r.resolved.starts_with("/sys"))
+            && r.alternative.is_none()
+            && std::fs::metadata(&r.resolved).is_ok_and(|m| !m.is_dir())
     })
 }
 
