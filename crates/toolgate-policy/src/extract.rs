@@ -331,6 +331,7 @@ impl Policy {
             .map(|c| format!("`{}`", source_excerpt(&c.text)))
             .collect();
         let recursive: Vec<bool> = commands.iter().map(|c| c.is_recursive()).collect();
+        let follows: Vec<bool> = commands.iter().map(|c| c.follows_links()).collect();
         if commands.is_empty() {
             out.push(Subject::Command(CommandSubject {
                 command: SimpleCommand::placeholder(text),
@@ -366,7 +367,55 @@ impl Policy {
             subject.recursive = matches!(p.role, PathRole::Mentioned | PathRole::Written)
                 && recursive.get(p.command).copied().unwrap_or(false)
                 && !is_kernel_file(subject.resolved.as_ref());
+            let followed = (subject.recursive
+                && p.role == PathRole::Mentioned
+                && follows.get(p.command).copied().unwrap_or(false))
+            .then(|| subject.resolved.as_ref().map(|r| r.resolved.clone()))
+            .flatten();
             out.push(Subject::Path(subject));
+            // What the links inside a folder read whole lead to, when the program follows them.
+            if let Some(folder) = followed.filter(|f| f.is_dir()) {
+                match links_inside(&folder, LINK_WALK_ENTRIES) {
+                    Ok(links) => {
+                        for link in links {
+                            let given = Value::String(link.to_string_lossy().into_owned());
+                            let through =
+                                format!("{source} (through the link `{}`)", link.display());
+                            let mut subject = path_subject(
+                                &given,
+                                &through,
+                                Access::Read,
+                                PathRole::Mentioned,
+                                &here,
+                            );
+                            let Some(target) = subject.resolved.as_ref().map(|r| &r.resolved)
+                            else {
+                                continue;
+                            };
+                            if target.starts_with(&folder) {
+                                continue;
+                            }
+                            subject.recursive = target.is_dir();
+                            out.push(Subject::Path(subject));
+                        }
+                    }
+                    Err(()) => {
+                        let mut command = SimpleCommand::placeholder(text);
+                        command.findings.push(shell::Finding {
+                            kind: shell::FindingKind::Unsupported,
+                            detail: format!(
+                                "{source} follows the links inside `{}`, which holds more than \
+                                 {LINK_WALK_ENTRIES} entries: toolgate did not look at them all",
+                                folder.display()
+                            ),
+                        });
+                        out.push(Subject::Command(CommandSubject {
+                            command,
+                            line_findings: Vec::new(),
+                        }));
+                    }
+                }
+            }
         }
         if mentions.urls {
             for u in urls {
@@ -422,6 +471,36 @@ fn unanalysable(text: &str, why: &str) -> Subject {
             detail: why.to_owned(),
         }],
     })
+}
+
+/// How many entries of a folder toolgate looks through for links a program would follow.
+const LINK_WALK_ENTRIES: usize = 20_000;
+
+/// The symbolic links inside a folder (not following any), or `Err` when it holds more than
+/// `limit` entries. Unreadable folders are skipped: the program cannot read them
+/// either.
+fn links_inside(folder: &Path, limit: usize) -> Result<Vec<PathBuf>, ()> {
+    let mut links = Vec::new();
+    let mut folders = vec![folder.to_path_buf()];
+    let mut seen = 0usize;
+    while let Some(dir) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > limit {
+                return Err(());
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_symlink() => links.push(entry.path()),
+                Ok(t) if t.is_dir() => folders.push(entry.path()),
+                _ => {}
+            }
+        }
+    }
+    links.sort();
+    Ok(links)
 }
 
 /// Whether a path is a file the kernel serves under `/proc` or `/sys` (`/proc/cpuinfo`): a
@@ -488,7 +567,25 @@ fn url_subject(given: &str, mentioned: bool) -> UrlSubject {
 
 #[cfg(test)]
 mod tests {
-    use super::source_excerpt;
+    #![allow(clippy::unwrap_used)]
+    use super::{links_inside, source_excerpt};
+
+    #[test]
+    fn links_are_found_inside_a_folder_up_to_a_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/f"), "").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("a/b/l1")).unwrap();
+        std::os::unix::fs::symlink("../a", root.join("a/l2")).unwrap();
+        assert_eq!(
+            links_inside(root, 100).unwrap(),
+            [root.join("a/b/l1"), root.join("a/l2")]
+        );
+        // Five entries: a, a/b, a/f, a/l2, a/b/l1.
+        assert!(links_inside(root, 5).is_ok());
+        assert!(links_inside(root, 4).is_err());
+    }
 
     /// Every path of a command carries this excerpt, not the whole command: a 64 KiB command of
     /// 32,000 words cost about 2 GB per call before (found by probing the daemon; 36 MB after,

@@ -314,3 +314,78 @@ fn a_profiles_command_environment_is_judged_like_assignments() {
     let e = run(json!(7));
     assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
 }
+
+/// A program that follows links inside a folder it reads whole reads what they lead to: a link
+/// in the workspace to a secret folder is read by `grep -R .`, not by `grep -r .`.
+#[test]
+fn links_followed_inside_a_folder_read_whole_lead_where_they_point() {
+    let w = ws();
+    let secrets = w.root.parent().unwrap().join("home/.ssh");
+    std::fs::create_dir_all(&secrets).unwrap();
+    std::fs::write(secrets.join("id_ed25519"), "PRIVATE").unwrap();
+    std::fs::create_dir_all(w.root.join("src/deep")).unwrap();
+    std::os::unix::fs::symlink(&secrets, w.root.join("src/deep/keys")).unwrap();
+    let p = policy(&format!(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"no-keys\"\ndecision = \"deny\"\npath = [\"{}/**\"]\n",
+        secrets.display()
+    ));
+    let decide = |line: &str| {
+        let e = p.evaluate(&call(&w, "bash", json!({ "command": line })));
+        (e.decision, e.rule_name().map(str::to_owned))
+    };
+    let denied = (Decision::Deny, Some("no-keys".to_owned()));
+    for line in [
+        "grep -R PRIVATE .",
+        "grep -R PRIVATE src",
+        "rg -L PRIVATE",
+        "find -L . -type f -exec cat {} +",
+        "tar -czhf out.tgz src",
+        "zip -qr out.zip src",
+    ] {
+        assert_eq!(decide(line), denied, "{line}");
+    }
+    for line in [
+        "grep -r PRIVATE .",
+        "rg PRIVATE",
+        "tar czf out.tgz src",
+        "zip -qry out.zip src",
+        "grep -R PRIVATE docs",
+    ] {
+        assert_eq!(decide(line).0, Decision::Allow, "{line}");
+    }
+}
+
+/// A folder too large to look through for links asks instead of guessing.
+#[test]
+fn links_followed_in_a_folder_too_large_to_look_through_ask() {
+    let w = ws();
+    let big = w.root.join("vendor");
+    std::fs::create_dir_all(&big).unwrap();
+    for i in 0..20_001 {
+        std::fs::File::create(big.join(i.to_string())).unwrap();
+    }
+    let p = policy(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"no-keys\"\ndecision = \"deny\"\npath = [\"/nowhere/**\"]\n",
+    );
+    let e = p.evaluate(&call(
+        &w,
+        "bash",
+        json!({"command": "grep -R PRIVATE vendor"}),
+    ));
+    assert_eq!(
+        (e.decision, e.layer),
+        (Decision::Ask, Layer::Guard),
+        "{e:?}"
+    );
+    assert!(
+        e.reason.contains("did not look at them all"),
+        "{}",
+        e.reason
+    );
+    let e = p.evaluate(&call(
+        &w,
+        "bash",
+        json!({"command": "grep -r PRIVATE vendor"}),
+    ));
+    assert_eq!(e.decision, Decision::Allow);
+}

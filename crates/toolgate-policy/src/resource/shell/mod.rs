@@ -141,6 +141,12 @@ impl SimpleCommand {
         programs::recursive(&self.argv)
     }
 
+    /// Whether, going into folders, it follows the symbolic links it meets there (`grep -R`,
+    /// `rg -L`, `find -L`, `tar -h`, `zip -r`).
+    pub fn follows_links(&self) -> bool {
+        programs::follows_links(&self.argv)
+    }
+
     /// The kind of access the command makes.
     pub fn access(&self) -> Access {
         if self.network {

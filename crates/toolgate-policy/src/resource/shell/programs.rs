@@ -1976,6 +1976,41 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
     }
 }
 
+/// Whether a program that goes into folders follows the symbolic links it meets there, so
+/// reads what they lead to (`grep -R`, `rg -L`, `find -L`, `tar -h`, `cp -rL`, `rsync -L`, and
+/// `zip` and `scp -r`, which do unless told otherwise).
+pub(crate) fn follows_links(argv: &[Word]) -> bool {
+    if !recursive(argv) {
+        return false;
+    }
+    let Some(program) = value(argv, 0).map(basename) else {
+        return false;
+    };
+    let args: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+    let o = Options::read(program, &args);
+    match program {
+        "grep" | "egrep" | "fgrep" | "ggrep" => o.flag("R") || o.long(&["--dereference-recursive"]),
+        "ugrep" | "ug" => o.flag("RS") || o.long(&["--dereference-recursive", "--dereference"]),
+        "rg" => o.flag("L") || o.long(&["--follow"]),
+        "ag" => o.flag("f") || o.long(&["--follow"]),
+        "tar" | "gtar" | "bsdtar" => o.flag("hL") || o.long(&["--dereference"]),
+        "zip" => !(o.flag("y") || o.long(&["--symlinks"])),
+        "7z" | "7za" | "7zr" | "7zz" => !args.iter().any(|a| a.eq_ignore_ascii_case("-snl")),
+        "scp" => true,
+        "cp" | "chmod" | "chown" | "chgrp" => o.flag("L") || o.long(&["--dereference"]),
+        "rsync" => o.flag("L") || o.long(&["--copy-links", "--copy-unsafe-links"]),
+        "find" => {
+            args.first() == Some(&"-L")
+                || args
+                    .iter()
+                    .take_while(|a| a.starts_with('-'))
+                    .any(|a| *a == "-L")
+                || args.contains(&"-follow")
+        }
+        _ => false,
+    }
+}
+
 /// Whether a program that goes through folders names none, and so goes through the one it
 /// runs in: a recursive search (`rg key`, `grep -r key`, `rg --files`), `find` with no start
 /// folder (`find -name .env`), `zip -R` (which matches its patterns from here down).
@@ -2237,6 +2272,43 @@ mod tests {
             "cat dir",
         ] {
             assert!(!recursive(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn programs_that_follow_links_inside_folders() {
+        let follows = |line: &str| {
+            let argv: Vec<Word> = line.split_whitespace().map(Word::literal).collect();
+            follows_links(&argv)
+        };
+        for yes in [
+            "grep -R x .",
+            "grep -rn --dereference-recursive x .",
+            "rg -L x",
+            "rg --follow x",
+            "ag -f x",
+            "tar -czhf a.tgz src",
+            "tar --dereference -czf a.tgz src",
+            "zip -r a.zip src",
+            "scp -r src host:",
+            "cp -rL src dst",
+            "rsync -aL src dst",
+            "find -L . -exec cat {} +",
+            "find . -follow -delete",
+        ] {
+            assert!(follows(yes), "{yes}");
+        }
+        for no in [
+            "grep -r x .",
+            "rg x",
+            "tar czf a.tgz src",
+            "zip -ry a.zip src",
+            "cp -r src dst",
+            "rsync -a src dst",
+            "find . -name x -delete",
+            "cat -L x",
+        ] {
+            assert!(!follows(no), "{no}");
         }
     }
 
