@@ -880,6 +880,19 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
     match program {
         "git" => check_git(&args, &mut flag),
         "sed" | "gsed" => check_sed(&args, &mut flag),
+        // Archivers and copiers that read the names of what they take from a file or their
+        // input: what they read is not in the command.
+        "zip" | "rsync" | "cpio" => {
+            let o = Options::read(program, &args);
+            let names_from = match program {
+                "zip" => o.flag("@") || o.long.iter().any(|a| long_prefix_of(a, "names-stdin", 3)),
+                "rsync" => o.long.iter().any(|a| long_prefix_of(a, "files-from", 3)),
+                _ => o.flag("op") || o.long(&["--create", "--pass-through"]),
+            };
+            if names_from {
+                flag(names_from_elsewhere(program));
+            }
+        }
         "sort" => {
             for a in &args {
                 if long_prefix_of(a, "compress-program", 2)
@@ -965,6 +978,13 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                     flag(format!("`tar {a}` runs a program"));
                 }
             }
+            let o = Options::read(program, &args);
+            if o.flag("T")
+                || o.valued.iter().any(|(name, _)| *name == "T")
+                || o.long.iter().any(|a| long_prefix_of(a, "files-from", 6))
+            {
+                flag(names_from_elsewhere(program));
+            }
         }
         "less" | "more" | "most" | "pg" => {
             flag(format!("`{program}` is a pager, which can run commands"))
@@ -997,6 +1017,13 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
             .into_iter()
             .map(|d| finding(FindingKind::RiskyOption, d)),
     );
+}
+
+/// Archivers and copiers that read the names of what they take from a file or their input
+/// (`tar -T list`, `zip -@`, `rsync --files-from`, `cpio -o`): what they read is not in the
+/// command.
+fn names_from_elsewhere(program: &str) -> String {
+    format!("`{program}` reads the names of the files it takes from a file or its input")
 }
 
 /// Whether `arg` is `--name` or an abbreviation of it at least `min` letters long (`--upload-pa`).
@@ -1729,6 +1756,19 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
             }
         }
         "split" => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+        // `cpio -i` unpacks into the folder it runs in (or `-D DIR`); `cpio -p DIR` copies into DIR.
+        "cpio" => {
+            let o = Options::read(program, args);
+            let folder = option_values(args, "DEFHIMORs", "D", &["directory"]);
+            if o.flag("i") || o.long(&["--extract"]) {
+                match folder.last() {
+                    Some((_, dir)) => out.push((*dir).to_owned()),
+                    None => out.push(".".to_owned()),
+                }
+            } else if o.flag("p") || o.long(&["--pass-through"]) {
+                out.extend(operands.last().map(|a| (*a).to_owned()));
+            }
+        }
         "git" => {
             let i = git_subcommand_at(args);
             if args.get(i) == Some(&"clone") {
@@ -1961,7 +2001,7 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
         "tar" | "gtar" | "bsdtar" => {
             !o.long.iter().any(|a| long_prefix_of(a, "no-recursion", 6)) || o.long(&["--recursion"])
         }
-        "7z" | "7za" | "7zr" | "7zz" | "unzip" => true,
+        "7z" | "7za" | "7zr" | "7zz" | "unzip" | "cpio" => true,
         "git" => git_goes_into_folders(&args),
         "zip" => o.flag("rR") || o.long(&["--recurse-paths", "--recurse-patterns"]),
         "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
@@ -1994,7 +2034,7 @@ pub(crate) fn follows_links(argv: &[Word]) -> bool {
         "rg" => o.flag("L") || o.long(&["--follow"]),
         "ag" => o.flag("f") || o.long(&["--follow"]),
         "tar" | "gtar" | "bsdtar" => o.flag("hL") || o.long(&["--dereference"]),
-        "zip" => !(o.flag("y") || o.long(&["--symlinks"])),
+        "zip" => !(o.flag("y") || o.long.contains(&"--symlinks")),
         "7z" | "7za" | "7zr" | "7zz" => !args.iter().any(|a| a.eq_ignore_ascii_case("-snl")),
         "scp" => true,
         "cp" | "chmod" | "chown" | "chgrp" => o.flag("L") || o.long(&["--dereference"]),
@@ -2381,6 +2421,9 @@ mod tests {
         has("patch -o .git/config a.diff", ".git/config");
         has("split -b 1k evil .git/hooks/pre-", ".git/hooks/pre-");
         has("sort -o .git/config in", ".git/config");
+        has("cpio -idm < a.cpio", ".");
+        has("cpio -i -D .git < a.cpio", ".git");
+        has("cpio -pdm .git/hooks", ".git/hooks");
         assert!(written("chmod 600 key").iter().all(|p| p != "600"));
         assert_eq!(written("tar tf a.tar"), Vec::<String>::new());
         assert_eq!(written("unzip -l a.zip"), Vec::<String>::new());
