@@ -367,54 +367,21 @@ impl Policy {
             subject.recursive = matches!(p.role, PathRole::Mentioned | PathRole::Written)
                 && recursive.get(p.command).copied().unwrap_or(false)
                 && !is_kernel_file(subject.resolved.as_ref());
-            let followed = (subject.recursive
+            let followed: Vec<PathBuf> = if subject.recursive
                 && p.role == PathRole::Mentioned
-                && follows.get(p.command).copied().unwrap_or(false))
-            .then(|| subject.resolved.as_ref().map(|r| r.resolved.clone()))
-            .flatten();
+                && follows.get(p.command).copied().unwrap_or(false)
+            {
+                subject
+                    .resolved
+                    .as_ref()
+                    .map(agent_readings)
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             out.push(Subject::Path(subject));
-            // What the links inside a folder read whole lead to, when the program follows them.
-            if let Some(folder) = followed.filter(|f| f.is_dir()) {
-                match links_inside(&folder, LINK_WALK_ENTRIES) {
-                    Ok(links) => {
-                        for link in links {
-                            let given = Value::String(link.to_string_lossy().into_owned());
-                            let through =
-                                format!("{source} (through the link `{}`)", link.display());
-                            let mut subject = path_subject(
-                                &given,
-                                &through,
-                                Access::Read,
-                                PathRole::Mentioned,
-                                &here,
-                            );
-                            let Some(target) = subject.resolved.as_ref().map(|r| &r.resolved)
-                            else {
-                                continue;
-                            };
-                            if target.starts_with(&folder) {
-                                continue;
-                            }
-                            subject.recursive = target.is_dir();
-                            out.push(Subject::Path(subject));
-                        }
-                    }
-                    Err(()) => {
-                        let mut command = SimpleCommand::placeholder(text);
-                        command.findings.push(shell::Finding {
-                            kind: shell::FindingKind::Unsupported,
-                            detail: format!(
-                                "{source} follows the links inside `{}`, which holds more than \
-                                 {LINK_WALK_ENTRIES} entries: toolgate did not look at them all",
-                                folder.display()
-                            ),
-                        });
-                        out.push(Subject::Command(CommandSubject {
-                            command,
-                            line_findings: Vec::new(),
-                        }));
-                    }
-                }
+            if !followed.is_empty() {
+                links_followed(followed, &source, text, &here, out);
             }
         }
         if mentions.urls {
@@ -473,13 +440,88 @@ fn unanalysable(text: &str, why: &str) -> Subject {
     })
 }
 
-/// How many entries of a folder toolgate looks through for links a program would follow.
-const LINK_WALK_ENTRIES: usize = 20_000;
+/// How many entries toolgate looks through, for one path, for links a program would follow.
+const LINK_WALK_ENTRIES: usize = 100_000;
 
-/// The symbolic links inside a folder (not following any), or `Err` when it holds more than
-/// `limit` entries. Unreadable folders are skipped: the program cannot read them
-/// either.
-fn links_inside(folder: &Path, limit: usize) -> Result<Vec<PathBuf>, ()> {
+/// Where a resolved path is for the agent's command: the path, and where it leads through
+/// `/proc/PID/root` or `/cwd` (a path under `/proc` alone is this process's, never walked).
+fn agent_readings(r: &path::ResolvedPath) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::iter::once(&r.resolved)
+        .chain(r.alternative.as_ref())
+        .filter(|p| !p.starts_with("/proc"))
+        .cloned()
+        .collect();
+    out.dedup();
+    out
+}
+
+/// Subjects for what the links inside folders read whole lead to, when the program follows
+/// them (`grep -R`, `rg -L`): each link that leads outside the folders looked through is read
+/// as if named, and a folder it leads to is looked through in turn (links to links). More than
+/// [`LINK_WALK_ENTRIES`] entries in all: a finding that asks.
+fn links_followed(
+    folders: Vec<PathBuf>,
+    source: &str,
+    text: &str,
+    here: &Place,
+    out: &mut Vec<Subject>,
+) {
+    let mut walked: Vec<PathBuf> = Vec::new();
+    let mut queue: Vec<PathBuf> = folders.into_iter().filter(|f| f.is_dir()).collect();
+    let mut budget = LINK_WALK_ENTRIES;
+    while let Some(folder) = queue.pop() {
+        if walked.iter().any(|w| folder.starts_with(w)) {
+            continue;
+        }
+        let links = match links_inside(&folder, budget) {
+            Ok((links, seen)) => {
+                budget = budget.saturating_sub(seen);
+                links
+            }
+            Err(()) => {
+                let mut command = SimpleCommand::placeholder(text);
+                command.findings.push(shell::Finding {
+                    kind: shell::FindingKind::Unsupported,
+                    detail: format!(
+                        "{source} follows the links inside `{}`, and what they lead to holds more \
+                         than {LINK_WALK_ENTRIES} entries: toolgate did not look at them all",
+                        folder.display()
+                    ),
+                });
+                out.push(Subject::Command(CommandSubject {
+                    command,
+                    line_findings: Vec::new(),
+                }));
+                return;
+            }
+        };
+        walked.push(folder);
+        for link in links {
+            let given = Value::String(link.to_string_lossy().into_owned());
+            let through = format!("{source} (through the link `{}`)", link.display());
+            let mut subject =
+                path_subject(&given, &through, Access::Read, PathRole::Mentioned, here);
+            // A link that dangles leads nowhere the program can read.
+            let Some(targets) = subject.resolved.as_ref().map(agent_readings) else {
+                continue;
+            };
+            if targets
+                .iter()
+                .all(|t| walked.iter().any(|w| t.starts_with(w)))
+            {
+                continue;
+            }
+            subject.recursive = targets.iter().any(|t| t.is_dir());
+            queue.extend(targets.into_iter().filter(|t| t.is_dir()));
+            out.push(Subject::Path(subject));
+        }
+    }
+}
+
+/// The symbolic links inside a folder (not following any) and how many entries were looked
+/// at, or `Err` when it holds more than `limit` entries. Unreadable folders are skipped: the
+/// program cannot read them either.
+fn links_inside(folder: &Path, limit: usize) -> Result<(Vec<PathBuf>, usize), ()> {
     let mut links = Vec::new();
     let mut folders = vec![folder.to_path_buf()];
     let mut seen = 0usize;
@@ -500,7 +542,7 @@ fn links_inside(folder: &Path, limit: usize) -> Result<Vec<PathBuf>, ()> {
         }
     }
     links.sort();
-    Ok(links)
+    Ok((links, seen))
 }
 
 /// Whether a path is a file the kernel serves under `/proc` or `/sys` (`/proc/cpuinfo`): a
@@ -580,7 +622,7 @@ mod tests {
         std::os::unix::fs::symlink("../a", root.join("a/l2")).unwrap();
         assert_eq!(
             links_inside(root, 100).unwrap(),
-            [root.join("a/b/l1"), root.join("a/l2")]
+            (vec![root.join("a/b/l1"), root.join("a/l2")], 5)
         );
         // Five entries: a, a/b, a/f, a/l2, a/b/l1.
         assert!(links_inside(root, 5).is_ok());

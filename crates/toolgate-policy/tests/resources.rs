@@ -334,9 +334,22 @@ fn links_followed_inside_a_folder_read_whole_lead_where_they_point() {
         (e.decision, e.rule_name().map(str::to_owned))
     };
     let denied = (Decision::Deny, Some("no-keys".to_owned()));
+    // A link to a folder outside holding a link to the secrets: links to links.
+    let elsewhere = w.root.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&secrets, elsewhere.join("k")).unwrap();
+    std::fs::create_dir_all(w.root.join("docs")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, w.root.join("docs/l")).unwrap();
+    assert_eq!(decide("grep -R PRIVATE docs"), denied);
+    assert_eq!(decide("grep -r PRIVATE docs").0, Decision::Allow);
+    std::fs::remove_file(w.root.join("docs/l")).unwrap();
     for line in [
         "grep -R PRIVATE .",
         "grep -R PRIVATE src",
+        // The workspace reached through the command's own folder or root.
+        "grep -R PRIVATE /proc/self/cwd",
+        "grep -R PRIVATE /proc/thread-self/cwd/src/..",
+        &format!("rg -L PRIVATE /proc/self/root{}", w.root.display()),
         "rg -L PRIVATE",
         "find -L . -type f -exec cat {} +",
         "tar -czhf out.tgz src",
@@ -361,7 +374,7 @@ fn links_followed_in_a_folder_too_large_to_look_through_ask() {
     let w = ws();
     let big = w.root.join("vendor");
     std::fs::create_dir_all(&big).unwrap();
-    for i in 0..20_001 {
+    for i in 0..100_001 {
         std::fs::File::create(big.join(i.to_string())).unwrap();
     }
     let p = policy(

@@ -286,19 +286,34 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
         // inside a root; but a process's root and folder are, for the commands an agent runs,
         // `/` and the folder it runs in, and deny rules see the path there too
         // (`/proc/self/root/home/me/.ssh/id_ed25519` is `~/.ssh/id_ed25519`).
-        let alternative = match through_process_links(&raw, ctx.cwd) {
-            Some(target) if is_per_process(&target) => Some(target),
-            Some(target) => Some(resolve_existing_prefix(&target)?),
-            None => None,
+        // The walk follows links as the kernel would for the agent's command, each before the
+        // `..` after it (`/proc/self/root/var/run/../home` is `/home`, `/var/run` being a link).
+        let alternative = if through_process_links(&raw) {
+            Some(walk(&raw, ctx.cwd)?.0)
+        } else {
+            None
         };
         (absolute.clone(), alternative)
     } else if has_parent_dir(&raw) {
-        let kernel = walk(&raw)?;
+        let kernel = walk(&raw, ctx.cwd)?.0;
         let lexical = resolve_existing_prefix(&absolute)?;
         let alternative = (lexical != kernel).then_some(lexical);
         (kernel, alternative)
     } else {
-        (resolve_existing_prefix(&absolute)?, None)
+        // A link on the way whose target goes through `/proc/self/cwd` leads, for the agent's
+        // command, into the agent's folder, not this process's: walked again as the agent
+        // (also when, for this process, the link dangles).
+        match resolve_existing_prefix(&absolute) {
+            Ok(resolved) if resolved == absolute => (resolved, None),
+            here => match (walk(&raw, ctx.cwd), here) {
+                (Ok((agent, true)), Ok(resolved)) => {
+                    let alternative = (agent != resolved).then_some(agent);
+                    (resolved, alternative)
+                }
+                (Ok((agent, true)), Err(_)) => (agent, None),
+                (_, here) => (here?, None),
+            },
+        }
     };
     let root = ctx
         .roots
@@ -316,23 +331,16 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
     })
 }
 
-/// The path an agent's command reaches through `/proc/PID/root` and `/proc/PID/cwd` (also
-/// `self`, `thread-self` and `task/TID/`), taking them as `/` and `cwd` and `..` as the kernel
-/// does (`/proc/self/root/..` is `/`); `None` when the path goes through neither.
-fn through_process_links(raw: &Path, cwd: &Path) -> Option<PathBuf> {
+/// Whether a path goes through `/proc/PID/root` or `/proc/PID/cwd` (also `self`,
+/// `thread-self` and `task/TID/`) as written.
+fn through_process_links(raw: &Path) -> bool {
     let mut out = PathBuf::from("/");
-    let mut followed = false;
     for component in raw.components() {
         match component {
             Component::Normal(name) => {
                 out.push(name);
-                if let Some(link) = process_link(&out) {
-                    out = if link == "root" {
-                        PathBuf::from("/")
-                    } else {
-                        cwd.to_path_buf()
-                    };
-                    followed = true;
+                if process_link(&out).is_some() {
+                    return true;
                 }
             }
             Component::ParentDir => {
@@ -341,7 +349,7 @@ fn through_process_links(raw: &Path, cwd: &Path) -> Option<PathBuf> {
             Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
         }
     }
-    followed.then_some(out)
+    false
 }
 
 /// `root` or `cwd` when `path` is `/proc/{self,thread-self,PID}[/task/TID]/{root,cwd}`.
@@ -444,22 +452,40 @@ fn is_loop(e: &io::Error) -> bool {
 /// Resolves a path component by component as the kernel does: each symlink is followed before
 /// the next `..` applies. Once a component is missing the rest is applied as text (that is what
 /// `mkdir -p` would create).
-fn walk(path: &Path) -> Result<PathBuf, PathProblem> {
+///
+/// `/proc/PID/root` and `/proc/PID/cwd` (also `self`, `thread-self`, `task/TID/`), met on the
+/// way as written or in a link's target, lead where they lead for the agent's command: `/` and
+/// `cwd`. The flag says whether one was met.
+fn walk(path: &Path, cwd: &Path) -> Result<(PathBuf, bool), PathProblem> {
     let mut pending: Vec<(std::ffi::OsString, bool)> = Vec::new();
     push_components(&mut pending, path, false);
     let mut resolved = PathBuf::from("/");
     let mut missing = false;
+    let mut through_process = false;
     let mut hops = 0u32;
     while let Some((name, from_link)) = pending.pop() {
         if name == ".." {
             resolved.pop();
             continue;
         }
+        let candidate = resolved.join(&name);
+        if let Some(link) = process_link(&candidate) {
+            hops += 1;
+            if hops > MAX_SYMLINKS {
+                return Err(PathProblem::Loop(candidate));
+            }
+            through_process = true;
+            resolved = PathBuf::from("/");
+            missing = false;
+            if link == "cwd" {
+                push_components(&mut pending, cwd, from_link);
+            }
+            continue;
+        }
         if missing {
             resolved.push(&name);
             continue;
         }
-        let candidate = resolved.join(&name);
         match std::fs::symlink_metadata(&candidate) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 hops += 1;
@@ -484,7 +510,7 @@ fn walk(path: &Path) -> Result<PathBuf, PathProblem> {
             Err(e) => return Err(PathProblem::Unresolvable(e.to_string())),
         }
     }
-    Ok(resolved)
+    Ok((resolved, through_process))
 }
 
 /// Pushes a path's components onto a stack so they pop in order.
@@ -708,11 +734,53 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                through_process_links(Path::new(given), cwd).as_deref(),
-                Some(Path::new(leads)),
+                walk(Path::new(given), cwd).unwrap(),
+                (PathBuf::from(leads), true),
                 "{given}"
             );
+            assert!(through_process_links(Path::new(given)), "{given}");
         }
+        // A link on the way is followed before the `..` after it, as the kernel does.
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("b/c")).unwrap();
+        symlink(base.join("b/c"), base.join("a")).unwrap();
+        let given = format!("/proc/self/root{}/a/../x", base.display());
+        assert_eq!(
+            walk(Path::new(&given), cwd).unwrap(),
+            (base.join("b/x"), true)
+        );
+        // A link whose target goes through `/proc/self/cwd` leads into the agent's folder.
+        symlink("/proc/self/cwd/../secrets", base.join("l")).unwrap();
+        std::fs::create_dir_all(base.join("b/secrets")).unwrap();
+        std::fs::create_dir_all(base.join("d/secrets")).unwrap();
+        let agent = base.join("b/c");
+        // For this process the link dangles: it is read where it leads for the agent.
+        let r = resolve(
+            base.join("l").to_str().unwrap(),
+            &PathContext {
+                roots: &[],
+                cwd: &agent,
+                home: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(r.resolved, base.join("b/secrets"));
+        // Where it leads for both, this process's reading is the path and the agent's the
+        // alternative.
+        symlink("/proc/self/cwd", base.join("here")).unwrap();
+        let r = resolve(
+            base.join("here/x").to_str().unwrap(),
+            &PathContext {
+                roots: &[],
+                cwd: &agent,
+                home: None,
+            },
+        )
+        .unwrap();
+        let own = std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap();
+        assert_eq!(r.resolved, own.join("x"));
+        assert_eq!(r.alternative, Some(agent.join("x")));
         for given in [
             "/proc/self/environ",
             "/proc/self/fd/3",
@@ -720,11 +788,7 @@ mod tests {
             "/proc/x/root/a",
             "/home/me",
         ] {
-            assert_eq!(
-                through_process_links(Path::new(given), cwd),
-                None,
-                "{given}"
-            );
+            assert!(!through_process_links(Path::new(given)), "{given}");
         }
         let w = ws();
         assert!(!inside(&w, "/proc/self/root/etc/passwd"));
