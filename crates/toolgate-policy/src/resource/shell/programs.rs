@@ -1821,8 +1821,10 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
                 paths.push(path);
             }
         } else if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--"))
-            && v.contains('/')
+            && !v.is_empty()
         {
+            // Any `--option=value` may name a file (`git blame --contents=.env`,
+            // `wc --files0-from=.env`); a value that is not a path matches no path rule.
             paths.push(v);
         } else if let Some(v) = attached_value(program, a) {
             paths.push(v);
@@ -2146,31 +2148,26 @@ const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
 /// leading `.`).
 fn attached_value<'a>(program: &str, arg: &'a str) -> Option<&'a str> {
     let cluster = arg.strip_prefix('-').filter(|c| !c.starts_with('-'))?;
-    let mut letters = cluster.char_indices();
-    match SHORT_WITH_VALUE
+    if let Some((_, with_value)) = SHORT_WITH_VALUE
         .iter()
         .find(|(names, _)| names.contains(&program))
     {
-        Some((_, with_value)) => {
-            for (i, letter) in letters {
-                if !letter.is_ascii_alphanumeric() {
-                    return None;
-                }
-                if with_value.contains(letter) {
-                    return cluster
-                        .get(i + letter.len_utf8()..)
-                        .filter(|rest| !rest.is_empty());
-                }
+        for (i, letter) in cluster.char_indices() {
+            if !letter.is_ascii_alphanumeric() {
+                break;
             }
-            None
-        }
-        None => {
-            let (_, first) = letters.next()?;
-            let rest = cluster.get(first.len_utf8()..)?;
-            (first.is_ascii_alphabetic() && (rest.contains('/') || rest.starts_with('.')))
-                .then_some(rest)
+            if with_value.contains(letter) {
+                return cluster
+                    .get(i + letter.len_utf8()..)
+                    .filter(|rest| !rest.is_empty());
+            }
         }
     }
+    // An option not known to take a value, or a program whose options are not known: the
+    // rest after the first letter when it looks like a path (`git blame -S.env`).
+    let first = cluster.chars().next()?;
+    let rest = cluster.get(first.len_utf8()..)?;
+    (first.is_ascii_alphabetic() && (rest.contains('/') || rest.starts_with('.'))).then_some(rest)
 }
 
 /// Operands of a command: arguments that are not options (or come after `--`).
@@ -2492,6 +2489,16 @@ mod tests {
             ["config/x"]
         );
         assert_eq!(mentioned(&["tool", "-x.env"]), [".env"]);
+        // Known programs too, for options not known to take a value.
+        assert_eq!(
+            mentioned(&["git", "blame", "-S.env", "a.rs"]),
+            ["blame", ".env", "a.rs"]
+        );
+        assert_eq!(
+            mentioned(&["git", "blame", "--contents=.env", "a.rs"]),
+            ["blame", ".env", "a.rs"]
+        );
+        assert_eq!(mentioned(&["wc", "--files0-from=.env"]), [".env"]);
     }
 
     #[test]
