@@ -363,6 +363,54 @@ mod tests {
             vec![vec!["prlimit", "--pid", "1", "--nofile=64"]]
         );
         assert_eq!(kinds("su -c 'cat x'"), vec![FindingKind::Elevated]);
+        // Options that take no value do not hide the program; unknown ones stop the unwrapping.
+        for (line, inner) in [
+            ("strace -n rm -rf x", "rm -rf x"),
+            ("strace -A -F -o /dev/null rm x", "rm x"),
+            ("strace --trace open cat x", "cat x"),
+            ("strace --sig=all -s80 cat x", "cat x"),
+            ("ltrace -w 3 cat x", "cat x"),
+            ("unshare -T --monotonic 5 cat x", "cat x"),
+            ("nsenter -t 1 -m/proc/1/ns/mnt cat x", "cat x"),
+            ("prlimit -n64 --nproc=10 cat x", "cat x"),
+            ("nohup -- cat x", "cat x"),
+        ] {
+            let expected: Vec<&str> = inner.split(' ').collect();
+            assert_eq!(programs(line), vec![expected], "{line}");
+        }
+        for line in [
+            "strace -Q cat x",
+            "strace --frobnicate cat x",
+            "setsid --x cat x",
+        ] {
+            assert_eq!(
+                programs(line)[0][0],
+                line.split(' ').next().unwrap(),
+                "{line}"
+            );
+            assert_eq!(kinds(line), vec![FindingKind::Unsupported], "{line}");
+        }
+        // Files wrappers write themselves.
+        let written = |line: &str| -> Vec<String> {
+            analyze(line)
+                .paths
+                .iter()
+                .filter(|p| p.role == PathRole::Written)
+                .map(|p| p.text.clone())
+                .collect()
+        };
+        assert_eq!(written("strace -f -o ~/.bashrc ls"), ["~/.bashrc"]);
+        assert_eq!(
+            written("strace --output=.git/hooks/x ls -o y"),
+            [".git/hooks/x"]
+        );
+        assert_eq!(written("ltrace -o.git/config ls"), [".git/config"]);
+        assert_eq!(written("time -o .git/config ls"), [".git/config"]);
+        assert_eq!(
+            written("flock -w 1 .git/index.lock ls"),
+            [".git/index.lock"]
+        );
+        assert_eq!(written("strace ls -o y"), Vec::<String>::new());
         assert!(kinds("watch \"$CMD\"").contains(&FindingKind::DynamicArguments));
     }
 

@@ -323,7 +323,7 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
                 skip_options(&current, 1, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1)
             }
             "nice" => skip_options(&current, 1, &["-n", "--adjustment"]),
-            "nohup" | "coproc" | "builtin" => Some(1),
+            "coproc" | "builtin" => Some(1),
             "time" => skip_options(&current, 1, &["-f", "--format", "-o", "--output"]),
             "stdbuf" => skip_options(
                 &current,
@@ -409,72 +409,35 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
                     ],
                 )
             }
-            "setsid" | "unbuffer" | "firejail" => skip_options(&current, 1, &[]),
-            "fakeroot" => skip_options(
-                &current,
-                1,
-                &["-l", "--lib", "--faked", "-s", "-i", "-b", "--fd-base"],
-            ),
+            "unbuffer" | "firejail" => skip_options(&current, 1, &[]),
             "caffeinate" => skip_options(&current, 1, &["-t", "-w"]),
             "dbus-run-session" => skip_options(&current, 1, &["--config-file", "--dbus-daemon"]),
-            "strace" | "ltrace" => skip_options(
-                &current,
-                1,
-                &[
-                    "-o",
-                    "-e",
-                    "-p",
-                    "-s",
-                    "-u",
-                    "-a",
-                    "-b",
-                    "-E",
-                    "-I",
-                    "-O",
-                    "-P",
-                    "-S",
-                    "-X",
-                    "-U",
-                    "-n",
-                    "-F",
-                    "-A",
-                    "--output",
-                    "--trace-path",
-                    "--user",
-                ],
-            ),
-            "unshare" => skip_options(
-                &current,
-                1,
-                &[
-                    "--propagation",
-                    "--setgroups",
-                    "--map-user",
-                    "--map-group",
-                    "--map-users",
-                    "--map-groups",
-                    "-R",
-                    "--root",
-                    "-w",
-                    "--wd",
-                    "-S",
-                    "--setuid",
-                    "-G",
-                    "--setgid",
-                ],
-            ),
-            "nsenter" => skip_options(
-                &current,
-                1,
-                &["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
-            ),
-            // `--pid PID` changes a running process's limits and runs nothing.
-            "prlimit" if !has_option(&current, &["-p", "--pid"]) => {
-                skip_options(&current, 1, &["-o", "--output"])
-            }
-            // `taskset MASK CMD`, `chrt PRIORITY CMD`; `-p` acts on a running process.
-            "taskset" | "chrt" if !has_option(&current, &["-p", "--pid"]) => {
-                skip_options(&current, 1, &["-T", "-P", "-D"]).map(|i| i + 1)
+            "nohup" => skip_options(&current, 1, &[]),
+            name @ ("setsid" | "fakeroot" | "strace" | "ltrace" | "unshare" | "nsenter"
+            | "prlimit" | "taskset" | "chrt") => {
+                let table = WRAPPER_OPTIONS
+                    .iter()
+                    .find(|t| t.names.contains(&name))
+                    .copied()
+                    .unwrap_or(WrapperOptions::NONE);
+                let acts_on_a_process = matches!(name, "prlimit" | "taskset" | "chrt")
+                    && has_option(&current, &["-p", "--pid"]);
+                match skip_known_options(&current, &table) {
+                    Err(why) => {
+                        out.findings.push(finding(
+                            FindingKind::Unsupported,
+                            format!(
+                                "`{name}`: {why}, so toolgate cannot tell which program it runs"
+                            ),
+                        ));
+                        None
+                    }
+                    // `-p PID` acts on a running process and runs nothing.
+                    Ok(_) if acts_on_a_process => None,
+                    // `taskset MASK CMD`, `chrt PRIORITY CMD`.
+                    Ok(Some(i)) if matches!(name, "taskset" | "chrt") => Some(i + 1),
+                    Ok(next) => next,
+                }
             }
             "systemd-run" => skip_options(
                 &current,
@@ -504,19 +467,29 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
             ),
             // `flock [options] FILE CMD…` or `flock FILE -c 'command line'`.
             "flock" => {
-                match skip_options(
-                    &current,
-                    1,
-                    &["-w", "--wait", "--timeout", "-E", "--conflict-exit-code"],
-                ) {
-                    Some(file) => match value(&current, file + 1) {
+                let table = WRAPPER_OPTIONS
+                    .iter()
+                    .find(|t| t.names.contains(&"flock"))
+                    .copied()
+                    .unwrap_or(WrapperOptions::NONE);
+                match skip_known_options(&current, &table) {
+                    Err(why) => {
+                        out.findings.push(finding(
+                            FindingKind::Unsupported,
+                            format!(
+                                "`flock`: {why}, so toolgate cannot tell which program it runs"
+                            ),
+                        ));
+                        None
+                    }
+                    Ok(Some(file)) => match value(&current, file + 1) {
                         Some("-c" | "--command") => {
                             command_line(&current, file + 2, "flock", &mut out);
                             None
                         }
                         _ => Some(file + 1),
                     },
-                    None => None,
+                    Ok(None) => None,
                 }
             }
             // `watch CMD…` hands its words, joined by spaces, to `sh -c`; `-x` runs them as
@@ -618,6 +591,384 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
     }
     out.argv = current;
     out
+}
+
+/// What a wrapper's options are, so the program it runs is found exactly: an option it does
+/// not know means toolgate cannot tell where that program starts.
+#[derive(Clone, Copy)]
+struct WrapperOptions {
+    names: &'static [&'static str],
+    /// Short options that take no value.
+    flags: &'static str,
+    /// Short options that take a value, attached or the next word.
+    valued: &'static str,
+    /// Short options whose value, if any, is attached (`nsenter -m/proc/1/ns/mnt`).
+    optional: &'static str,
+    /// Long options that take no value, or only an attached one (`--mount-proc=/proc`).
+    long_flags: &'static [&'static str],
+    /// Long options that take a value, attached or the next word.
+    long_valued: &'static [&'static str],
+}
+
+impl WrapperOptions {
+    const NONE: WrapperOptions = WrapperOptions {
+        names: &[],
+        flags: "",
+        valued: "",
+        optional: "",
+        long_flags: &[],
+        long_valued: &[],
+    };
+}
+
+const WRAPPER_OPTIONS: &[WrapperOptions] = &[
+    WrapperOptions {
+        names: &["setsid"],
+        flags: "cfwhV",
+        valued: "",
+        optional: "",
+        long_flags: &["ctty", "fork", "wait", "help", "version"],
+        long_valued: &[],
+    },
+    WrapperOptions {
+        names: &["fakeroot"],
+        flags: "uhv",
+        valued: "lsib",
+        optional: "",
+        long_flags: &["unknown-is-real", "help", "version"],
+        long_valued: &["lib", "faked", "fd-base"],
+    },
+    WrapperOptions {
+        names: &["strace"],
+        flags: "AcCdDfFhiknqrtTvVwxyYzZ",
+        valued: "abeEIoOpPsSuUX",
+        optional: "",
+        long_flags: &[
+            "output-append-mode",
+            "summary-only",
+            "summary",
+            "summary-wall-clock",
+            "follow-forks",
+            "output-separately",
+            "daemonize",
+            "debug",
+            "help",
+            "version",
+            "seccomp-bpf",
+            "stack-trace",
+            "syscall-number",
+            "instruction-pointer",
+            "timestamps",
+            "absolute-timestamps",
+            "relative-timestamps",
+            "syscall-times",
+            "no-abbrev",
+            "decode-fds",
+            "decode-pids",
+            "quiet",
+            "silent",
+            "verbose",
+            "raw",
+            "columns",
+            "summary-columns",
+            "always-show-pid",
+            "tips",
+            "secontext",
+            "trace-fds",
+            "kill-on-exit",
+        ],
+        long_valued: &[
+            "output",
+            "trace",
+            "signal",
+            "status",
+            "abbrev",
+            "read",
+            "write",
+            "user",
+            "env",
+            "attach",
+            "trace-path",
+            "inject",
+            "fault",
+            "kvm",
+            "string-limit",
+            "summary-sort-by",
+            "argv0",
+            "const-print-style",
+        ],
+    },
+    WrapperOptions {
+        names: &["ltrace"],
+        flags: "bcCfhiLrStTV",
+        valued: "aADeFlnopsuwx",
+        optional: "",
+        long_flags: &["demangle", "no-signals", "help", "version", "debug"],
+        long_valued: &["align", "indent", "library", "output", "config"],
+    },
+    WrapperOptions {
+        names: &["unshare"],
+        flags: "imnpuUCTfrchV",
+        valued: "RwSGl",
+        optional: "",
+        long_flags: &[
+            "ipc",
+            "mount",
+            "net",
+            "pid",
+            "uts",
+            "user",
+            "cgroup",
+            "time",
+            "fork",
+            "map-root-user",
+            "map-current-user",
+            "map-auto",
+            "mount-proc",
+            "mount-binfmt",
+            "kill-child",
+            "keep-caps",
+            "help",
+            "version",
+        ],
+        long_valued: &[
+            "propagation",
+            "setgroups",
+            "map-user",
+            "map-group",
+            "map-users",
+            "map-groups",
+            "root",
+            "wd",
+            "setuid",
+            "setgid",
+            "monotonic",
+            "boottime",
+            "load-interp",
+        ],
+    },
+    WrapperOptions {
+        names: &["nsenter"],
+        flags: "aFZhV",
+        valued: "tSG",
+        optional: "muinpUCTrw",
+        long_flags: &[
+            "all",
+            "mount",
+            "uts",
+            "ipc",
+            "net",
+            "pid",
+            "user",
+            "cgroup",
+            "time",
+            "root",
+            "wd",
+            "no-fork",
+            "preserve-credentials",
+            "follow-context",
+            "keep-caps",
+            "user-parent",
+            "env",
+            "join-cgroup",
+            "help",
+            "version",
+        ],
+        long_valued: &["target", "setuid", "setgid"],
+    },
+    WrapperOptions {
+        names: &["prlimit"],
+        flags: "hV",
+        valued: "po",
+        optional: "cdefilmnqrstuvxy",
+        long_flags: &[
+            "noheadings",
+            "raw",
+            "verbose",
+            "help",
+            "version",
+            "as",
+            "core",
+            "cpu",
+            "data",
+            "fsize",
+            "locks",
+            "memlock",
+            "msgqueue",
+            "nice",
+            "nofile",
+            "nproc",
+            "rss",
+            "rtprio",
+            "rttime",
+            "sigpending",
+            "stack",
+        ],
+        long_valued: &["pid", "output"],
+    },
+    WrapperOptions {
+        names: &["taskset"],
+        flags: "acphV",
+        valued: "",
+        optional: "",
+        long_flags: &["all-tasks", "cpu-list", "pid", "help", "version"],
+        long_valued: &[],
+    },
+    WrapperOptions {
+        names: &["chrt"],
+        flags: "abdefhimopRrvV",
+        valued: "TPD",
+        optional: "",
+        long_flags: &[
+            "all-tasks",
+            "batch",
+            "deadline",
+            "ext",
+            "fifo",
+            "idle",
+            "other",
+            "rr",
+            "reset-on-fork",
+            "max",
+            "pid",
+            "verbose",
+            "help",
+            "version",
+        ],
+        long_valued: &["sched-runtime", "sched-period", "sched-deadline"],
+    },
+    WrapperOptions {
+        names: &["flock"],
+        flags: "sexnuoFhV",
+        valued: "wE",
+        optional: "",
+        long_flags: &[
+            "shared",
+            "exclusive",
+            "nonblock",
+            "nb",
+            "unlock",
+            "close",
+            "no-fork",
+            "verbose",
+            "help",
+            "version",
+        ],
+        long_valued: &["wait", "timeout", "conflict-exit-code"],
+    },
+];
+
+/// Skips a wrapper's options as its table says (long ones also abbreviated, as getopt_long
+/// allows): the index of the program it runs, `None` when there is none, or why the options
+/// cannot be read (one it does not know, a word that depends on variables).
+fn skip_known_options(words: &[Word], table: &WrapperOptions) -> Result<Option<usize>, String> {
+    let mut i = 1;
+    while let Some(word) = words.get(i) {
+        let text = word
+            .value()
+            .ok_or_else(|| "an option depends on variables".to_owned())?;
+        if text == "--" {
+            return Ok((i + 1 < words.len()).then_some(i + 1));
+        }
+        if !text.starts_with('-') || text == "-" {
+            return Ok(Some(i));
+        }
+        if let Some(long) = text.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            let exact = |list: &[&str]| list.contains(&name);
+            let starting = |list: &[&'static str]| -> Vec<&'static str> {
+                list.iter()
+                    .copied()
+                    .filter(|n| n.starts_with(name))
+                    .collect()
+            };
+            let valued = if exact(table.long_valued) {
+                true
+            } else if exact(table.long_flags) {
+                false
+            } else {
+                let v = starting(table.long_valued);
+                let f = starting(table.long_flags);
+                match (v.len(), f.len()) {
+                    (1, 0) => true,
+                    (0, 1) => false,
+                    _ => return Err(format!("its option `{text}` is not one toolgate knows")),
+                }
+            };
+            i += if valued && !attached { 2 } else { 1 };
+            continue;
+        }
+        let cluster = text.get(1..).unwrap_or_default();
+        let mut step = 1;
+        for (at, letter) in cluster.char_indices() {
+            if table.flags.contains(letter) {
+                continue;
+            }
+            if table.optional.contains(letter) {
+                break;
+            }
+            if table.valued.contains(letter) {
+                if cluster
+                    .get(at + letter.len_utf8()..)
+                    .is_some_and(str::is_empty)
+                {
+                    step = 2;
+                }
+                break;
+            }
+            return Err(format!("its option `-{letter}` is not one toolgate knows"));
+        }
+        i += step;
+    }
+    Ok(None)
+}
+
+/// Files a wrapper writes itself, before the program it runs: `strace -o FILE`, `ltrace -o`,
+/// `time -o`, and the lock file `flock FILE` creates.
+pub(crate) fn wrapper_writes(layer: &[Word]) -> Vec<String> {
+    let Some(program) = value(layer, 0).map(basename) else {
+        return Vec::new();
+    };
+    let table = |name: &str| {
+        WRAPPER_OPTIONS
+            .iter()
+            .find(|t| t.names.contains(&name))
+            .copied()
+            .unwrap_or(WrapperOptions::NONE)
+    };
+    let own = |end: Option<usize>| -> Vec<&str> {
+        let end = end.unwrap_or(layer.len());
+        layer
+            .get(1..end)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Word::value)
+            .collect()
+    };
+    let found: Vec<(char, &str)> = match program {
+        "strace" | "ltrace" => {
+            let t = table(program);
+            let end = skip_known_options(layer, &t).ok().flatten();
+            option_values(&own(end), t.valued, "o", &["output"])
+        }
+        "time" => {
+            let end = skip_options(layer, 1, &["-f", "--format", "-o", "--output"]);
+            option_values(&own(end), "fo", "o", &["output"])
+        }
+        "flock" => {
+            return skip_known_options(layer, &table("flock"))
+                .ok()
+                .flatten()
+                .and_then(|i| value(layer, i))
+                .map(|file| vec![file.to_owned()])
+                .unwrap_or_default();
+        }
+        _ => Vec::new(),
+    };
+    found.into_iter().map(|(_, v)| v.to_owned()).collect()
 }
 
 /// Whether one of `names` is among a wrapper's options (before the command it wraps, or

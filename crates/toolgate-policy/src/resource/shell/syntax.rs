@@ -597,7 +597,24 @@ impl<'s> Walker<'s> {
         if matches!(program.as_deref(), Some("cd" | "pushd")) {
             self.change_folder(&argv, index);
         }
-        for (path, access, role) in programs::paths(&argv) {
+        // Devices a program may be told to write to without writing a file (`curl -o
+        // /dev/null`, `strace -o /dev/stderr`).
+        let by_wrappers = wrappers
+            .iter()
+            .flat_map(|layer| programs::wrapper_writes(layer))
+            .filter(|p| !HARMLESS_DEVICES.contains(&p.as_str()));
+        for path in by_wrappers.collect::<Vec<_>>() {
+            self.out.paths.push(CommandPath {
+                text: path,
+                access: Access::Write,
+                role: PathRole::Written,
+                command: index,
+                cwd: self.cwd.clone(),
+            });
+        }
+        for (path, access, role) in programs::paths(&argv).into_iter().filter(|(p, access, _)| {
+            *access != Access::Write || !HARMLESS_DEVICES.contains(&p.as_str())
+        }) {
             self.out.paths.push(CommandPath {
                 text: path,
                 access,
