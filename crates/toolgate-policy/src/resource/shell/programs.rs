@@ -1231,6 +1231,9 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
     match program {
         "git" => check_git(&args, &mut flag),
         "sed" | "gsed" => check_sed(&args, &mut flag),
+        "patch" if !args.iter().any(|a| long_prefix_of(a, "dry-run", 3)) => {
+            flag("`patch` writes the files its diff names, which the command does not show".into());
+        }
         // Archivers and copiers that read the names of what they take from a file or their
         // input: what they read is not in the command.
         "zip" | "rsync" | "cpio" => {
@@ -1439,6 +1442,18 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             }
         }
     }
+    // Applying a patch writes the files it names, which the command does not show.
+    let only_checks = rest.iter().any(|a| {
+        matches!(
+            *a,
+            "--check" | "--stat" | "--numstat" | "--summary" | "--show-current-patch"
+        )
+    });
+    if matches!(sub, "apply" | "am") && !only_checks {
+        flag(format!(
+            "`git {sub}` writes the files its patch names, which the command does not show"
+        ));
+    }
     if sub == "branch" && branch_changes(rest) {
         flag(
             "`git branch` with these options deletes, renames, copies or rewrites branches".into(),
@@ -1493,12 +1508,35 @@ fn git_subcommand_at(args: &[&str]) -> usize {
 /// dir`).
 fn git_goes_into_folders(args: &[&str]) -> bool {
     let i = git_subcommand_at(args);
+    let sub = args.get(i).copied().unwrap_or("");
+    if matches!(sub, "log" | "whatchanged") {
+        // `git log` shows messages (and names with `--stat`); a patch shows what files held.
+        return args
+            .iter()
+            .skip(i + 1)
+            .take_while(|a| **a != "--")
+            .any(|a| {
+                matches!(
+                    *a,
+                    "-p" | "-u"
+                        | "--patch"
+                        | "--patch-with-stat"
+                        | "--patch-with-raw"
+                        | "--cc"
+                        | "-c"
+                        | "--binary"
+                        | "--full-diff"
+                ) || a.starts_with("-L")
+                    || a.starts_with("-U")
+                    || a.starts_with("--unified")
+                    || a.starts_with("--word-diff")
+                    || a.starts_with("--color-words")
+            });
+    }
     matches!(
-        args.get(i).copied().unwrap_or(""),
+        sub,
         "diff"
-            | "log"
             | "show"
-            | "whatchanged"
             | "format-patch"
             | "grep"
             | "archive"
@@ -1781,10 +1819,25 @@ const WRITERS: &[(&str, &[&str])] = &[
     ("shred", &["-n", "-s"]),
     ("touch", &["-d", "-t", "-r"]),
     ("mkdir", &["-m"]),
-    ("mv", &["-S", "-t"]),
-    ("cp", &["-S", "-t"]),
-    ("install", &["-S", "-t", "-m", "-o", "-g"]),
-    ("ln", &["-S", "-t"]),
+    ("mv", &["-S", "-t", "--suffix", "--target-directory"]),
+    ("cp", &["-S", "-t", "--suffix", "--target-directory"]),
+    (
+        "install",
+        &[
+            "-S",
+            "-t",
+            "-m",
+            "-o",
+            "-g",
+            "--suffix",
+            "--target-directory",
+            "--mode",
+            "--owner",
+            "--group",
+            "--strip-program",
+        ],
+    ),
+    ("ln", &["-S", "-t", "--suffix", "--target-directory"]),
     ("tee", &[]),
     ("truncate", &["-s", "-r"]),
     ("chmod", &[]),
@@ -1869,7 +1922,7 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
 const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
     (
         &["cp", "mv", "install", "ln"],
-        "StmogZ",
+        "Stmog",
         "t",
         &["target-directory"],
     ),
@@ -1907,9 +1960,15 @@ const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
     ),
     (
         &["patch"],
-        "oidrpDBFzVYgz",
-        "odr",
-        &["output", "directory", "reject-file"],
+        "piorDBVYzdFg",
+        "odrBY",
+        &[
+            "output",
+            "directory",
+            "reject-file",
+            "prefix",
+            "basename-prefix",
+        ],
     ),
     (&["sort"], "oSTkt", "o", &["output"]),
     (&["csplit"], "fbn", "f", &["prefix"]),
@@ -2029,7 +2088,7 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
                 .find(|(name, _)| *name == program)
                 .map_or(&[][..], |(_, v)| *v);
             let operands = self::operands(args, with_value);
-            let target = option_values(args, "StmogZ", "t", &["target-directory"]);
+            let target = option_values(args, "Stmog", "t", &["target-directory"]);
             let (folder, sources) = match target.first() {
                 Some((_, dir)) => (Some(*dir), operands.as_slice()),
                 None => match operands.split_last() {
@@ -2051,10 +2110,17 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
             let values = option_values(args, TAR_WITH_VALUE, "fC", &["directory", "file"]);
             if o.flag("x") || o.long(&["--extract", "--get"]) {
                 // Unpacked into the last `-C` folder, or the one it runs in.
-                match values.iter().rev().find(|(l, _)| matches!(l, 'C' | 'd')) {
-                    Some((_, dir)) => out.push((*dir).to_owned()),
-                    None => out.push(".".to_owned()),
+                // `-C` options add up: `-C .git -C hooks` is `.git/hooks`.
+                let mut folder: Option<String> = None;
+                for (_, dir) in values.iter().filter(|(l, _)| matches!(l, 'C' | 'd')) {
+                    folder = Some(match folder {
+                        Some(f) if !dir.starts_with('/') && !dir.starts_with('~') => {
+                            format!("{}/{dir}", f.trim_end_matches('/'))
+                        }
+                        _ => (*dir).to_owned(),
+                    });
                 }
+                out.push(folder.unwrap_or_else(|| ".".to_owned()));
             } else if o.flag("cruA")
                 || o.long(&[
                     "--create",
@@ -2075,29 +2141,34 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
         "unzip" => {
             // `-l`, `-t`, `-v`, `-Z`, `-p`, `-z` list, test or print; up to the letter whose
             // value follows (`-d.git` names a folder).
-            let listing = args.iter().any(|a| {
-                a.strip_prefix('-')
-                    .filter(|c| !c.starts_with('-'))
-                    .is_some_and(|c| {
-                        c.chars()
-                            .take_while(|l| !"dxX".contains(*l))
-                            .any(|l| "ltvZpz".contains(l))
-                    })
-            });
+            let listing = args.iter().any(|a| matches!(*a, "--help" | "--version"))
+                || args.iter().any(|a| {
+                    a.strip_prefix('-')
+                        .filter(|c| !c.starts_with('-'))
+                        .is_some_and(|c| {
+                            c.chars()
+                                .take_while(|l| !"dxX".contains(*l))
+                                .any(|l| "ltvZpzch".contains(l))
+                        })
+                });
             if listing {
                 out.clear();
             } else if out.is_empty() {
                 out.push(".".to_owned());
             }
         }
-        "7z" | "7za" | "7zr" | "7zz" => match operands.first().copied() {
-            Some("x" | "e") => match args.iter().find_map(|a| a.strip_prefix("-o")) {
-                Some(dir) => out.push(dir.to_owned()),
-                None => out.push(".".to_owned()),
-            },
-            Some("a" | "u" | "d" | "rn") => out.extend(operands.get(1).map(|a| (*a).to_owned())),
-            _ => {}
-        },
+        "7z" | "7za" | "7zr" | "7zz" => {
+            match operands.first().map(|c| c.to_ascii_lowercase()).as_deref() {
+                Some("x" | "e") => match args.iter().find_map(|a| a.strip_prefix("-o")) {
+                    Some(dir) => out.push(dir.to_owned()),
+                    None => out.push(".".to_owned()),
+                },
+                Some("a" | "u" | "d" | "rn") => {
+                    out.extend(operands.get(1).map(|a| (*a).to_owned()))
+                }
+                _ => {}
+            }
+        }
         "rsync" => {
             if let Some((last, sources)) = operands.split_last()
                 && !sources.is_empty()
@@ -2177,6 +2248,15 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
             // Any `--option=value` may name a file (`git blame --contents=.env`,
             // `wc --files0-from=.env`); a value that is not a path matches no path rule.
             paths.push(v);
+        } else if let Some(file) = a
+            .strip_prefix("-L")
+            .filter(|_| program == "git")
+            .and_then(|range| range.rsplit_once(':'))
+            .map(|(_, file)| file)
+            .filter(|file| !file.is_empty())
+        {
+            // `git log -L1,9:.env` shows those lines of a file through history.
+            paths.push(file);
         } else if let Some(v) = attached_value(program, a) {
             paths.push(v);
         }
@@ -2491,6 +2571,7 @@ const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
     (&["tar", "gtar", "bsdtar"], "fCTXg"),
     (&["git"], "CcOo"),
     (&["split"], "abClnt"),
+    (&["patch"], "piorDBVYzdFg"),
 ];
 
 /// The value attached to a short option (`-fFILE`, or `-rfFILE` when `r` takes none): for
@@ -2530,7 +2611,15 @@ fn operands<'a>(args: &[&'a str], with_value: &[&str]) -> Vec<&'a str> {
         if !options_done && *a == "--" {
             options_done = true;
         } else if !options_done && a.starts_with('-') && a.len() > 1 {
-            if with_value.contains(a) {
+            // Whole, or a long one abbreviated (`--suf .bak`), without `=value`.
+            let takes_next = with_value.contains(a)
+                || (a.starts_with("--")
+                    && !a.contains('=')
+                    && a.len() >= 5
+                    && with_value
+                        .iter()
+                        .any(|w| w.starts_with("--") && w.starts_with(a)));
+            if takes_next {
                 i += 1;
             }
         } else {
@@ -2636,6 +2725,8 @@ mod tests {
             "git -C . log -p -- .ssh",
             "git grep key -- dir",
             "git --no-pager show HEAD -- dir",
+            "git log -U3 -- dir",
+            "git log -L1,1:.env",
         ] {
             assert!(recursive(yes), "{yes}");
         }
@@ -2651,6 +2742,8 @@ mod tests {
             "tar --no-rec -cf out.tar dir",
             "git status",
             "git -C dir fetch",
+            "git log --stat -- ~",
+            "git log --oneline -- -p",
             "tar --no-recursion -cf out.tar dir",
             "cp a b",
             "rm -f a",
@@ -2850,6 +2943,11 @@ mod tests {
             ["blame", ".env", "a.rs"]
         );
         assert_eq!(mentioned(&["wc", "--files0-from=.env"]), [".env"]);
+        assert_eq!(mentioned(&["git", "log", "-L1,1:.env"]), ["log", ".env"]);
+        assert_eq!(
+            mentioned(&["git", "log", "-L:main:src/a.rs"]),
+            ["log", "src/a.rs"]
+        );
     }
 
     #[test]
