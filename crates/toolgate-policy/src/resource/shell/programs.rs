@@ -1231,6 +1231,30 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
     match program {
         "git" => check_git(&args, &mut flag),
         "sed" | "gsed" => check_sed(&args, &mut flag),
+        "curl" => {
+            let config = args.iter().any(|a| {
+                *a == "--config"
+                    || a.starts_with("--config=")
+                    || a.strip_prefix('-').is_some_and(|c| {
+                        !c.starts_with('-')
+                            && c.chars()
+                                .take_while(|l| !"dDeEHuXAbcoCrTwyYzQmPtUxF".contains(*l))
+                                .any(|l| l == 'K')
+                    })
+            });
+            if config {
+                flag("`curl -K` reads options, such as where to write, from a file".into());
+            }
+        }
+        "wget" => {
+            let o = Options::read(program, &args);
+            if o.flag("e") || o.long.iter().any(|a| long_prefix_of(a, "execute", 2)) {
+                flag("`wget -e` runs settings, such as where to write, given as text".into());
+            }
+        }
+        "split" if args.iter().any(|a| long_prefix_of(a, "filter", 3)) => {
+            flag("`split --filter` runs a command".into());
+        }
         "patch" if !args.iter().any(|a| long_prefix_of(a, "dry-run", 3)) => {
             flag("`patch` writes the files its diff names, which the command does not show".into());
         }
@@ -1338,6 +1362,17 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                 || o.long.iter().any(|a| long_prefix_of(a, "files-from", 6))
             {
                 flag(names_from_elsewhere(program));
+            }
+            // Renaming members as they are unpacked puts them anywhere below the folder.
+            if o.long
+                .iter()
+                .any(|a| long_prefix_of(a, "transform", 3) || long_prefix_of(a, "xform", 2))
+                || (program == "bsdtar" && o.valued.iter().any(|(n, _)| *n == "s"))
+                || (program == "bsdtar" && o.flag("s"))
+            {
+                flag(format!(
+                    "`{program}` renames what it unpacks, so toolgate cannot tell where it goes"
+                ));
             }
         }
         "less" | "more" | "most" | "pg" => {
@@ -1971,6 +2006,27 @@ const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
         ],
     ),
     (&["sort"], "oSTkt", "o", &["output"]),
+    (
+        &["rsync"],
+        "eBfTM",
+        "T",
+        &[
+            "temp-dir",
+            "backup-dir",
+            "partial-dir",
+            "log-file",
+            "write-batch",
+            "only-write-batch",
+        ],
+    ),
+    (
+        &[
+            "gcc", "cc", "c++", "g++", "clang", "clang++", "ld", "as", "rustc", "tcc",
+        ],
+        "oIlLxDUeTuzB",
+        "o",
+        &[],
+    ),
     (&["csplit"], "fbn", "f", &["prefix"]),
 ];
 
@@ -2193,27 +2249,151 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
         }
         "git" => {
             let i = git_subcommand_at(args);
-            if args.get(i) == Some(&"clone") {
-                let rest = args.get(i + 1..).unwrap_or_default();
-                let o = Options::read("git", rest);
-                match o.operands.as_slice() {
-                    [_, dir, ..] => out.push((*dir).to_owned()),
-                    [source] => {
-                        let name = basename(source.trim_end_matches('/'));
-                        let name = name.strip_suffix(".git").unwrap_or(name);
-                        if !name.is_empty() {
-                            out.push(name.to_owned());
+            let rest = args.get(i + 1..).unwrap_or_default();
+            // The repository folder a subcommand makes: `clone URL [DIR]`, `init [DIR]`,
+            // `submodule add URL [PATH]`, `worktree add PATH`.
+            let (made, separate): (Option<String>, Vec<(char, &str)>) = match args.get(i).copied() {
+                Some("clone") => {
+                    let o = Options::read("git-clone", rest);
+                    let made = match o.operands.as_slice() {
+                        [_, dir, ..] => Some((*dir).to_owned()),
+                        [source] => Some(repository_name(source)),
+                        [] => None,
+                    };
+                    (
+                        made,
+                        option_values(rest, "bjocu", "", &["separate-git-dir"]),
+                    )
+                }
+                Some("init") => {
+                    let o = Options::read("git-init", rest);
+                    let made = o
+                        .operands
+                        .first()
+                        .map_or(".".to_owned(), |d| (*d).to_owned());
+                    (
+                        Some(made),
+                        option_values(rest, "b", "", &["separate-git-dir"]),
+                    )
+                }
+                Some("submodule") if rest.first() == Some(&"add") => {
+                    let o = Options::read("git-submodule-add", rest.get(1..).unwrap_or_default());
+                    let made = match o.operands.as_slice() {
+                        [_, path, ..] => Some((*path).to_owned()),
+                        [source] => Some(repository_name(source)),
+                        [] => None,
+                    };
+                    (made, Vec::new())
+                }
+                Some("worktree") if rest.first() == Some(&"add") => {
+                    let o = Options::read("git-worktree-add", rest.get(1..).unwrap_or_default());
+                    (o.operands.first().map(|p| (*p).to_owned()), Vec::new())
+                }
+                _ => (None, Vec::new()),
+            };
+            // Relative to the folders `git -C` names, in turn.
+            let mut folder: Option<String> = None;
+            for pair in args.get(..i).unwrap_or_default().windows(2) {
+                if let ["-C", dir] = pair {
+                    folder = Some(match folder {
+                        Some(f) if !dir.starts_with('/') && !dir.starts_with('~') => {
+                            format!("{}/{dir}", f.trim_end_matches('/'))
                         }
-                    }
-                    [] => {}
+                        _ => (*dir).to_owned(),
+                    });
                 }
             }
+            let placed = |p: &str| match &folder {
+                Some(f) if !p.starts_with('/') && !p.starts_with('~') => {
+                    format!("{}/{p}", f.trim_end_matches('/'))
+                }
+                _ => p.to_owned(),
+            };
+            out.extend(made.iter().map(|m| placed(m)));
+            out.extend(separate.iter().map(|(_, dir)| placed(dir)));
         }
         // The file to patch, when named (`patch FILE < change.diff`).
         "patch" => out.extend(operands.first().map(|a| (*a).to_owned())),
+        // `uniq IN OUT`, `xxd IN OUT`: the second operand is written.
+        "uniq" | "xxd" => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+        // `go build -o FILE`.
+        "go" => out.extend(
+            option_values(args, "o", "o", &[])
+                .into_iter()
+                .map(|(_, v)| v.to_owned()),
+        ),
+        // `curl -O URL` names the file after the URL, in `--output-dir` or here.
+        "curl" => {
+            let remote_name = args.iter().any(|a| {
+                *a == "--remote-name"
+                    || *a == "--remote-name-all"
+                    || a.strip_prefix('-').is_some_and(|c| {
+                        !c.starts_with('-')
+                            && c.chars()
+                                .take_while(|l| !"dDeEHuXAbcoCKrTwyYzQmPtUxF".contains(*l))
+                                .any(|l| l == 'O')
+                    })
+            });
+            if remote_name {
+                let folder = option_values(args, "dDeEHuXAbcoCKrTwyYzQmPtUxF", "", &["output-dir"])
+                    .last()
+                    .map(|(_, d)| (*d).to_owned());
+                for url in args.iter().filter(|a| a.contains("://")) {
+                    let name = url_file_name(url);
+                    if !name.is_empty() {
+                        out.push(match &folder {
+                            Some(f) => format!("{}/{name}", f.trim_end_matches('/')),
+                            None => name.to_owned(),
+                        });
+                    }
+                }
+            }
+        }
+        // `wget URL` saves under the URL's name in `-P DIR` or here; `-r`, `-m`, `-x`, `-p`
+        // make a tree of folders there.
+        "wget" => {
+            let o = Options::read(program, args);
+            let named = option_values(args, "OPoaeiUTtlwAQRDIXB", "O", &["output-document"]);
+            let folder = option_values(args, "OPoaeiUTtlwAQRDIXB", "P", &["directory-prefix"])
+                .last()
+                .map_or_else(|| ".".to_owned(), |(_, d)| (*d).to_owned());
+            let tree = o.flag("rmxp")
+                || o.long(&[
+                    "--recursive",
+                    "--mirror",
+                    "--force-directories",
+                    "--page-requisites",
+                ]);
+            if tree {
+                out.push(folder);
+            } else if named.is_empty() {
+                for url in args.iter().filter(|a| a.contains("://")) {
+                    let name = url_file_name(url);
+                    let name = if name.is_empty() { "index.html" } else { name };
+                    out.push(format!("{}/{name}", folder.trim_end_matches('/')));
+                }
+            }
+        }
         _ => {}
     }
     out
+}
+
+/// The last name of a URL's path, as `curl -O` and `wget` save it (`` when it ends in `/`).
+fn url_file_name(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.split(['?', '#']).next().unwrap_or(rest);
+    match path.split_once('/') {
+        Some((_, path)) => path.rsplit('/').next().unwrap_or(""),
+        None => "",
+    }
+}
+
+/// The folder `git clone URL` makes: the URL's last name without `.git`.
+fn repository_name(source: &str) -> String {
+    let name = basename(source.trim_end_matches('/'));
+    let name = name.rsplit(':').next().unwrap_or(name);
+    name.strip_suffix(".git").unwrap_or(name).to_owned()
 }
 
 /// Arguments that may name files or URLs, for deny and ask rules (`cat .env`, `curl URL`):
@@ -2334,7 +2514,7 @@ impl<'a> Options<'a> {
                 done = true;
             } else if a.starts_with("--") {
                 out.long.push(a);
-                if takes_value(a)
+                if takes_value(program, a)
                     && let Some(&value) = rest.next()
                 {
                     out.valued.push((a, value));
@@ -2399,19 +2579,137 @@ fn named(written: &str, name: &str) -> bool {
 /// Whether a long option written without `=` takes the next argument as its value: it is
 /// one of [`LONG_WITH_VALUE`], whole, or a start of exactly one of them at least three letters
 /// long (`--exclude-d x`).
-fn takes_value(written: &str) -> bool {
+fn takes_value(program: &str, written: &str) -> bool {
     if written.contains('=') {
         return false;
     }
-    if LONG_WITH_VALUE.contains(&written) {
+    let own = PROGRAM_LONG_WITH_VALUE
+        .iter()
+        .find(|(names, _)| names.contains(&program))
+        .map_or(&[][..], |(_, long)| *long);
+    if LONG_WITH_VALUE.contains(&written) || written.get(2..).is_some_and(|w| own.contains(&w)) {
         return true;
     }
     let abbreviating = LONG_WITH_VALUE
         .iter()
-        .filter(|name| name.get(2..).is_some_and(|n| long_prefix_of(written, n, 3)))
+        .filter_map(|name| name.get(2..))
+        .chain(own.iter().copied())
+        .filter(|n| long_prefix_of(written, n, 3))
         .count();
     abbreviating == 1
 }
+
+/// Long options of other programs that take the next argument as their value (with `git-clone`
+/// and the like for git's subcommands).
+const PROGRAM_LONG_WITH_VALUE: &[(&[&str], &[&str])] = &[
+    (
+        &["git-clone"],
+        &[
+            "branch",
+            "origin",
+            "config",
+            "upload-pack",
+            "template",
+            "reference",
+            "reference-if-able",
+            "separate-git-dir",
+            "depth",
+            "shallow-since",
+            "shallow-exclude",
+            "jobs",
+            "filter",
+            "server-option",
+            "bundle-uri",
+            "revision",
+        ],
+    ),
+    (
+        &["git-init"],
+        &[
+            "template",
+            "separate-git-dir",
+            "initial-branch",
+            "object-format",
+            "ref-format",
+        ],
+    ),
+    (
+        &["git-submodule-add"],
+        &["branch", "name", "reference", "depth"],
+    ),
+    (&["git-worktree-add"], &["reason"]),
+    (
+        &["rsync"],
+        &[
+            "rsh",
+            "rsync-path",
+            "filter",
+            "exclude",
+            "include",
+            "exclude-from",
+            "include-from",
+            "files-from",
+            "backup-dir",
+            "suffix",
+            "temp-dir",
+            "partial-dir",
+            "log-file",
+            "log-file-format",
+            "out-format",
+            "write-batch",
+            "only-write-batch",
+            "read-batch",
+            "compare-dest",
+            "copy-dest",
+            "link-dest",
+            "chmod",
+            "chown",
+            "usermap",
+            "groupmap",
+            "password-file",
+            "bwlimit",
+            "timeout",
+            "contimeout",
+            "port",
+            "sockopts",
+            "outbuf",
+            "max-delete",
+            "max-size",
+            "min-size",
+            "max-alloc",
+            "block-size",
+            "modify-window",
+            "iconv",
+            "remote-option",
+            "info",
+            "debug",
+            "stop-after",
+            "stop-at",
+            "checksum-choice",
+            "compress-choice",
+            "compress-level",
+            "skip-compress",
+            "protocol",
+            "address",
+            "early-input",
+            "checksum-seed",
+            "mkpath",
+        ],
+    ),
+    (
+        &["split"],
+        &[
+            "bytes",
+            "line-bytes",
+            "lines",
+            "number",
+            "suffix-length",
+            "additional-suffix",
+            "separator",
+            "filter",
+        ],
+    ),
+];
 
 /// Whether the program reads or changes everything inside the folders among its operands.
 pub(crate) fn recursive(argv: &[Word]) -> bool {
@@ -2435,6 +2733,15 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
             !o.long.iter().any(|a| long_prefix_of(a, "no-recursion", 6)) || o.long(&["--recursion"])
         }
         "7z" | "7za" | "7zr" | "7zz" | "unzip" | "cpio" => true,
+        "wget" => {
+            o.flag("rmxp")
+                || o.long(&[
+                    "--recursive",
+                    "--mirror",
+                    "--force-directories",
+                    "--page-requisites",
+                ])
+        }
         "git" => git_goes_into_folders(&args),
         "zip" => o.flag("rR") || o.long(&["--recurse-paths", "--recurse-patterns"]),
         "cp" | "scp" => o.flag("rRa") || o.long(&["--recursive", "--archive"]),
@@ -2572,6 +2879,11 @@ const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
     (&["git"], "CcOo"),
     (&["split"], "abClnt"),
     (&["patch"], "piorDBVYzdFg"),
+    (&["git-clone"], "bjocu"),
+    (&["git-init"], "b"),
+    (&["git-submodule-add"], "b"),
+    (&["git-worktree-add"], "bB"),
+    (&["rsync"], "eBfTM"),
 ];
 
 /// The value attached to a short option (`-fFILE`, or `-rfFILE` when `r` takes none): for
@@ -2827,7 +3139,31 @@ mod tests {
         has("mv hooks/ .git", ".git/hooks");
         has("ln -s ../../x .git/hooks", ".git/hooks/x");
         has("git clone evil .git", ".git");
-        has("git -C . clone https://x.example/repo.git", "repo");
+        has("git -C . clone https://x.example/repo.git", "./repo");
+        has(
+            "git clone --depth 1 https://x.example/r.git .claude",
+            ".claude",
+        );
+        has(
+            "git clone -b main https://x.example/r.git .vscode",
+            ".vscode",
+        );
+        has("git -C .claude clone https://x.example/r.git", ".claude/r");
+        has(
+            "git clone --separate-git-dir .git/x https://x.example/r.git d",
+            ".git/x",
+        );
+        has("git init .vscode", ".vscode");
+        has("git -C .git init", ".git/.");
+        has(
+            "git submodule add https://x.example/r.git .vscode",
+            ".vscode",
+        );
+        has(
+            "git submodule add -b main --name n https://x.example/r.git",
+            "r",
+        );
+        has("git worktree add -b x .git/x", ".git/x");
         has("chmod -R --reference=x .git", ".git");
         has("chown --ref=x .toolgate", ".toolgate");
         has("7z x -o.git evil.7z", ".git");
@@ -2862,6 +3198,27 @@ mod tests {
         has("patch -o .git/config a.diff", ".git/config");
         has("split -b 1k evil .git/hooks/pre-", ".git/hooks/pre-");
         has("sort -o .git/config in", ".git/config");
+        has("rsync -a evil/ .git/ -e ssh", ".git/");
+        has("rsync -a --backup-dir .git/hooks a b", ".git/hooks");
+        has("rsync -a --log-file=.git/config a b", ".git/config");
+        has("split --number 2 evil .git/hooks/pre-", ".git/hooks/pre-");
+        has("curl -sSO https://x.example/a/.mcp.json", ".mcp.json");
+        has(
+            "curl --output-dir .git -O https://x.example/config?x=1",
+            ".git/config",
+        );
+        has("wget -q https://x.example/.mcp.json", "./.mcp.json");
+        has(
+            "wget -P .claude https://x.example/settings.json",
+            ".claude/settings.json",
+        );
+        has("wget -r -nH https://x.example/", ".");
+        has("uniq a .git/hooks/pre-commit", ".git/hooks/pre-commit");
+        has("gcc -o .git/hooks/pre-commit x.c", ".git/hooks/pre-commit");
+        has(
+            "go build -o .git/hooks/pre-commit .",
+            ".git/hooks/pre-commit",
+        );
         has("cpio -idm < a.cpio", ".");
         has("cpio -i -D .git < a.cpio", ".git");
         has("cpio -pdm .git/hooks", ".git/hooks");
