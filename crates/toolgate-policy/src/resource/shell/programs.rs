@@ -1477,6 +1477,21 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             }
         }
     }
+    // A pathspec with a pattern or magic (`'*env'`, `:(glob)**/.env`, `:/`) names files the
+    // command does not show, and those that read what files hold may read a secret with it.
+    if git_goes_into_folders(args)
+        && sub != "add"
+        && rest.iter().any(|a| {
+            !a.starts_with('-')
+                && (a.contains(['*', '?', '[']) || a.starts_with(':'))
+                && revision_path(a)
+                    .is_none_or(|p| p.contains(['*', '?', '[']) || a.starts_with(":("))
+        })
+    {
+        flag(format!(
+            "`git {sub}` is given a pathspec pattern, which may name files the command does not show"
+        ));
+    }
     // Applying a patch writes the files it names, which the command does not show.
     let only_checks = rest.iter().any(|a| {
         matches!(
