@@ -1,0 +1,1 @@
+tar xfC a.tar .git -C hooks

@@ -1,0 +1,1 @@
+strace -n -o /dev/null rm -rf x

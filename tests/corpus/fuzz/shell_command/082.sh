@@ -1,0 +1,1 @@
+flock -w 1 l -c 'cat x'

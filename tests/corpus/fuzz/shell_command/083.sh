@@ -1,0 +1,1 @@
+cp --suffix .bak -t .git/hooks a

@@ -1,0 +1,1 @@
+git -C a clone --depth 1 https://x/r.git d

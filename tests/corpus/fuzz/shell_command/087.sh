@@ -1,0 +1,1 @@
+nsenter -t 1 -m/x cat y

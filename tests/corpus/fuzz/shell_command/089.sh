@@ -1,0 +1,1 @@
+grep --dir=rec -drecu key ~
