@@ -1183,6 +1183,11 @@ fn decode_ansi_c(text: &str) -> String {
             }
         }
     }
+    // bash ends the string at a NUL, however it is written (`\0`, `\x00`, `\u0000`, `\c@`):
+    // `$'.env\0x'` is `.env`.
+    if let Some(end) = out.find('\0') {
+        out.truncate(end);
+    }
     out
 }
 
@@ -1295,6 +1300,9 @@ mod tests {
         assert_eq!(unescaped, "git");
         assert_eq!(unescape_double_quoted("a\\\"b\\n"), "a\"b\\n");
         assert_eq!(decode_ansi_c("\\x67it\\n\\101"), "git\nA");
+        for nul in ["\\0", "\\x00", "\\u0000", "\\c@", "\\000"] {
+            assert_eq!(decode_ansi_c(&format!(".env{nul}zz")), ".env", "{nul}");
+        }
         assert!(is_plain_expansion("${HOME}"));
         assert!(!is_plain_expansion("${two@P}"));
         assert!(!is_plain_expansion("${x:-$(id)}"));
