@@ -1626,46 +1626,148 @@ fn branch_changes(args: &[&str]) -> bool {
 
 /// The sed script(s) and whether they stay read-only: `e`, `w`, `W`, `r`, `R` commands and the
 /// `e` and `w` flags of `s` run programs or touch other files; `-i` edits in place.
-fn check_sed(args: &[&str], flag: &mut impl FnMut(String)) {
-    let mut scripts = Vec::new();
-    let mut explicit = false;
-    let mut i = 0;
-    let mut first_operand = None;
-    while let Some(a) = args.get(i) {
-        if *a == "-e" || *a == "--expression" {
-            explicit = true;
-            if let Some(s) = args.get(i + 1) {
-                scripts.push(*s);
+/// A sed command line read as GNU sed's getopt reads it: short options clustered (`-nf x`,
+/// `-ne p`), long ones abbreviated (`--expr=p`), options anywhere among the operands.
+#[derive(Default)]
+struct SedArgs<'a> {
+    /// Script text given by `-e`/`--expression`, or the first operand when there is none.
+    scripts: Vec<&'a str>,
+    /// A script read from a file (`-f`, `--file`).
+    from_file: Option<&'a str>,
+    /// `-i`/`--in-place`.
+    in_place: Option<&'a str>,
+    /// Files it reads (and writes, with `-i`).
+    files: Vec<&'a str>,
+    /// An option sed does not have, or one abbreviated ambiguously.
+    unknown: Option<&'a str>,
+}
+
+impl<'a> SedArgs<'a> {
+    fn read(args: &[&'a str]) -> SedArgs<'a> {
+        const LONG_VALUED: &[&str] = &["expression", "file", "line-length"];
+        const LONG_FLAGS: &[&str] = &[
+            "in-place",
+            "quiet",
+            "silent",
+            "regexp-extended",
+            "separate",
+            "unbuffered",
+            "null-data",
+            "zero-terminated",
+            "posix",
+            "debug",
+            "sandbox",
+            "follow-symlinks",
+            "binary",
+            "help",
+            "version",
+        ];
+        let mut out = SedArgs::default();
+        let mut operands: Vec<&'a str> = Vec::new();
+        let mut explicit = false;
+        let mut rest = args.iter();
+        while let Some(&a) = rest.next() {
+            if a == "--" {
+                operands.extend(rest.by_ref().copied());
+                break;
             }
-            i += 2;
-            continue;
+            if let Some(long) = a.strip_prefix("--") {
+                let (name, attached) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (long, None),
+                };
+                let matching: Vec<&str> = LONG_VALUED
+                    .iter()
+                    .chain(LONG_FLAGS)
+                    .copied()
+                    .filter(|n| !name.is_empty() && n.starts_with(name))
+                    .collect();
+                let full = match matching.as_slice() {
+                    [one] => *one,
+                    _ if matching.contains(&name) => name,
+                    _ => {
+                        out.unknown.get_or_insert(a);
+                        continue;
+                    }
+                };
+                let value = if LONG_VALUED.contains(&full) {
+                    attached.or_else(|| rest.next().copied())
+                } else {
+                    attached
+                };
+                match full {
+                    "expression" => {
+                        explicit = true;
+                        out.scripts.extend(value);
+                    }
+                    "file" => {
+                        explicit = true;
+                        out.from_file = Some(a);
+                    }
+                    "in-place" => out.in_place = Some(a),
+                    _ => {}
+                }
+                continue;
+            }
+            let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+                operands.push(a);
+                continue;
+            };
+            for (at, letter) in cluster.char_indices() {
+                let attached = cluster
+                    .get(at + letter.len_utf8()..)
+                    .filter(|r| !r.is_empty());
+                match letter {
+                    'n' | 'E' | 'r' | 's' | 'u' | 'z' | 'b' => continue,
+                    'e' => {
+                        explicit = true;
+                        out.scripts
+                            .extend(attached.or_else(|| rest.next().copied()));
+                    }
+                    'f' => {
+                        explicit = true;
+                        out.from_file = Some(a);
+                        if attached.is_none() {
+                            rest.next();
+                        }
+                    }
+                    'l' => {
+                        if attached.is_none() {
+                            rest.next();
+                        }
+                    }
+                    // `-i` takes the rest of the word as a backup suffix.
+                    'i' => out.in_place = Some(a),
+                    _ => {
+                        out.unknown.get_or_insert(a);
+                    }
+                }
+                break;
+            }
         }
-        if let Some(s) = a.strip_prefix("--expression=") {
-            explicit = true;
-            scripts.push(s);
-        } else if let Some(s) = a
-            .strip_prefix("-e")
-            .filter(|_| a.len() > 2 && !a.starts_with("--"))
-        {
-            explicit = true;
-            scripts.push(s);
-        } else if *a == "-f" || a.starts_with("--file") || a.starts_with("-f") {
-            flag(format!(
-                "`sed {a}` reads its script from a file toolgate cannot see"
-            ));
-        } else if a.starts_with("--in-place")
-            || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
-        {
-            flag(format!("`sed {a}` edits files in place"));
-        } else if !a.starts_with('-') && first_operand.is_none() {
-            first_operand = Some(*a);
+        let mut operands = operands.into_iter();
+        if !explicit {
+            out.scripts.extend(operands.next());
         }
-        i += 1;
+        out.files = operands.collect();
+        out
     }
-    if !explicit {
-        scripts.extend(first_operand);
+}
+
+fn check_sed(args: &[&str], flag: &mut impl FnMut(String)) {
+    let sed = SedArgs::read(args);
+    if let Some(a) = sed.unknown {
+        flag(format!("`sed {a}` is not an option toolgate knows"));
     }
-    for script in scripts {
+    if let Some(a) = sed.from_file {
+        flag(format!(
+            "`sed {a}` reads its script from a file toolgate cannot see"
+        ));
+    }
+    if let Some(a) = sed.in_place {
+        flag(format!("`sed {a}` edits files in place"));
+    }
+    for script in sed.scripts {
         if let Err(why) = sed_script_is_read_only(script) {
             flag(format!("the sed script `{script}` {why}"));
         }
@@ -1939,18 +2041,12 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
         }
         return paths;
     }
-    if program == "sed"
-        && args.iter().any(|a| {
-            a.starts_with("--in-place")
-                || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
-        })
-    {
-        let explicit = args
-            .iter()
-            .any(|a| *a == "-e" || a.starts_with("--expression") || a.starts_with("-f"));
-        let files = operands(&args, &["-e", "-f", "--expression", "--file", "-l"]);
-        for file in files.iter().skip(usize::from(!explicit)) {
-            paths.push(((*file).to_owned(), Access::Write, PathRole::Written));
+    if matches!(program, "sed" | "gsed") {
+        let sed = SedArgs::read(&args);
+        if sed.in_place.is_some() {
+            for file in sed.files {
+                paths.push((file.to_owned(), Access::Write, PathRole::Written));
+            }
         }
         return paths;
     }
@@ -2974,6 +3070,36 @@ mod tests {
             "/^#/!s/x/y/",
         ] {
             assert_eq!(sed_script_is_read_only(ok), Ok(()), "{ok}");
+        }
+        let risky = |line: &str| {
+            let args: Vec<&str> = line.split(' ').collect();
+            let mut found = Vec::new();
+            check_sed(&args, &mut |d| found.push(d));
+            found
+        };
+        for line in [
+            "-n --expr=1r.env -e p a.rs",
+            "-n --e=1r.env -e p a.rs",
+            "-n --fi=x.sed a",
+            "-n -sf rr a.rs",
+            "-n -Ef rr a.rs",
+            "-ne 1r.env a.rs",
+            "-n -e p -e 1r.env a.rs",
+            "-n --in-pl -e p a",
+            "-ni p a",
+            "-n --frobnicate p a",
+            "-n p a -e w.out",
+        ] {
+            assert!(!risky(line).is_empty(), "{line}");
+        }
+        for line in [
+            "-n 1,5p a.rs",
+            "-ne 1,5p a.rs",
+            "--quiet -e p a",
+            "-E -n s/a/b/p a",
+            "p -- -x",
+        ] {
+            assert_eq!(risky(line), Vec::<String>::new(), "{line}");
         }
         for bad in [
             "s/test/touch \\/tmp\\/pwned/e",
