@@ -24,7 +24,7 @@ use crate::resource::matchers::{PathGlob, PathMatcher};
 use crate::resource::path::PathProblem;
 use crate::resource::shell::FindingKind;
 use crate::rule::{Facts, RuleInfo};
-use crate::subject::{PathSubject, Subject};
+use crate::subject::{PathRole, PathSubject, Subject};
 
 /// A guard's verdict on a subject.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,7 +234,8 @@ impl Policy {
                 ));
             }
         };
-        if resolved.root.is_none() {
+        let linked = p.role == PathRole::Linked;
+        if resolved.root.is_none() && !linked {
             let alternative = resolved
                 .alternative
                 .as_ref()
@@ -254,10 +255,24 @@ impl Policy {
                 ),
             ));
         }
-        if p.access != Access::Write {
+        if p.access != Access::Write && !linked {
             return None;
         }
-        let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
+        // A file with other names (hard links) changes under all of them.
+        if !linked && has_other_names(&resolved.resolved) {
+            return Some(Guard::ask(
+                "protected-path",
+                format!(
+                    "`{}` has other names (hard links) toolgate cannot see: writing it changes \
+                     them too",
+                    p.given
+                ),
+            ));
+        }
+        let roots: Vec<PathBuf> = match &resolved.root {
+            Some(root) => vec![root.clone()],
+            None => Vec::new(),
+        };
         // How a protected path is written: as named, or inside a folder changed whole
         // (`rm -r .` removes `.github/workflows` too).
         // `(what, whole)`: whether the path is protected, or holds a protected path.
@@ -292,6 +307,12 @@ impl Policy {
         }
         None
     }
+}
+
+/// Whether an existing regular file has more than one name.
+fn has_other_names(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
 }
 
 /// The first string argument (at any depth) that starts with `-`.

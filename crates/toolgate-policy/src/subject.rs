@@ -32,6 +32,10 @@ pub enum PathRole {
     Written,
     /// Any other command argument that may name a file (deny and ask rules only).
     Mentioned,
+    /// What a link the command makes leads to (`ln -s TARGET NAME`, `cp -l`, `link`): writing
+    /// through the link writes it, so the protected paths treat it as written; it may lie
+    /// outside the workspace (`ln -s /usr/bin/python3 venv/bin/python`).
+    Linked,
 }
 
 impl PathRole {
@@ -157,6 +161,7 @@ impl fmt::Display for Subject {
                     PathRole::Redirect => "redirection target",
                     PathRole::Written => "written file",
                     PathRole::Mentioned => "mentioned path",
+                    PathRole::Linked => "link target",
                 };
                 let whole = if p.recursive {
                     " with everything inside it"

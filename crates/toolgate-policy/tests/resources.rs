@@ -402,3 +402,34 @@ fn links_followed_in_a_folder_too_large_to_look_through_ask() {
     ));
     assert_eq!(e.decision, Decision::Allow);
 }
+
+/// A file with other names (hard links) changes under all of them when written: ask.
+#[test]
+fn writing_a_file_with_other_names_asks() {
+    let w = ws();
+    std::fs::create_dir_all(w.root.join(".git")).unwrap();
+    std::fs::write(w.root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::hard_link(w.root.join(".git/config"), w.root.join("hl")).unwrap();
+    let p = policy("fallback = \"allow\"\n");
+    for line in ["echo x >> hl", "cp src/main.rs hl"] {
+        let e = p.evaluate(&call(&w, "bash", json!({ "command": line })));
+        assert_eq!(
+            (e.decision, e.rule_name()),
+            (Decision::Ask, Some("protected-path")),
+            "{line}"
+        );
+        assert!(e.reason.contains("hard links"), "{}", e.reason);
+    }
+    let e = p.evaluate(&call(
+        &w,
+        "write_file",
+        json!({"path": "hl", "content": "x"}),
+    ));
+    assert_eq!(e.decision, Decision::Ask);
+    let e = p.evaluate(&call(
+        &w,
+        "bash",
+        json!({"command": "echo x >> src/main.rs"}),
+    ));
+    assert_eq!(e.decision, Decision::Allow);
+}

@@ -1990,6 +1990,7 @@ const WRITERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("ln", &["-S", "-t", "--suffix", "--target-directory"]),
+    ("link", &[]),
     ("tee", &[]),
     ("truncate", &["-s", "-r"]),
     ("chmod", &[]),
@@ -2020,12 +2021,35 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
         // `chmod --reference=FILE` takes its mode from a file, not from an operand.
         let mode_operand = matches!(program, "chmod" | "chown" | "chgrp")
             && !args.iter().any(|a| long_prefix_of(a, "reference", 3));
+        // Links made to the sources: `ln`, `link`, `cp -l`/`-s`. A symbolic link's relative
+        // target is read from the folder the link is in.
+        let o = Options::read(program, &args);
+        let symbolic = match program {
+            "ln" => o.flag("s") || o.long(&["--symbolic"]),
+            "cp" => o.flag("s") || o.long(&["--symbolic-link"]),
+            _ => false,
+        };
+        let links = symbolic
+            || matches!(program, "ln" | "link")
+            || (program == "cp" && (o.flag("l") || o.long(&["--link"])));
+        let link_folders: Vec<String> = match operands.last() {
+            Some(last) if symbolic => {
+                let last = last.trim_end_matches('/');
+                let parent = match last.rsplit_once('/') {
+                    Some(("", _)) => "/".to_owned(),
+                    Some((parent, _)) => parent.to_owned(),
+                    None => ".".to_owned(),
+                };
+                vec![parent, last.to_owned()]
+            }
+            _ => Vec::new(),
+        };
         for (i, operand) in operands.iter().enumerate() {
             let written = match program {
                 // The first operand of chmod/chown/chgrp is the mode or owner.
                 "chmod" | "chown" | "chgrp" => i > 0 || !mode_operand,
                 // Sources of a copy or link are read; the last operand is written.
-                "cp" | "install" | "ln" => i + 1 == n,
+                "cp" | "install" | "ln" | "link" => i + 1 == n,
                 "dd" => operand.starts_with("of="),
                 _ => true,
             };
@@ -2035,6 +2059,13 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
                 .unwrap_or(operand);
             if written {
                 paths.push((text.to_owned(), Access::Write, PathRole::Written));
+            } else if links {
+                paths.push((text.to_owned(), Access::Read, PathRole::Linked));
+                if !text.starts_with('/') && !text.starts_with('~') {
+                    for folder in &link_folders {
+                        paths.push((format!("{folder}/{text}"), Access::Read, PathRole::Linked));
+                    }
+                }
             } else if !(mode_operand && i == 0) {
                 paths.push((text.to_owned(), Access::Read, PathRole::Mentioned));
             }
