@@ -332,6 +332,8 @@ impl Policy {
             .collect();
         let recursive: Vec<bool> = commands.iter().map(|c| c.is_recursive()).collect();
         let follows: Vec<bool> = commands.iter().map(|c| c.follows_links()).collect();
+        // One budget, and one record of folders looked through, for the whole call.
+        let mut link_walk = LinkWalk::default();
         if commands.is_empty() {
             out.push(Subject::Command(CommandSubject {
                 command: SimpleCommand::placeholder(text),
@@ -381,7 +383,7 @@ impl Policy {
             };
             out.push(Subject::Path(subject));
             if !followed.is_empty() {
-                links_followed(followed, &source, text, &here, out);
+                link_walk.follow(followed, &source, text, &here, out);
             }
         }
         if mentions.urls {
@@ -455,65 +457,89 @@ fn agent_readings(r: &path::ResolvedPath) -> Vec<PathBuf> {
     out
 }
 
-/// Subjects for what the links inside folders read whole lead to, when the program follows
-/// them (`grep -R`, `rg -L`): each link that leads outside the folders looked through is read
-/// as if named, and a folder it leads to is looked through in turn (links to links). More than
-/// [`LINK_WALK_ENTRIES`] entries in all: a finding that asks.
-fn links_followed(
-    folders: Vec<PathBuf>,
-    source: &str,
-    text: &str,
-    here: &Place,
-    out: &mut Vec<Subject>,
-) {
-    let mut walked: Vec<PathBuf> = Vec::new();
-    let mut queue: Vec<PathBuf> = folders.into_iter().filter(|f| f.is_dir()).collect();
-    let mut budget = LINK_WALK_ENTRIES;
-    while let Some(folder) = queue.pop() {
-        if walked.iter().any(|w| folder.starts_with(w)) {
-            continue;
+/// Looking through folders for the links a program follows, for one call: what was looked
+/// through, and how many more entries may be.
+struct LinkWalk {
+    walked: Vec<PathBuf>,
+    budget: usize,
+    exhausted: bool,
+}
+
+impl Default for LinkWalk {
+    fn default() -> LinkWalk {
+        LinkWalk {
+            walked: Vec::new(),
+            budget: LINK_WALK_ENTRIES,
+            exhausted: false,
         }
-        let links = match links_inside(&folder, budget) {
-            Ok((links, seen)) => {
-                budget = budget.saturating_sub(seen);
-                links
-            }
-            Err(()) => {
-                let mut command = SimpleCommand::placeholder(text);
-                command.findings.push(shell::Finding {
-                    kind: shell::FindingKind::Unsupported,
-                    detail: format!(
-                        "{source} follows the links inside `{}`, and what they lead to holds more \
-                         than {LINK_WALK_ENTRIES} entries: toolgate did not look at them all",
-                        folder.display()
-                    ),
-                });
-                out.push(Subject::Command(CommandSubject {
-                    command,
-                    line_findings: Vec::new(),
-                }));
+    }
+}
+
+impl LinkWalk {
+    /// Subjects for what the links inside folders read whole lead to, when the program
+    /// follows them (`grep -R`, `rg -L`): each link that leads outside the folders looked
+    /// through is read as if named, and a folder it leads to is looked through in turn (links
+    /// to links). More than [`LINK_WALK_ENTRIES`] entries in all: a finding that asks.
+    fn follow(
+        &mut self,
+        folders: Vec<PathBuf>,
+        source: &str,
+        text: &str,
+        here: &Place,
+        out: &mut Vec<Subject>,
+    ) {
+        let mut queue: Vec<PathBuf> = folders.into_iter().filter(|f| f.is_dir()).collect();
+        while let Some(folder) = queue.pop() {
+            if self.exhausted {
                 return;
             }
-        };
-        walked.push(folder);
-        for link in links {
-            let given = Value::String(link.to_string_lossy().into_owned());
-            let through = format!("{source} (through the link `{}`)", link.display());
-            let mut subject =
-                path_subject(&given, &through, Access::Read, PathRole::Mentioned, here);
-            // A link that dangles leads nowhere the program can read.
-            let Some(targets) = subject.resolved.as_ref().map(agent_readings) else {
-                continue;
-            };
-            if targets
-                .iter()
-                .all(|t| walked.iter().any(|w| t.starts_with(w)))
-            {
+            if self.walked.iter().any(|w| folder.starts_with(w)) {
                 continue;
             }
-            subject.recursive = targets.iter().any(|t| t.is_dir());
-            queue.extend(targets.into_iter().filter(|t| t.is_dir()));
-            out.push(Subject::Path(subject));
+            let links = match links_inside(&folder, self.budget) {
+                Ok((links, seen)) => {
+                    self.budget = self.budget.saturating_sub(seen);
+                    links
+                }
+                Err(()) => {
+                    self.exhausted = true;
+                    let mut command = SimpleCommand::placeholder(text);
+                    command.findings.push(shell::Finding {
+                        kind: shell::FindingKind::Unsupported,
+                        detail: format!(
+                            "{source} follows the links inside `{}`, and what it goes through \
+                             holds more than {LINK_WALK_ENTRIES} entries: toolgate did not look \
+                             at them all",
+                            folder.display()
+                        ),
+                    });
+                    out.push(Subject::Command(CommandSubject {
+                        command,
+                        line_findings: Vec::new(),
+                    }));
+                    return;
+                }
+            };
+            self.walked.push(folder);
+            for link in links {
+                let given = Value::String(link.to_string_lossy().into_owned());
+                let through = format!("{source} (through the link `{}`)", link.display());
+                let mut subject =
+                    path_subject(&given, &through, Access::Read, PathRole::Mentioned, here);
+                // A link that dangles leads nowhere the program can read.
+                let Some(targets) = subject.resolved.as_ref().map(agent_readings) else {
+                    continue;
+                };
+                if targets
+                    .iter()
+                    .all(|t| self.walked.iter().any(|w| t.starts_with(w)))
+                {
+                    continue;
+                }
+                subject.recursive = targets.iter().any(|t| t.is_dir());
+                queue.extend(targets.into_iter().filter(|t| t.is_dir()));
+                out.push(Subject::Path(subject));
+            }
         }
     }
 }

@@ -2427,6 +2427,14 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
                     };
                     (made, Vec::new())
                 }
+                // Files written by option or operand: `checkout-index --prefix=DIR/`,
+                // `archive -o FILE`, `bundle create FILE`.
+                Some("checkout-index") => (None, option_values(rest, "", "", &["prefix"])),
+                Some("archive") => (None, option_values(rest, "o", "o", &["output"])),
+                Some("bundle") if rest.first() == Some(&"create") => {
+                    let o = Options::read("git", rest.get(1..).unwrap_or_default());
+                    (o.operands.first().map(|f| (*f).to_owned()), Vec::new())
+                }
                 Some("worktree") if rest.first() == Some(&"add") => {
                     let o = Options::read("git-worktree-add", rest.get(1..).unwrap_or_default());
                     (o.operands.first().map(|p| (*p).to_owned()), Vec::new())
@@ -3336,6 +3344,13 @@ mod tests {
             "r",
         );
         has("git worktree add -b x .git/x", ".git/x");
+        has(
+            "git checkout-index --prefix=.git/hooks/ pre-commit",
+            ".git/hooks/",
+        );
+        has("git archive -o .git/config HEAD", ".git/config");
+        has("git archive --output=.git/config HEAD", ".git/config");
+        has("git bundle create .git/config HEAD", ".git/config");
         has("chmod -R --reference=x .git", ".git");
         has("chown --ref=x .toolgate", ".toolgate");
         has("7z x -o.git evil.7z", ".git");
