@@ -12,6 +12,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::resource::shell::Word;
+use crate::resource::shell::programs;
 use crate::resource::url::{AddressClass, DomainPattern, in_class};
 use crate::subject::{CommandSubject, PathSubject, UrlSubject};
 
@@ -534,22 +535,30 @@ impl CommandPattern {
         self.is_prefix_of(argv)
     }
 
-    /// Allow rules: the command that runs starts with the pattern, program name exactly.
+    /// Allow rules: the command that runs starts with the pattern, program name exactly (git's
+    /// own options before its subcommand aside: `git --no-pager log` is `git log`).
     fn is_prefix_of(&self, argv: &[Word]) -> bool {
-        argv.len() >= self.tokens.len()
-            && self
-                .tokens
-                .iter()
-                .zip(argv)
-                .all(|(t, w)| t.is_match(w, false))
+        let starts = |argv: &[Word]| -> bool {
+            argv.len() >= self.tokens.len()
+                && self
+                    .tokens
+                    .iter()
+                    .zip(argv)
+                    .all(|(t, w)| t.is_match(w, false))
+        };
+        starts(argv)
+            || programs::without_git_options(argv, false).is_some_and(|a| starts(a.as_slice()))
     }
 
-    /// Deny and ask rules: the pattern appears anywhere in any layer, programs by basename.
+    /// Deny and ask rules: the pattern appears anywhere in any layer, programs by basename (and
+    /// in git's argv without its own options: `git -C . push` is `git push`).
     fn appears_in(&self, wrappers: &[Vec<Word>], argv: &[Word]) -> bool {
+        let plain = programs::without_git_options(argv, true);
         wrappers
             .iter()
             .map(Vec::as_slice)
             .chain(std::iter::once(argv))
+            .chain(plain.as_deref())
             .any(|argv| {
                 (0..argv.len()).any(|start| {
                     argv.get(start..).is_some_and(|rest| {
@@ -737,7 +746,15 @@ mod tests {
         assert!(p.is_prefix_of(&words("git log")));
         assert!(!p.is_prefix_of(&words("git statusx")));
         assert!(!p.is_prefix_of(&words("/tmp/git status")));
-        assert!(!p.is_prefix_of(&words("git -C x status")));
+        // git's own options aside: `-C`'s folder is a path subject, `-c` and `--git-dir` ask.
+        assert!(p.is_prefix_of(&words("git -C x status")));
+        assert!(p.is_prefix_of(&words("git --no-pager -P log -n 3")));
+        assert!(!p.is_prefix_of(&words("git -C x push")));
+        assert!(!p.is_prefix_of(&words("git -c core.pager=sh log")));
+        assert!(!p.is_prefix_of(&words("git --git-dir=/x/.git log")));
+        let push = CommandPattern::parse("git push").unwrap();
+        assert!(push.appears_in(&[], &words("git --no-pager -C . push origin")));
+        assert!(push.appears_in(&[], &words("git -c x=y push")));
         assert!(p.appears_in(&[], &words("/tmp/git status")));
         assert!(p.appears_in(&[words("sudo git log")], &words("git log")));
         let any = CommandPattern::parse("npm run *").unwrap();

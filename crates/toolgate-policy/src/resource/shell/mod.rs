@@ -11,7 +11,7 @@
 //! code or write files. Redirection targets, `cd` folders and the files of programs that write
 //! (`rm`, `mv`, `cp`, `tee`, `sed -i`, …) become path subjects, confined like any other path.
 
-mod programs;
+pub(crate) mod programs;
 mod syntax;
 
 use serde::Serialize;
@@ -233,7 +233,7 @@ pub(crate) fn revision_path(arg: &str) -> Option<&str> {
 pub(crate) fn environment_findings<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for name in names {
-        programs::check_assignment(name, &mut findings);
+        programs::check_assignment(name, None, &mut findings);
     }
     findings
 }

@@ -203,8 +203,19 @@ fn is_risky_variable(name: &str) -> bool {
         .any(|s| name.ends_with(s))
 }
 
-/// Checks `NAME=value` assignments.
-pub(crate) fn check_assignment(name: &str, findings: &mut Vec<Finding>) {
+/// Checks `NAME=value` assignments. `value` is the value as written, when known: a pager set to
+/// `cat` or to nothing (`PAGER=cat git log`, `GIT_PAGER= git diff`) runs no other program.
+pub(crate) fn check_assignment(name: &str, value: Option<&str>, findings: &mut Vec<Finding>) {
+    let pager = matches!(name, "PAGER" | "MANPAGER") || name.ends_with("_PAGER");
+    let plain = value.is_some_and(|v| {
+        matches!(
+            v,
+            "" | "cat" | "'cat'" | "\"cat\"" | "''" | "\"\"" | "/bin/cat" | "/usr/bin/cat"
+        )
+    });
+    if pager && plain {
+        return;
+    }
     if is_risky_variable(name) {
         findings.push(finding(
             FindingKind::RiskyVariable,
@@ -1028,7 +1039,8 @@ fn unwrap_env(words: &[Word], findings: &mut Vec<Finding>) -> Option<usize> {
                 return None;
             }
             t if t.contains('=') => {
-                check_assignment(t.split('=').next().unwrap_or(""), findings);
+                let (name, value) = t.split_once('=').unwrap_or((t, ""));
+                check_assignment(name, Some(value), findings);
                 i += 1;
             }
             _ => return Some(i),
@@ -1533,6 +1545,50 @@ fn check_git(args: &[&str], flag: &mut impl FnMut(String)) {
             "`git {sub}` can run programs or change git's configuration"
         ));
     }
+}
+
+/// A git argv without git's own options before the subcommand (`git --no-pager -C src log` is
+/// `git log`), for command patterns: what runs is the subcommand. With `all`, every such option
+/// goes (deny and ask rules: `git -c x=y push` is still a push); without, only those that change
+/// nothing a rule could care about (`--no-pager`, `-P`, `--no-optional-locks`, the pathspec
+/// styles, and `-C DIR`, whose folder is checked as a path), so `git -c core.pager=sh log` is
+/// not `git log` to an allow rule. `None` when nothing goes.
+pub(crate) fn without_git_options(argv: &[Word], all: bool) -> Option<Vec<Word>> {
+    const PLAIN: &[&str] = &[
+        "--no-pager",
+        "-P",
+        "--no-optional-locks",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-replace-objects",
+        "--no-lazy-fetch",
+        "--no-advice",
+        "-C",
+    ];
+    let program = argv.first()?;
+    if program.value().map(basename) != Some("git") {
+        return None;
+    }
+    let args: Vec<&str> = argv.iter().skip(1).map_while(Word::value).collect();
+    let at = git_subcommand_at(&args);
+    if at == 0 || at >= args.len() {
+        return None;
+    }
+    let options = args.get(..at).unwrap_or_default();
+    let plain = options
+        .iter()
+        .enumerate()
+        .all(|(i, a)| PLAIN.contains(a) || (i > 0 && options.get(i - 1) == Some(&"-C")));
+    if !all && !plain {
+        return None;
+    }
+    Some(
+        std::iter::once(program.clone())
+            .chain(argv.iter().skip(1 + at).cloned())
+            .collect(),
+    )
 }
 
 /// Where git's subcommand is among its arguments: after the global options and their values

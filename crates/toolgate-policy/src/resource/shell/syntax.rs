@@ -425,8 +425,12 @@ impl<'s> Walker<'s> {
             .child_by_field_name("name")
             .map(|n| self.text(n))
             .unwrap_or("");
+        let value = Some(
+            node.child_by_field_name("value")
+                .map_or("", |v| self.text(v)),
+        );
         let mut findings = Vec::new();
-        programs::check_assignment(name.split('[').next().unwrap_or(name), &mut findings);
+        programs::check_assignment(name.split('[').next().unwrap_or(name), value, &mut findings);
         for f in findings {
             self.command_finding(command, f);
         }
@@ -492,7 +496,10 @@ impl<'s> Walker<'s> {
                 .child_by_field_name("name")
                 .map(|n| self.text(n))
                 .unwrap_or("");
-            programs::check_assignment(name, &mut findings);
+            let value = assignment
+                .child_by_field_name("value")
+                .map_or("", |v| self.text(v));
+            programs::check_assignment(name, Some(value), &mut findings);
         }
         let created = self.simple_command(text, words, findings);
         for assignment in prefix {
