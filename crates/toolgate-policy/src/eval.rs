@@ -191,8 +191,13 @@ impl Policy {
                     Some(rule),
                     format!("rule `{}` could not be evaluated: {error}", rule.info.name).into(),
                 ),
+                // A mention no rule speaks to counts only when a guard does (an operand a
+                // program may write that is a protected path).
                 None if subject.is_mention() => {
-                    return None;
+                    if guard.as_ref().is_none_or(|g| g.decision == Decision::Allow) {
+                        return None;
+                    }
+                    (Decision::Allow, Layer::Default, None, Arc::from(""))
                 }
                 None => {
                     let (decision, reason) = self.default_for(facts, &subject, mode);

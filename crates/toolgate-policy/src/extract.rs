@@ -309,20 +309,29 @@ impl Policy {
         } = analysis;
         let mentions = self.has_mention_rules;
         let mut urls = Vec::new();
-        if mentions.paths || mentions.urls {
-            for (index, command) in commands.iter().enumerate() {
-                let (mentioned, mentioned_urls) = command.mentions();
-                if mentions.paths {
-                    paths.extend(mentioned.into_iter().map(|text| shell::CommandPath {
-                        text: text.to_owned(),
-                        access: Access::Read,
-                        role: PathRole::Mentioned,
-                        command: index,
-                        cwd: command.cwd.clone(),
-                    }));
-                }
-                urls.extend(mentioned_urls.into_iter().map(str::to_owned));
+        for (index, command) in commands.iter().enumerate() {
+            // The operands of a program not known to only read them may be written: the
+            // protected paths see them whatever the rules are.
+            let reads_only = command.reads_only();
+            if !(mentions.paths || mentions.urls || !reads_only) {
+                continue;
             }
+            let (mentioned, mentioned_urls) = command.mentions();
+            let role = if reads_only {
+                PathRole::Mentioned
+            } else {
+                PathRole::Operand
+            };
+            if mentions.paths || !reads_only {
+                paths.extend(mentioned.into_iter().map(|text| shell::CommandPath {
+                    text: text.to_owned(),
+                    access: Access::Read,
+                    role,
+                    command: index,
+                    cwd: command.cwd.clone(),
+                }));
+            }
+            urls.extend(mentioned_urls.into_iter().map(str::to_owned));
         }
         // Where each path was found, for people: an excerpt, since every path of a command
         // carries it (32,000 words in one 64 KiB command would otherwise copy it 32,000 times).
@@ -347,7 +356,7 @@ impl Policy {
             }));
         }
         for p in paths {
-            if p.role.is_mention() && !mentions.paths {
+            if p.role == PathRole::Mentioned && !mentions.paths {
                 continue;
             }
             let mut here = place.clone();
@@ -366,11 +375,13 @@ impl Policy {
             let mut subject =
                 path_subject(&Value::String(p.text), &source, p.access, p.role, &here);
             // Its operands, not its redirections or the folder it runs in.
-            subject.recursive = matches!(p.role, PathRole::Mentioned | PathRole::Written)
-                && recursive.get(p.command).copied().unwrap_or(false)
+            subject.recursive = matches!(
+                p.role,
+                PathRole::Mentioned | PathRole::Operand | PathRole::Written
+            ) && recursive.get(p.command).copied().unwrap_or(false)
                 && !is_kernel_file(subject.resolved.as_ref());
             let followed: Vec<PathBuf> = if subject.recursive
-                && p.role == PathRole::Mentioned
+                && p.role.is_mention()
                 && follows.get(p.command).copied().unwrap_or(false)
             {
                 subject

@@ -154,6 +154,11 @@ impl Policy {
         let network = call.context.origin == Some(Origin::Network);
         match subject {
             Subject::Call => {}
+            Subject::Path(p) if p.role == PathRole::Operand => {
+                if let Some(g) = self.operand_guard(p) {
+                    guard = stricter(guard, g);
+                }
+            }
             Subject::Path(p) if p.role.is_mention() => {}
             Subject::Path(p) => {
                 if let Some(g) = self.path_guard(p) {
@@ -210,6 +215,36 @@ impl Policy {
             }
         }
         guard
+    }
+
+    /// An operand of a program that may write it: a protected path asks.
+    fn operand_guard(&self, p: &PathSubject) -> Option<Guard> {
+        let resolved = p.resolved.as_ref()?;
+        let roots: Vec<PathBuf> = resolved.root.iter().cloned().collect();
+        let hits = |matcher: &PathMatcher| {
+            resolved
+                .readings()
+                .any(|path| matcher.matches_folded(path, &roots))
+                || p.recursive
+                    && resolved
+                        .readings()
+                        .any(|path| matcher.holds_inside(path, &roots, true))
+        };
+        let whose = if hits(&self.protected_own) {
+            "toolgate's own configuration"
+        } else if hits(&self.protected) {
+            "configuration that other tools run"
+        } else {
+            return None;
+        };
+        Some(Guard::ask(
+            "protected-path",
+            format!(
+                "`{}` is {whose}, and {} may write it (toolgate does not know what that program \
+                 writes)",
+                p.given, p.source
+            ),
+        ))
     }
 
     fn path_guard(&self, p: &PathSubject) -> Option<Guard> {

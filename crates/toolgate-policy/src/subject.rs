@@ -32,6 +32,10 @@ pub enum PathRole {
     Written,
     /// Any other command argument that may name a file (deny and ask rules only).
     Mentioned,
+    /// An operand of a program toolgate does not know to only read its operands (`cargo build
+    /// --target-dir X`, `ssh-keygen -f X`): deny and ask rules see it, and so do the protected
+    /// paths, which ask, since the program may write it.
+    Operand,
     /// What a link the command makes leads to (`ln -s TARGET NAME`, `cp -l`, `link`): writing
     /// through the link writes it, so the protected paths treat it as written; it may lie
     /// outside the workspace (`ln -s /usr/bin/python3 venv/bin/python`).
@@ -41,7 +45,7 @@ pub enum PathRole {
 impl PathRole {
     /// Whether only deny and ask rules look at it.
     pub const fn is_mention(self) -> bool {
-        matches!(self, PathRole::Mentioned)
+        matches!(self, PathRole::Mentioned | PathRole::Operand)
     }
 }
 
@@ -162,6 +166,7 @@ impl fmt::Display for Subject {
                     PathRole::Written => "written file",
                     PathRole::Mentioned => "mentioned path",
                     PathRole::Linked => "link target",
+                    PathRole::Operand => "operand it may write",
                 };
                 let whole = if p.recursive {
                     " with everything inside it"

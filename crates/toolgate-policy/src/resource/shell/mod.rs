@@ -141,6 +141,13 @@ impl SimpleCommand {
         programs::recursive(&self.argv)
     }
 
+    /// Whether the program is known to only read the files its operands name (`cat`, `grep`,
+    /// `git`, whose writes toolgate reads apart), or to write only those toolgate finds
+    /// (`cp`, `tar`, `curl -o`): the operands of any other program may be files it writes.
+    pub fn reads_only(&self) -> bool {
+        programs::reads_only(&self.argv)
+    }
+
     /// Whether, going into folders, it follows the symbolic links it meets there (`grep -R`,
     /// `rg -L`, `find -L`, `tar -h`, `zip -r`).
     pub fn follows_links(&self) -> bool {
