@@ -340,7 +340,28 @@ impl<'s> Walker<'s> {
                         ),
                     );
                 }
-                for child in named_children(node) {
+                // In a here-document whose delimiter is not quoted, backticks run a command,
+                // and the grammar does not parse them there: any backtick asks.
+                let children: Vec<Node<'_>> = named_children(node).collect();
+                let quoted = children
+                    .iter()
+                    .find(|c| c.kind() == "heredoc_start")
+                    .is_some_and(|c| self.text(*c).contains(['\'', '"', '\\']));
+                if node.kind() == "heredoc_redirect"
+                    && !quoted
+                    && children
+                        .iter()
+                        .any(|c| c.kind() == "heredoc_body" && self.text(*c).contains('`'))
+                {
+                    self.command_finding(
+                        command,
+                        finding(
+                            FindingKind::Substitution,
+                            "backticks in a here-document whose delimiter is not quoted",
+                        ),
+                    );
+                }
+                for child in children {
                     if is_statement(child.kind()) {
                         // tree-sitter puts `cat <<EOF | sh` as a pipeline inside the redirect.
                         self.statement(child, level + 1);
