@@ -341,6 +341,17 @@ impl Policy {
             .collect();
         let recursive: Vec<bool> = commands.iter().map(|c| c.is_recursive()).collect();
         let follows: Vec<bool> = commands.iter().map(|c| c.follows_links()).collect();
+        let on_links: Vec<bool> = commands.iter().map(|c| c.acts_on_links()).collect();
+        // `mv x link`, `ln -s t link` with a link to a folder put things inside it.
+        let into_folders: Vec<bool> = commands
+            .iter()
+            .map(|c| {
+                matches!(
+                    c.program().map(shell::programs::basename),
+                    Some("mv" | "ln")
+                )
+            })
+            .collect();
         // One budget, and one record of folders looked through, for the whole call.
         let mut link_walk = LinkWalk::default();
         if commands.is_empty() {
@@ -372,8 +383,15 @@ impl Policy {
                 .get(p.command)
                 .cloned()
                 .unwrap_or_else(|| format!("`{text}`"));
-            let mut subject =
-                path_subject(&Value::String(p.text), &source, p.access, p.role, &here);
+            // `rm link`, `mv link x`, `ln -sf t link` act on the link, not where it leads.
+            let mut subject = if p.role == PathRole::Written
+                && on_links.get(p.command).copied().unwrap_or(false)
+            {
+                let into = into_folders.get(p.command).copied().unwrap_or(true);
+                link_itself_subject(&p.text, &source, p.access, &here, into)
+            } else {
+                path_subject(&Value::String(p.text), &source, p.access, p.role, &here)
+            };
             // Its operands, not its redirections or the folder it runs in.
             subject.recursive = matches!(
                 p.role,
@@ -624,6 +642,39 @@ fn path_subject(
         given: given.to_owned(),
         access,
         role,
+        recursive: false,
+        source: source.to_owned(),
+        resolved,
+        problem,
+    }
+}
+
+/// A written path that names a link the command acts on itself (removes, renames, replaces):
+/// its folder resolved, its last name not followed — unless, with `into_folders`, it leads to a
+/// folder, which the command then writes inside (`mv x link-to-folder`).
+fn link_itself_subject(
+    given: &str,
+    source: &str,
+    access: Access,
+    place: &Place,
+    into_folders: bool,
+) -> PathSubject {
+    let followed = into_folders
+        .then(|| path::resolve(given, &place.context()).ok())
+        .flatten()
+        .filter(|r| r.resolved.is_dir());
+    let resolution = match followed {
+        Some(r) => Ok(r),
+        None => path::resolve_link_itself(given, &place.context()),
+    };
+    let (resolved, problem) = match resolution {
+        Ok(r) => (Some(r), None),
+        Err(p) => (None, Some(p)),
+    };
+    PathSubject {
+        given: given.to_owned(),
+        access,
+        role: PathRole::Written,
         recursive: false,
         source: source.to_owned(),
         resolved,

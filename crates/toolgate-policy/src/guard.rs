@@ -239,11 +239,7 @@ impl Policy {
         };
         Some(Guard::ask(
             "protected-path",
-            format!(
-                "`{}` is {whose}, and {} may write it (toolgate does not know what that program \
-                 writes)",
-                p.given, p.source
-            ),
+            format!("`{}` is {whose}, and {} may write it", p.given, p.source),
         ))
     }
 
@@ -323,13 +319,22 @@ impl Policy {
             }
         };
         if let Some((what, whole)) = hit(&self.protected_own) {
-            let reason = format!("{what} toolgate's own configuration; agents never write it");
             // A folder changed whole (`tar xzf a.tgz` unpacks into `.`) may not touch it: a
             // person looks.
             return Some(if whole {
-                Guard::ask("protected-path", reason)
+                Guard::ask(
+                    "protected-path",
+                    format!(
+                        "`{}` is changed with everything inside it, which may include toolgate's \
+                         own configuration (`.toolgate/`): a person decides",
+                        p.given
+                    ),
+                )
             } else {
-                Guard::deny("protected-path", reason)
+                Guard::deny(
+                    "protected-path",
+                    format!("{what} toolgate's own configuration; agents never write it"),
+                )
             });
         }
         if let Some((what, _)) = hit(&self.protected) {

@@ -276,6 +276,41 @@ pub(crate) fn resolve_mention(
     })
 }
 
+/// Resolves a path whose last name is not followed, for a command that acts on a link itself
+/// (`rm link`, `mv link x`): its folder resolved as [`resolve`] does, the name appended. A path
+/// ending in `/`, `.` or `..` is resolved whole (`rm -r link/` goes through the link).
+pub(crate) fn resolve_link_itself(
+    given: &str,
+    ctx: &PathContext<'_>,
+) -> Result<ResolvedPath, PathProblem> {
+    let raw = raw_absolute(given, ctx.cwd, ctx.home)?;
+    let last = given.trim_end().rsplit('/').next().unwrap_or("");
+    let name = match raw.components().next_back() {
+        Some(Component::Normal(name)) if !matches!(last, "" | "." | ".." | "~") => name.to_owned(),
+        _ => return resolve(given, ctx),
+    };
+    let Some(parent) = raw.parent().and_then(Path::to_str) else {
+        return resolve(given, ctx);
+    };
+    let folder = resolve(parent, ctx)?;
+    let resolved = folder.resolved.join(&name);
+    let alternative = folder.alternative.as_ref().map(|a| a.join(&name));
+    let root = ctx
+        .roots
+        .iter()
+        .find(|root| {
+            resolved.starts_with(root) && alternative.as_ref().is_none_or(|a| a.starts_with(root))
+        })
+        .cloned();
+    Ok(ResolvedPath {
+        given: given.to_owned(),
+        absolute: normalize(&raw),
+        resolved,
+        alternative,
+        root,
+    })
+}
+
 /// Resolves a path through the filesystem and finds the root it is inside.
 pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath, PathProblem> {
     let raw = raw_absolute(given, ctx.cwd, ctx.home)?;

@@ -148,6 +148,16 @@ impl SimpleCommand {
         programs::reads_only(&self.argv)
     }
 
+    /// Whether the files it writes are links it acts on itself, not where they lead: `rm`,
+    /// `unlink`, `mv` and `ln`'s link name.
+    pub fn acts_on_links(&self) -> bool {
+        self.argv
+            .first()
+            .and_then(Word::value)
+            .map(programs::basename)
+            .is_some_and(|p| matches!(p, "rm" | "unlink" | "mv" | "ln"))
+    }
+
     /// Whether, going into folders, it follows the symbolic links it meets there (`grep -R`,
     /// `rg -L`, `find -L`, `tar -h`, `zip -r`).
     pub fn follows_links(&self) -> bool {
@@ -622,7 +632,7 @@ mod tests {
         let written: Vec<(&str, Option<&str>)> = a
             .paths
             .iter()
-            .filter(|p| p.role == PathRole::Written)
+            .filter(|p| matches!(p.role, PathRole::Written | PathRole::Operand))
             .map(|p| (p.text.as_str(), p.cwd.as_deref()))
             .collect();
         assert_eq!(
@@ -651,8 +661,8 @@ mod tests {
         assert_eq!(
             roles,
             [
-                ("/tmp/out/a.txt", PathRole::Written),
-                ("/tmp/out/b.txt", PathRole::Written),
+                ("/tmp/out/a.txt", PathRole::Operand),
+                ("/tmp/out/b.txt", PathRole::Operand),
                 ("a.txt", PathRole::Mentioned),
                 ("b.txt", PathRole::Mentioned),
                 ("/tmp/out", PathRole::Written)

@@ -2065,6 +2065,11 @@ pub(crate) fn paths(argv: &[Word]) -> Vec<(String, Access, PathRole)> {
     let mut paths: Vec<(String, Access, PathRole)> = written_elsewhere(program, &args)
         .into_iter()
         .map(|path| (path, Access::Write, PathRole::Written))
+        .chain(
+            landing_paths(program, &args)
+                .into_iter()
+                .map(|path| (path, Access::Write, PathRole::Operand)),
+        )
         .collect();
     if !(WRITERS.iter().any(|(name, _)| *name == program)
         || matches!(program, "sed" | "gsed" | "git"))
@@ -2335,30 +2340,6 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
     }
     let operands = Options::read(program, args).operands;
     match program {
-        "cp" | "mv" | "install" | "ln" => {
-            // What lands in the destination folder: `DIR/NAME` for each source.
-            let with_value = WRITERS
-                .iter()
-                .find(|(name, _)| *name == program)
-                .map_or(&[][..], |(_, v)| *v);
-            let operands = self::operands(args, with_value);
-            let target = option_values(args, "Stmog", "t", &["target-directory"]);
-            let (folder, sources) = match target.first() {
-                Some((_, dir)) => (Some(*dir), operands.as_slice()),
-                None => match operands.split_last() {
-                    Some((last, sources)) if !sources.is_empty() => (Some(*last), sources),
-                    _ => (None, operands.as_slice()),
-                },
-            };
-            if let Some(folder) = folder {
-                for source in sources {
-                    let name = basename(source.trim_end_matches('/'));
-                    if !name.is_empty() && name != "." && name != ".." {
-                        out.push(format!("{}/{name}", folder.trim_end_matches('/')));
-                    }
-                }
-            }
-        }
         "tar" | "gtar" | "bsdtar" => {
             let o = Options::read(program, args);
             let values = option_values(args, TAR_WITH_VALUE, "fC", &["directory", "file"]);
@@ -2600,6 +2581,39 @@ fn repository_name(source: &str) -> String {
     let name = basename(source.trim_end_matches('/'));
     let name = name.rsplit(':').next().unwrap_or(name);
     name.strip_suffix(".git").unwrap_or(name).to_owned()
+}
+
+/// What a copy, move, install or link may put inside the folder it names: `DIR/NAME` for each
+/// source (`mv hooks .git` writes `.git/hooks` when `.git` is a folder). Whether the
+/// destination is a folder is known only when the command runs, so these are operands the
+/// program may write: the protected paths see them, and nothing else needs to.
+fn landing_paths(program: &str, args: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    if !matches!(program, "cp" | "mv" | "install" | "ln") {
+        return out;
+    }
+    let with_value = WRITERS
+        .iter()
+        .find(|(name, _)| *name == program)
+        .map_or(&[][..], |(_, v)| *v);
+    let operands = self::operands(args, with_value);
+    let target = option_values(args, "Stmog", "t", &["target-directory"]);
+    let (folder, sources) = match target.first() {
+        Some((_, dir)) => (Some(*dir), operands.as_slice()),
+        None => match operands.split_last() {
+            Some((last, sources)) if !sources.is_empty() => (Some(*last), sources),
+            _ => (None, operands.as_slice()),
+        },
+    };
+    if let Some(folder) = folder {
+        for source in sources {
+            let name = basename(source.trim_end_matches('/'));
+            if !name.is_empty() && name != "." && name != ".." {
+                out.push(format!("{}/{name}", folder.trim_end_matches('/')));
+            }
+        }
+    }
+    out
 }
 
 /// Arguments that may name files or URLs, for deny and ask rules (`cat .env`, `curl URL`):
