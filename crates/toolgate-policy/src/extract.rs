@@ -634,6 +634,17 @@ fn path_subject(
     } else {
         path::resolve(given, &place.context())
     };
+    resolved_subject(given, source, access, role, resolution)
+}
+
+/// A path subject from how its path resolved.
+fn resolved_subject(
+    given: &str,
+    source: &str,
+    access: Access,
+    role: PathRole,
+    resolution: Result<path::ResolvedPath, PathProblem>,
+) -> PathSubject {
     let (resolved, problem) = match resolution {
         Ok(r) => (Some(r), None),
         Err(p) => (None, Some(p)),
@@ -667,19 +678,7 @@ fn link_itself_subject(
         Some(r) => Ok(r),
         None => path::resolve_link_itself(given, &place.context()),
     };
-    let (resolved, problem) = match resolution {
-        Ok(r) => (Some(r), None),
-        Err(p) => (None, Some(p)),
-    };
-    PathSubject {
-        given: given.to_owned(),
-        access,
-        role: PathRole::Written,
-        recursive: false,
-        source: source.to_owned(),
-        resolved,
-        problem,
-    }
+    resolved_subject(given, source, access, PathRole::Written, resolution)
 }
 
 fn url_subject(given: &str, mentioned: bool) -> UrlSubject {

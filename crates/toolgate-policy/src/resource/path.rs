@@ -295,13 +295,7 @@ pub(crate) fn resolve_link_itself(
     let folder = resolve(parent, ctx)?;
     let resolved = folder.resolved.join(&name);
     let alternative = folder.alternative.as_ref().map(|a| a.join(&name));
-    let root = ctx
-        .roots
-        .iter()
-        .find(|root| {
-            resolved.starts_with(root) && alternative.as_ref().is_none_or(|a| a.starts_with(root))
-        })
-        .cloned();
+    let root = root_of(ctx.roots, &resolved, alternative.as_deref());
     Ok(ResolvedPath {
         given: given.to_owned(),
         absolute: normalize(&raw),
@@ -309,6 +303,14 @@ pub(crate) fn resolve_link_itself(
         alternative,
         root,
     })
+}
+
+/// The root a resolved path is inside, in both its readings.
+fn root_of(roots: &[PathBuf], resolved: &Path, alternative: Option<&Path>) -> Option<PathBuf> {
+    roots
+        .iter()
+        .find(|root| resolved.starts_with(root) && alternative.is_none_or(|a| a.starts_with(root)))
+        .cloned()
 }
 
 /// Resolves a path through the filesystem and finds the root it is inside.
@@ -350,13 +352,7 @@ pub(crate) fn resolve(given: &str, ctx: &PathContext<'_>) -> Result<ResolvedPath
             },
         }
     };
-    let root = ctx
-        .roots
-        .iter()
-        .find(|root| {
-            resolved.starts_with(root) && alternative.as_ref().is_none_or(|a| a.starts_with(root))
-        })
-        .cloned();
+    let root = root_of(ctx.roots, &resolved, alternative.as_deref());
     Ok(ResolvedPath {
         given: given.to_owned(),
         absolute,
