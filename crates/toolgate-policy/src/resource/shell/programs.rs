@@ -213,7 +213,9 @@ pub(crate) fn check_assignment(name: &str, value: Option<&str>, findings: &mut V
             "" | "cat" | "'cat'" | "\"cat\"" | "''" | "\"\"" | "/bin/cat" | "/usr/bin/cat"
         )
     });
-    if pager && plain {
+    // Cargo's display settings change how it prints, not what it runs.
+    let display = name.starts_with("CARGO_TERM_") || name == "CARGO_INCREMENTAL";
+    if (pager && plain) || display {
         return;
     }
     if is_risky_variable(name) {
