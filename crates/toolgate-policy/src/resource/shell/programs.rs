@@ -2350,12 +2350,7 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
                 // `-C` options add up: `-C .git -C hooks` is `.git/hooks`.
                 let mut folder: Option<String> = None;
                 for (_, dir) in values.iter().filter(|(l, _)| matches!(l, 'C' | 'd')) {
-                    folder = Some(match folder {
-                        Some(f) if !dir.starts_with('/') && !dir.starts_with('~') => {
-                            format!("{}/{dir}", f.trim_end_matches('/'))
-                        }
-                        _ => (*dir).to_owned(),
-                    });
+                    folder = Some(placed_in(folder.as_deref(), dir));
                 }
                 out.push(folder.unwrap_or_else(|| ".".to_owned()));
             } else if o.flag("cruA")
@@ -2484,20 +2479,10 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
             let mut folder: Option<String> = None;
             for pair in args.get(..i).unwrap_or_default().windows(2) {
                 if let ["-C", dir] = pair {
-                    folder = Some(match folder {
-                        Some(f) if !dir.starts_with('/') && !dir.starts_with('~') => {
-                            format!("{}/{dir}", f.trim_end_matches('/'))
-                        }
-                        _ => (*dir).to_owned(),
-                    });
+                    folder = Some(placed_in(folder.as_deref(), dir));
                 }
             }
-            let placed = |p: &str| match &folder {
-                Some(f) if !p.starts_with('/') && !p.starts_with('~') => {
-                    format!("{}/{p}", f.trim_end_matches('/'))
-                }
-                _ => p.to_owned(),
-            };
+            let placed = |p: &str| placed_in(folder.as_deref(), p);
             out.extend(made.iter().map(|m| placed(m)));
             out.extend(separate.iter().map(|(_, dir)| placed(dir)));
         }
@@ -2566,6 +2551,17 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
         _ => {}
     }
     out
+}
+
+/// `path` as seen from `folder` (`-C .git` then `hooks` is `.git/hooks`); an absolute or
+/// `~` path, or no folder, leaves it as it is.
+fn placed_in(folder: Option<&str>, path: &str) -> String {
+    match folder {
+        Some(f) if !path.starts_with('/') && !path.starts_with('~') => {
+            format!("{}/{path}", f.trim_end_matches('/'))
+        }
+        _ => path.to_owned(),
+    }
 }
 
 /// The last name of a URL's path, as `curl -O` and `wget` save it (`` when it ends in `/`).
