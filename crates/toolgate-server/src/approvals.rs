@@ -170,7 +170,8 @@ pub(crate) async fn resolve(
             served.wait().await;
             Ok(())
         }
-        Ok((Committed::NotPending, _)) => {
+        // (A batch that closes a request revokes and spends nothing.)
+        Ok((Committed::NotPending | Committed::NoGrant, _)) => {
             claim.fail("the request was resolved elsewhere");
             state.inner.timer.release(id);
             Err(ApiError::conflict(

@@ -6,7 +6,7 @@ use axum::extract::State;
 use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
-use toolgate_store::{Batch, EventRecord};
+use toolgate_store::{Batch, Committed, EventRecord};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -29,18 +29,23 @@ pub(crate) async fn revoke(
         .into_iter()
         .find(|g| g.id == id)
         .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
-    if !state.store().revoke(&id).await? {
-        return Err(ApiError::not_found(format!("no grant `{id}`")));
-    }
     let event = EventRecord::new(
         "grant_revoked",
         json!({"grant": grant, "actor": "api", "action": grant.tool}),
     );
-    state
+    // The grant goes with its event, in one commit: the audit log never misses a revocation.
+    let committed = state
         .commit(Batch {
+            revoke: Some(id.clone()),
             events: vec![event],
             ..Batch::default()
         })
         .await?;
-    Ok(StatusCode::NO_CONTENT)
+    match committed {
+        Committed::Written(_) => Ok(StatusCode::NO_CONTENT),
+        // Revoked by someone else since it was read.
+        Committed::NoGrant | Committed::NotPending => {
+            Err(ApiError::not_found(format!("no grant `{id}`")))
+        }
+    }
 }

@@ -50,6 +50,16 @@ pub struct Batch {
     pub decision: Option<DecisionRow>,
     /// Grants to store.
     pub grants: Vec<Grant>,
+    /// A grant to remove: if there is no such grant, nothing of the batch is written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revoke: Option<String>,
+    /// A grant with a use count to spend one use of: if there is no such grant, or no use is
+    /// left, nothing of the batch is written (a grant without a count needs no write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<String>,
+    /// A session's snapshot to save (created, or replacing the one saved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionRow>,
 }
 
 /// What a batch wrote.
@@ -59,6 +69,8 @@ pub enum Committed {
     Written(Vec<i64>),
     /// Nothing: the request to close was no longer pending.
     NotPending,
+    /// Nothing: the grant to revoke or spend was gone, or had no use left.
+    NoGrant,
 }
 
 /// What the daemon keeps. Every method commits before it returns.
@@ -75,7 +87,7 @@ pub trait Store: GrantStore {
         };
         match self.commit(batch).await? {
             Committed::Written(seqs) => Ok(seqs),
-            Committed::NotPending => Ok(Vec::new()),
+            Committed::NotPending | Committed::NoGrant => Ok(Vec::new()),
         }
     }
 
@@ -95,7 +107,9 @@ pub trait Store: GrantStore {
                 .first()
                 .copied()
                 .ok_or_else(|| StoreError("no event was written".into())),
-            Committed::NotPending => Err(StoreError("no event was written".into())),
+            Committed::NotPending | Committed::NoGrant => {
+                Err(StoreError("no event was written".into()))
+            }
         }
     }
 
@@ -113,7 +127,7 @@ pub trait Store: GrantStore {
         };
         Ok(match self.commit(batch).await? {
             Committed::Written(seqs) => seqs.first().copied(),
-            Committed::NotPending => None,
+            Committed::NotPending | Committed::NoGrant => None,
         })
     }
 
@@ -154,7 +168,17 @@ pub trait Store: GrantStore {
     }
 
     /// Saves a session's snapshot.
-    async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError>;
+    async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError> {
+        let batch = Batch {
+            session: Some(SessionRow {
+                id: id.to_owned(),
+                snapshot: snapshot.clone(),
+                updated: record::rfc3339(std::time::SystemTime::now()),
+            }),
+            ..Batch::default()
+        };
+        self.commit(batch).await.map(|_| ())
+    }
 
     /// A saved session.
     async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError>;

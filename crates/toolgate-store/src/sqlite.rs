@@ -3,9 +3,8 @@
 //!
 //! A commit is one record appended to the journal (see [`crate::journal`]): one `write`, and
 //! with [`Durability::Full`] one flush. A thread applies journaled commits to the database in
-//! the background, many per transaction; reads and the few direct writes (grants spent or
-//! revoked, session snapshots) apply what is still queued first, so they see every commit that
-//! returned before them. A SQLite transaction of the same rows costs several times as much
+//! the background, many per transaction; reads apply what is still queued first, so they see
+//! every commit that returned before them. A SQLite transaction of the same rows costs several times as much
 //! right after an idle pause (seven pages written to the write-ahead log, each with its
 //! header), which is the state an approval finds the daemon in.
 //!
@@ -15,7 +14,7 @@
 //! [`Durability::Full`] the disk flush dominates, and writes tell tokio's multi-threaded runtime
 //! they block (`block_in_place`) so other tasks move to another thread meanwhile.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::io::Seek;
 use std::os::unix::fs::FileExt;
@@ -206,7 +205,6 @@ enum Table {
     Pending,
     Decisions,
     Grants,
-    /// Written directly, never by a commit.
     Sessions,
 }
 
@@ -219,7 +217,9 @@ impl Table {
             (!batch.events.is_empty()).then_some(Table::Events),
             (batch.open.is_some() || batch.close.is_some()).then_some(Table::Pending),
             batch.decision.is_some().then_some(Table::Decisions),
-            (!batch.grants.is_empty()).then_some(Table::Grants),
+            (!batch.grants.is_empty() || batch.revoke.is_some() || batch.spend.is_some())
+                .then_some(Table::Grants),
+            batch.session.is_some().then_some(Table::Sessions),
         ]
         .into_iter()
         .flatten()
@@ -243,6 +243,8 @@ struct Journal {
     next_seq: i64,
     /// The ids of the pending requests, as of the last commit.
     pending: HashSet<String>,
+    /// The grants' ids and use counts, as of the last commit.
+    grants: HashMap<String, Option<u32>>,
     /// Journaled, not yet applied, oldest first.
     queue: VecDeque<Entry>,
     /// Journaled and not yet applied: the queue and the commits being applied.
@@ -393,7 +395,28 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
         ))?;
     }
     for grant in &batch.grants {
-        insert_grant(tx, grant, "INSERT OR REPLACE")?;
+        insert_grant(tx, grant)?;
+    }
+    if let Some(id) = &batch.revoke {
+        tx.prepare_cached("DELETE FROM grants WHERE id = ?")?
+            .execute([id])?;
+    }
+    if let Some(id) = &batch.spend {
+        tx.prepare_cached(
+            "UPDATE grants SET uses_left = uses_left - 1 WHERE id = ? AND uses_left > 0",
+        )?
+        .execute([id])?;
+    }
+    if let Some(session) = &batch.session {
+        tx.prepare_cached(
+            "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
+        )?
+        .execute((
+            &session.id,
+            serde_json::to_string(&session.snapshot)?,
+            &session.updated,
+        ))?;
     }
     Ok(())
 }
@@ -549,6 +572,7 @@ fn recover(
         next_lsn: last + 1,
         next_seq: 0,
         pending: HashSet::new(),
+        grants: HashMap::new(),
         queue: VecDeque::new(),
         unapplied: 0,
         store,
@@ -571,6 +595,11 @@ fn recover(
     })?;
     journal.next_seq = next_seq;
     journal.pending = pending.into_iter().collect();
+    let grants = all(connection, "SELECT id, uses_left FROM grants", [], |row| {
+        let uses: Option<i64> = row.get(1)?;
+        Ok((row.get::<_, String>(0)?, uses.map(count_of)))
+    })?;
+    journal.grants = grants.into_iter().collect();
     Ok(journal)
 }
 
@@ -973,8 +1002,13 @@ fn grant_from_row(row: &Row<'_>) -> Result<Grant, StoreError> {
     let body: String = row.get("body")?;
     let mut grant: Grant = serde_json::from_str(&body)?;
     let uses: Option<i64> = row.get("uses_left")?;
-    grant.uses_left = uses.map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+    grant.uses_left = uses.map(count_of);
     Ok(grant)
+}
+
+/// A stored use count.
+fn count_of(uses: i64) -> u32 {
+    u32::try_from(uses.max(0)).unwrap_or(u32::MAX)
 }
 
 fn pending_from_row(row: &Row<'_>) -> Result<PendingRecord, StoreError> {
@@ -1023,12 +1057,12 @@ fn first<T>(
     rows.next()?.map(map).transpose()
 }
 
-/// Stores a grant; `insert` is `INSERT` or `INSERT OR REPLACE`.
-fn insert_grant(connection: &Connection, grant: &Grant, insert: &str) -> Result<(), StoreError> {
+/// Stores a grant (a commit checked that its id is new).
+fn insert_grant(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
     connection
-        .prepare_cached(&format!(
-            "{insert} INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)"
-        ))?
+        .prepare_cached(
+            "INSERT OR REPLACE INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
+        )?
         .execute((
             &grant.id,
             &grant.tool,
@@ -1103,6 +1137,33 @@ impl Store for SqliteStore {
                 request.id
             )));
         }
+        let mut batch = batch;
+        if let Some(id) = &batch.revoke
+            && !journal.grants.contains_key(id)
+        {
+            return Ok(Committed::NoGrant);
+        }
+        if let Some(id) = &batch.spend {
+            match journal.grants.get(id) {
+                None | Some(Some(0)) => return Ok(Committed::NoGrant),
+                // Uses without end: nothing to count.
+                Some(None) => batch.spend = None,
+                Some(Some(_)) => {}
+            }
+        }
+        if let Some(grant) = batch
+            .grants
+            .iter()
+            .find(|grant| journal.grants.contains_key(&grant.id))
+        {
+            return Err(StoreError(format!(
+                "grant `{}` is already stored",
+                grant.id
+            )));
+        }
+        if batch == Batch::default() {
+            return Ok(Committed::Written(Vec::new()));
+        }
         let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
         let entry = Entry {
             lsn: journal.next_lsn,
@@ -1126,6 +1187,20 @@ impl Store for SqliteStore {
         }
         if let Some(request) = &entry.batch.open {
             journal.pending.insert(request.id.clone());
+        }
+        for grant in &entry.batch.grants {
+            journal.grants.insert(grant.id.clone(), grant.uses_left);
+        }
+        if let Some(id) = &entry.batch.revoke {
+            journal.grants.remove(id);
+        }
+        if let Some(Some(uses)) = entry
+            .batch
+            .spend
+            .as_ref()
+            .and_then(|id| journal.grants.get_mut(id))
+        {
+            *uses = uses.saturating_sub(1);
         }
         let seqs = entry.seqs.clone();
         for table in Table::written_by(&entry.batch) {
@@ -1220,19 +1295,6 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError> {
-        let snapshot = serde_json::to_string(snapshot)?;
-        self.write(|connection| {
-            connection
-                .prepare_cached(
-                    "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
-                     ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
-                )?
-                .execute((id, snapshot, rfc3339(SystemTime::now())))?;
-            Ok(())
-        })
-    }
-
     async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         self.read(Table::Sessions, |connection| {
             first(
@@ -1263,8 +1325,11 @@ fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
 #[async_trait]
 impl GrantStore for SqliteStore {
     async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        self.write(|connection| insert_grant(connection, &grant, "INSERT"))
-            .map_err(to_grant_error)
+        let batch = Batch {
+            grants: vec![grant],
+            ..Batch::default()
+        };
+        self.commit(batch).await.map(|_| ()).map_err(to_grant_error)
     }
 
     async fn for_tool(
@@ -1283,16 +1348,14 @@ impl GrantStore for SqliteStore {
     }
 
     async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        self.write(|connection| {
-            let spent = connection
-                .prepare_cached(
-                    "UPDATE grants SET uses_left = CASE WHEN uses_left IS NULL THEN NULL ELSE uses_left - 1 END \
-                     WHERE id = ? AND (uses_left IS NULL OR uses_left > 0)",
-                )?
-                .execute([id])?;
-            Ok(spent > 0)
-        })
-        .map_err(to_grant_error)
+        let batch = Batch {
+            spend: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        match self.commit(batch).await.map_err(to_grant_error)? {
+            Committed::Written(_) => Ok(true),
+            Committed::NotPending | Committed::NoGrant => Ok(false),
+        }
     }
 
     async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
@@ -1308,13 +1371,14 @@ impl GrantStore for SqliteStore {
     }
 
     async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        self.write(|connection| {
-            let removed = connection
-                .prepare_cached("DELETE FROM grants WHERE id = ?")?
-                .execute([id])?;
-            Ok(removed > 0)
-        })
-        .map_err(to_grant_error)
+        let batch = Batch {
+            revoke: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        match self.commit(batch).await.map_err(to_grant_error)? {
+            Committed::Written(_) => Ok(true),
+            Committed::NotPending | Committed::NoGrant => Ok(false),
+        }
     }
 }
 
@@ -1856,6 +1920,96 @@ mod tests {
             .map(|e| e.kind)
             .collect();
         assert_eq!(kinds, ["first", "queued"]);
+    }
+
+    /// Saving a session, storing, spending and revoking grants are commits like the others:
+    /// journaled, so another program's write lock does not hold them up, and applied at the
+    /// next start when the daemon stopped first.
+    #[tokio::test]
+    async fn sessions_and_grants_are_journaled_past_another_programs_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        let grant = |uses| {
+            let mut grant = Grant::new(
+                Effect::Allow,
+                "bash",
+                GrantTarget::Command {
+                    prefix: vec!["git".into()],
+                    exact: false,
+                },
+                GrantScope::Session {
+                    session: "s".into(),
+                },
+                "alice",
+            );
+            grant.uses_left = uses;
+            grant
+        };
+        let counted = grant(Some(2));
+        let unlimited = grant(None);
+        store.insert(counted.clone()).await.unwrap();
+        store.insert(unlimited.clone()).await.unwrap();
+        store.put_session("s1", &json!({"v": 1})).await.unwrap();
+        let _ = store.sessions().await.unwrap();
+
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let started = std::time::Instant::now();
+        store.put_session("s2", &json!({"v": 1})).await.unwrap();
+        store.put_session("s1", &json!({"v": 2})).await.unwrap();
+        assert!(store.use_once(&counted.id).await.unwrap());
+        assert!(store.use_once(&counted.id).await.unwrap());
+        assert!(!store.use_once(&counted.id).await.unwrap(), "no use left");
+        assert!(store.use_once(&unlimited.id).await.unwrap());
+        assert!(!store.use_once("nope").await.unwrap());
+        let later = grant(None);
+        store.insert(later.clone()).await.unwrap();
+        let twice = store.insert(later.clone()).await.unwrap_err();
+        assert!(twice.0.contains("already stored"), "{twice}");
+        assert!(store.revoke(&later.id).await.unwrap());
+        assert!(!store.revoke(&later.id).await.unwrap());
+        assert!(!store.revoke("nope").await.unwrap());
+        assert!(
+            started.elapsed() < BUSY_TIMEOUT,
+            "the writes waited for the lock: {:?}",
+            started.elapsed()
+        );
+        store.close().await;
+        drop(store);
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        let sessions: Vec<(String, Value)> = store
+            .sessions()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| (row.id, row.snapshot))
+            .collect();
+        assert_eq!(
+            sessions,
+            // Most recently saved first (by id when saved in the same microsecond).
+            [
+                ("s1".into(), json!({"v": 2})),
+                ("s2".into(), json!({"v": 1}))
+            ]
+        );
+        let grants = store.list().await.unwrap();
+        assert_eq!(grants.len(), 2, "{grants:?}");
+        let back = grants.iter().find(|g| g.id == counted.id).unwrap();
+        assert_eq!(back.uses_left, Some(0));
+        // What the store knows of its grants came back with it.
+        assert!(!store.use_once(&counted.id).await.unwrap());
+        assert!(store.use_once(&unlimited.id).await.unwrap());
+        assert!(store.insert(unlimited.clone()).await.is_err());
+        assert!(store.revoke(&unlimited.id).await.unwrap());
+        assert_eq!(store.list().await.unwrap().len(), 1);
     }
 
     /// Closing while another program holds the write lock does not wait it out: what is not
