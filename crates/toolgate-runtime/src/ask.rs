@@ -126,6 +126,27 @@ impl Offer {
         }
     }
 
+    /// The same offer without its "always" answers, for a request nothing can scope a grant
+    /// to (an external call that names no session): an "always allow" becomes "allow once",
+    /// and a "reject once" is always there.
+    pub fn once_only(self) -> Offer {
+        let mut choices = self.choices;
+        let allowed_always = choices.contains(&Choice::AllowAlways);
+        choices.retain(|c| !matches!(c, Choice::AllowAlways | Choice::RejectAlways));
+        if allowed_always && !choices.iter().any(|c| c.allows()) {
+            choices.insert(0, Choice::AllowOnce);
+        }
+        if !choices.iter().any(|c| !c.allows()) {
+            choices.push(Choice::RejectOnce);
+        }
+        Offer {
+            choices,
+            always: Vec::new(),
+            targets: None,
+            ..self
+        }
+    }
+
     /// The grants an answer stores: one per target for an "always", none otherwise.
     pub fn grants_for(
         &self,
@@ -152,5 +173,50 @@ impl Offer {
                 grant
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offer(choices: &[Choice]) -> Offer {
+        Offer {
+            choices: choices.to_vec(),
+            always: Vec::new(),
+            targets: Some(vec![GrantTarget::Tool]),
+            scope: ScopeKind::Session,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn an_offer_without_always_keeps_an_allow_only_where_one_was_offered() {
+        use Choice::{AllowAlways, AllowOnce, RejectAlways, RejectOnce};
+        for (offered, left) in [
+            (
+                &[AllowOnce, AllowAlways, RejectOnce, RejectAlways][..],
+                &[AllowOnce, RejectOnce][..],
+            ),
+            (&[AllowAlways, RejectAlways], &[AllowOnce, RejectOnce]),
+            (&[AllowAlways], &[AllowOnce, RejectOnce]),
+            (&[RejectAlways], &[RejectOnce]),
+            (&[AllowOnce, RejectOnce], &[AllowOnce, RejectOnce]),
+        ] {
+            let once = offer(offered).once_only();
+            assert_eq!(once.choices, left, "{offered:?}");
+            assert!(once.always.is_empty());
+            assert_eq!(once.targets, None);
+            let context = GrantContext {
+                session: "s".into(),
+                branch: "main".into(),
+                turn: 0,
+                workspace: None,
+            };
+            assert!(
+                once.grants_for(AllowAlways, "t", &context, "me", "r")
+                    .is_empty()
+            );
+        }
     }
 }

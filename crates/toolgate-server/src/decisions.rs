@@ -295,7 +295,13 @@ pub(crate) async fn submit(
         return Ok(response);
     }
 
-    let offer = Offer::new(&evaluation, ScopeKind::Session);
+    // An "always" answer is remembered for the call's session; a call that names none has
+    // nothing to scope it to (every other session-less caller would share it), so it is not
+    // offered.
+    let offer = match call.context.session.as_deref() {
+        Some(session) if !session.is_empty() => Offer::new(&evaluation, ScopeKind::Session),
+        _ => Offer::new(&evaluation, ScopeKind::Session).once_only(),
+    };
     let request = PermissionRequest {
         id: id.clone(),
         source: SOURCE.to_owned(),

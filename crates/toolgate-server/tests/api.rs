@@ -237,6 +237,46 @@ async fn an_always_answer_is_a_grant_that_answers_the_next_call_until_revoked() 
     );
 }
 
+/// A call that names no session has nothing an "always" could be scoped to: every other
+/// session-less caller would share the grant. Only "once" answers are offered, and an
+/// "always" answer is refused with the request left pending.
+#[tokio::test]
+async fn a_call_without_a_session_is_offered_no_always() {
+    let daemon = Daemon::start().await;
+    for context in [json!({}), json!({"agent": "gateway"})] {
+        let (status, body) = daemon
+            .call(
+                "POST",
+                "/api/decisions",
+                Some(json!({"tool": "pay", "args": {}, "context": context})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        assert_eq!(body["choices"], json!(["allow-once", "reject-once"]));
+        assert_eq!(body["always"], json!([]));
+        let id = body["id"].as_str().unwrap().to_owned();
+        let (status, refused) = daemon
+            .call(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(json!({"decision": "allow-always"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert!(daemon.pending_ids().await.contains(&id));
+        let (status, _) = daemon
+            .call(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(json!({"decision": "allow-once"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(grants["grants"], json!([]));
+}
+
 #[tokio::test]
 async fn an_unanswered_request_times_out_as_a_refusal() {
     let daemon = Daemon::start().await;
