@@ -209,16 +209,24 @@ pub(crate) async fn submit(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
-    let call = Call::from_value(body.clone())
+    let mut call = Call::from_value(body.clone())
         .map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
+    crate::sessions::check_workspace(
+        call.context.workspace.as_deref(),
+        "the call's `context.workspace`",
+    )?;
     if let Some(session) = &call.context.session {
-        crate::sessions::ensure(
+        let workspace = crate::sessions::ensure(
             &state,
             session,
             call.context.workspace.as_deref(),
             call.context.branch.as_deref(),
         )
         .await?;
+        // A call that names no workspace is in its session's.
+        if call.context.workspace.is_none() {
+            call.context.workspace = workspace;
+        }
     }
     let evaluation = state.policy().evaluate(&call);
     let id = uuid::Uuid::new_v4().to_string();

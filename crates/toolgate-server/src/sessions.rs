@@ -36,7 +36,7 @@ fn valid_name(name: &str) -> bool {
 fn invalid_session_id(what: &str) -> ApiError {
     ApiError::bad_request(
         "invalid_session_id",
-        format!("{what} is a session id: 1 to 128 letters, digits and `-_.:/`"),
+        format!("{what} is a session id: 1 to 128 ASCII letters, digits and `-_.:/`"),
     )
 }
 
@@ -44,34 +44,54 @@ fn session_json(id: &str, workspace: Option<&str>) -> Value {
     json!({"id": id, "created": now(), "workspace": workspace, "branches": [MAIN_BRANCH]})
 }
 
-/// Makes sure a session named by an external call exists, with the call's branch; names that
-/// break the session id rules are refused.
+/// Whether `workspace` can be a workspace: an absolute path (a relative one would be resolved
+/// against the daemon's own folder, which says nothing about the caller's).
+pub(crate) fn check_workspace(workspace: Option<&str>, what: &str) -> Result<(), ApiError> {
+    match workspace {
+        Some(path) if !std::path::Path::new(path).is_absolute() => Err(ApiError::bad_request(
+            "invalid_workspace",
+            format!("{what} is an absolute path (the workspace's root), not `{path}`"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The workspace a session was created with.
+fn workspace_of(snapshot: &Value) -> Option<String> {
+    snapshot
+        .get("workspace")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Makes sure a session named by an external call exists, with the call's branch, and returns
+/// its workspace; names that break the session id rules are refused.
 pub(crate) async fn ensure(
     state: &AppState,
     id: &str,
     workspace: Option<&str>,
     branch: Option<&str>,
-) -> Result<(), ApiError> {
+) -> Result<Option<String>, ApiError> {
     if !valid_name(id) {
         return Err(invalid_session_id("the call's `context.session`"));
     }
     if !valid_name(branch.unwrap_or(MAIN_BRANCH)) {
         return Err(ApiError::bad_request(
             "invalid_branch",
-            "the call's `context.branch` is 1 to 128 letters, digits and `-_.:/`",
+            "the call's `context.branch` is 1 to 128 ASCII letters, digits and `-_.:/`",
         ));
     }
     record(state, id, workspace, branch).await
 }
 
 /// Makes sure a session exists, with `branch`, under the name the program that runs it gave
-/// (a hosted run's: the embedding program's choice, not a client's).
+/// (a hosted run's: the embedding program's choice, not a client's), and returns its workspace.
 pub(crate) async fn record(
     state: &AppState,
     id: &str,
     workspace: Option<&str>,
     branch: Option<&str>,
-) -> Result<(), ApiError> {
+) -> Result<Option<String>, ApiError> {
     let branch = branch.unwrap_or(MAIN_BRANCH);
     let has_branch = |snapshot: &Value| {
         snapshot
@@ -83,11 +103,11 @@ pub(crate) async fn record(
     if let Some(row) = state.store().session(id).await?
         && has_branch(&row.snapshot)
     {
-        return Ok(());
+        return Ok(workspace_of(&row.snapshot));
     }
     let _writing = state.inner.session_writes.lock().await;
     let mut snapshot = match state.store().session(id).await? {
-        Some(row) if has_branch(&row.snapshot) => return Ok(()),
+        Some(row) if has_branch(&row.snapshot) => return Ok(workspace_of(&row.snapshot)),
         Some(row) => row.snapshot,
         None => session_json(id, workspace),
     };
@@ -97,7 +117,7 @@ pub(crate) async fn record(
         branches.push(Value::String(branch.to_owned()));
     }
     state.store().put_session(id, &snapshot).await?;
-    Ok(())
+    Ok(workspace_of(&snapshot))
 }
 
 /// `POST /api/sessions` with `{"id"?, "workspace"?}`.
@@ -118,7 +138,10 @@ pub(crate) async fn create(
     };
     let workspace = match body.get("workspace") {
         None | Some(Value::Null) => None,
-        Some(Value::String(workspace)) => Some(workspace.as_str()),
+        Some(Value::String(workspace)) => {
+            check_workspace(Some(workspace), "`workspace`")?;
+            Some(workspace.as_str())
+        }
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_workspace",

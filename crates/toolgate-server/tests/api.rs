@@ -277,6 +277,58 @@ async fn a_call_without_a_session_is_offered_no_always() {
     assert_eq!(grants["grants"], json!([]));
 }
 
+/// A call that names a session but no workspace is judged in the session's workspace, not in
+/// the folder the daemon happened to start in; a relative workspace is refused.
+#[tokio::test]
+async fn a_call_is_judged_in_its_sessions_workspace() {
+    let daemon = Daemon::start().await;
+    let workspace = daemon.dir.path().join("ws");
+    std::fs::create_dir(&workspace).unwrap();
+    let workspace = workspace.canonicalize().unwrap();
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/sessions",
+            Some(json!({"id": "w1", "workspace": workspace})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let rm = |context: Value| json!({"tool": "bash", "args": {"command": "rm -rf build"}, "context": context});
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(rm(json!({"session": "w1"}))))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let resolved: Vec<&str> = body["subjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["resolved"].as_str())
+        .collect();
+    assert_eq!(
+        resolved,
+        [workspace.join("build").to_str().unwrap()],
+        "{body}"
+    );
+
+    for (method, path, body) in [
+        (
+            "POST",
+            "/api/sessions",
+            json!({"id": "w2", "workspace": "relative/ws"}),
+        ),
+        (
+            "POST",
+            "/api/decisions",
+            rm(json!({"workspace": "relative"})),
+        ),
+        ("POST", "/api/decisions", rm(json!({"workspace": ""}))),
+    ] {
+        let (status, refused) = daemon.call(method, path, Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert_eq!(refused["error"]["code"], "invalid_workspace", "{refused}");
+    }
+}
+
 #[tokio::test]
 async fn an_unanswered_request_times_out_as_a_refusal() {
     let daemon = Daemon::start().await;
