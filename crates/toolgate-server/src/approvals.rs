@@ -131,9 +131,14 @@ pub(crate) async fn resolve(
         _ => grants_for(&request, call, answer.decision, by),
     };
     let (decision, reason) = if answer.decision.allows() {
+        // The approver's words, when they gave some, are kept with the approval.
+        let said = match answer.reason.as_deref().map(str::trim) {
+            Some(said) if !said.is_empty() => format!(": {said}"),
+            _ => String::new(),
+        };
         (
             Decision::Allow,
-            format!("approved by {by} ({})", answer.decision),
+            format!("approved by {by} ({}){said}", answer.decision),
         )
     } else {
         let reason = answer
@@ -156,7 +161,10 @@ pub(crate) async fn resolve(
         &reason,
         Layer::Handler,
         by,
-        grants,
+        Some(crate::decisions::Answered {
+            answer: answer.decision,
+            grants,
+        }),
     )
     .await;
     match closed {

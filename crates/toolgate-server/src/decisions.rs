@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use toolgate_policy::{Call, Decision, Evaluation, Layer};
+use toolgate_policy::{Call, Choice, Decision, Evaluation, Layer};
 use toolgate_runtime::ask::{Offer, stored_answer};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
@@ -115,6 +115,8 @@ impl Facts {
             reason,
             actor,
             request: None,
+            answer: None,
+            grants: Vec::new(),
         }
     }
 }
@@ -132,6 +134,10 @@ pub(crate) struct PermissionEvent<'a> {
     actor: &'a str,
     /// The request as published (in `permission_requested`).
     pub(crate) request: Option<&'a PermissionRequest>,
+    /// The answer that resolved it, when a person's did (in `permission_resolved`).
+    pub(crate) answer: Option<Choice>,
+    /// The ids of the grants that answer made.
+    pub(crate) grants: Vec<String>,
 }
 
 impl PermissionEvent<'_> {
@@ -155,6 +161,10 @@ impl PermissionEvent<'_> {
             server: &'a Option<String>,
             #[serde(skip_serializing_if = "Option::is_none")]
             request: Option<&'a PermissionRequest>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            answer: Option<Choice>,
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            grants: &'a [String],
             #[serde(rename = "type")]
             kind: &'a str,
             timestamp: &'a str,
@@ -177,6 +187,8 @@ impl PermissionEvent<'_> {
             actor: self.actor,
             server: &facts.server,
             request: self.request,
+            answer: self.answer,
+            grants: &self.grants,
             kind: self.kind,
             timestamp: &time,
             schema: toolgate_runtime::EVENT_SCHEMA,
@@ -468,12 +480,18 @@ async fn record_ending(
         &ending.reason,
         ending.layer,
         &ending.actor,
-        Vec::new(),
+        None,
     )
     .await?;
     // Nobody waits for this ending's response: the polls answer when they run.
     drop(state.announce_decided(id, result));
     Ok(())
+}
+
+/// A person's answer to a pending request, as recorded: the choice and the grants it makes.
+pub(crate) struct Answered {
+    pub(crate) answer: Choice,
+    pub(crate) grants: Vec<toolgate_runtime::Grant>,
 }
 
 /// Closes a pending request with its final decision: the `permission_resolved` event, the
@@ -488,18 +506,25 @@ pub(crate) async fn close(
     reason: &str,
     layer: Layer,
     actor: &str,
-    grants: Vec<toolgate_runtime::Grant>,
+    answered: Option<Answered>,
 ) -> Result<(Committed, Option<Bytes>), ApiError> {
-    let event = facts
-        .event(
-            "permission_resolved",
-            id,
-            Some(decision),
-            layer,
-            reason,
-            actor,
-        )
-        .record()?;
+    let mut event = facts.event(
+        "permission_resolved",
+        id,
+        Some(decision),
+        layer,
+        reason,
+        actor,
+    );
+    let grants = match answered {
+        Some(answered) => {
+            event.answer = Some(answered.answer);
+            event.grants = answered.grants.iter().map(|g| g.id.clone()).collect();
+            answered.grants
+        }
+        None => Vec::new(),
+    };
+    let event = event.record()?;
     let ending = crate::outcome::Ending {
         decision,
         layer,

@@ -6,6 +6,7 @@ use axum::extract::State;
 use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
+use toolgate_runtime::GrantScope;
 use toolgate_store::{Batch, Committed, EventRecord};
 
 use crate::error::ApiError;
@@ -29,9 +30,16 @@ pub(crate) async fn revoke(
         .into_iter()
         .find(|g| g.id == id)
         .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
+    // Filed under the grant's session, when it has one, so the session's log shows it.
+    let session = match &grant.scope {
+        GrantScope::Once { session }
+        | GrantScope::Turn { session, .. }
+        | GrantScope::Session { session } => Some(session.clone()),
+        GrantScope::Workspace { .. } | GrantScope::User => None,
+    };
     let event = EventRecord::new(
         "grant_revoked",
-        json!({"grant": grant, "actor": "api", "action": grant.tool}),
+        json!({"grant": grant, "actor": "api", "action": grant.tool, "session": session}),
     );
     // The grant goes with its event, in one commit: the audit log never misses a revocation.
     let committed = state

@@ -254,7 +254,7 @@ async fn recover(state: &AppState) -> Result<usize, ApiError> {
             ABANDONED,
             Layer::Timeout,
             "daemon",
-            Vec::new(),
+            None,
         )
         .await?;
         recovered += 1;

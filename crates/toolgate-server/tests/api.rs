@@ -329,6 +329,63 @@ async fn a_call_is_judged_in_its_sessions_workspace() {
     }
 }
 
+/// The audit log says which answer resolved a request ("once" or "always"), which grants it
+/// made, and the approver's words on an approval too; a revocation is filed under the
+/// grant's session.
+#[tokio::test]
+async fn the_audit_log_tells_once_from_always_and_keeps_the_approvers_words() {
+    let daemon = Daemon::start().await;
+    let mut resolved = Vec::new();
+    for (answer, reason) in [
+        ("allow-once", "checked: q is scratch"),
+        ("reject-always", "not today"),
+    ] {
+        let (_, body) = daemon
+            .call("POST", "/api/decisions", Some(call("pay")))
+            .await;
+        let id = body["id"].as_str().unwrap().to_owned();
+        let (status, _) = daemon
+            .call(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(json!({"decision": answer, "reason": reason, "by": "ann"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, audit) = daemon
+            .call(
+                "GET",
+                &format!("/api/audit?request_id={id}&type=permission_resolved"),
+                None,
+            )
+            .await;
+        resolved.push(audit["events"][0].clone());
+    }
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    let grant_id = grants["grants"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(resolved[0]["answer"], "allow-once");
+    assert_eq!(resolved[0]["decision"], "allow");
+    assert_eq!(
+        resolved[0]["reason"],
+        "approved by ann (allow-once): checked: q is scratch"
+    );
+    assert_eq!(resolved[0].get("grants"), None, "{}", resolved[0]);
+    assert_eq!(resolved[1]["answer"], "reject-always");
+    assert_eq!(resolved[1]["decision"], "deny");
+    assert_eq!(resolved[1]["reason"], "not today");
+    assert_eq!(resolved[1]["grants"], json!([grant_id]));
+
+    let (status, _) = daemon
+        .call("DELETE", &format!("/api/grants/{grant_id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, revoked) = daemon
+        .call("GET", "/api/audit?session=s1&type=grant_revoked", None)
+        .await;
+    assert_eq!(revoked["events"][0]["grant"]["id"], grant_id.as_str());
+    assert_eq!(revoked["events"][0]["session"], "s1");
+}
+
 #[tokio::test]
 async fn an_unanswered_request_times_out_as_a_refusal() {
     let daemon = Daemon::start().await;
