@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolgate_runtime::terminal_text;
 
-use crate::client::{Client, ClientArgs, field};
-use crate::{EXIT_FOUND, EXIT_OK, Failure};
+use crate::client::{Client, ClientArgs, field, folded};
+use crate::{EXIT_FAILED, EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the requests waiting for a person, or answers one.
 #[derive(Debug, Args)]
@@ -43,13 +43,12 @@ pub(crate) struct Answer {
     pub(crate) reason: Option<String>,
 }
 
-/// A value as one line of terminal-safe text (what the agent wrote cannot fake or hide a line).
+/// How much of one value a line shows (`--json` shows everything).
+const SHOWN: usize = 300;
+
+/// A value as one line of terminal-safe text, long values folded.
 fn line(value: &Value) -> String {
-    terminal_text(&match value {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    })
+    folded(value, SHOWN)
 }
 
 pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
@@ -83,6 +82,16 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     None => String::new(),
                 };
                 writeln!(out, "    reason: {}{rule}", line(field(request, "reason")))?;
+                let mut place = Vec::new();
+                if let Some(session) = field(&item, "session").as_str() {
+                    place.push(format!("session {}", terminal_text(session)));
+                }
+                if let Some(workspace) = field(request, "workspace").as_str() {
+                    place.push(format!("workspace {}", terminal_text(workspace)));
+                }
+                if !place.is_empty() {
+                    writeln!(out, "    in: {}", place.join(", "))?;
+                }
                 let choices: Vec<String> = field(request, "choices")
                     .as_array()
                     .map(|c| c.iter().map(line).collect())
@@ -120,11 +129,29 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     }
                     Ok(EXIT_OK)
                 }
-                400 | 404 | 409 => {
+                // Already answered, or no such request.
+                404 | 409 => {
                     if !args.json {
-                        writeln!(out, "{}: {}", terminal_text(&answer.id), reply.error())?;
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "{}: {}",
+                            terminal_text(&answer.id),
+                            reply.error()
+                        );
                     }
                     Ok(EXIT_FOUND)
+                }
+                // An answer the request does not take (not offered, a reason too long).
+                400 => {
+                    if !args.json {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "{}: {}",
+                            terminal_text(&answer.id),
+                            reply.error()
+                        );
+                    }
+                    Ok(EXIT_FAILED)
                 }
                 _ => Err(Failure::Message(reply.error())),
             }

@@ -41,6 +41,13 @@ impl Reply {
     /// The API's error message (safe to print: it may quote what an agent wrote), or the
     /// status.
     pub(crate) fn error(&self) -> String {
+        if self.status == 401 {
+            // The daemon's words are for browsers and API clients; this client sent a token.
+            return "the daemon refused the token (a token from another data directory, or \
+                    $TOOLGATE_TOKEN set to an old one? the token is in the daemon's data \
+                    directory, `token`)"
+                .to_owned();
+        }
         field(field(&self.body, "error"), "message")
             .as_str()
             .map_or_else(
@@ -48,6 +55,37 @@ impl Reply {
                 toolgate_runtime::terminal_text,
             )
     }
+}
+
+/// How an event stream ended.
+#[derive(Debug)]
+pub(crate) enum Streamed {
+    /// The daemon ended it (it is stopping), or the connection closed.
+    Ended,
+    /// The caller stopped reading.
+    Stopped,
+    /// The daemon refused it: its message.
+    Refused(String),
+}
+
+/// A value as one line of terminal-safe text, folded to `width` characters (what the agent
+/// wrote can neither fake nor hide a line, nor flood the terminal).
+pub(crate) fn folded(value: &Value, width: usize) -> String {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let count = text.chars().count();
+    if count <= width {
+        return toolgate_runtime::terminal_text(&text);
+    }
+    let kept: String = text.chars().take(width).collect();
+    format!(
+        "{}… ({} more characters)",
+        toolgate_runtime::terminal_text(&kept),
+        count - width
+    )
 }
 
 pub(crate) struct Client {
@@ -103,6 +141,11 @@ impl Client {
             }
         };
         Ok(Client { host, token })
+    }
+
+    /// The daemon's address, as given.
+    pub(crate) fn host(&self) -> &str {
+        &self.host
     }
 
     fn connect(&self) -> Result<TcpStream, Failure> {
@@ -195,13 +238,19 @@ impl Client {
     }
 
     /// Streams server-sent events: calls `each` with every event's data until the stream ends
-    /// or `each` returns false.
+    /// or `each` returns false. `Ok(Streamed::Refused)` when the daemon answered with an error
+    /// instead of a stream; `Err` when it could not be reached or the connection broke.
     pub(crate) fn events(
         &self,
         path: &str,
         mut each: impl FnMut(&Value) -> bool,
-    ) -> Result<(), Failure> {
+    ) -> Result<Streamed, Failure> {
         let mut stream = self.connect()?;
+        // The daemon sends a comment at least every 15 s: a silence four times as long is a
+        // connection that is gone without a word (a machine asleep, a cable pulled).
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .map_err(|e| Failure::Message(e.to_string()))?;
         let io = |e: std::io::Error| Failure::Message(format!("talking to the daemon failed: {e}"));
         stream
             .write_all(
@@ -224,7 +273,7 @@ impl Client {
                         .map(str::to_owned)
                 })
                 .unwrap_or_else(|| status.trim().to_owned());
-            return Err(Failure::Message(message));
+            return Ok(Streamed::Refused(message));
         }
         // Headers, then the event stream, chunked.
         let mut line = String::new();
@@ -243,12 +292,12 @@ impl Client {
             let piece = if chunked {
                 line.clear();
                 if reader.read_line(&mut line).map_err(io)? == 0 {
-                    return Ok(());
+                    return Ok(Streamed::Ended);
                 }
                 let size = usize::from_str_radix(line.trim(), 16)
                     .map_err(|_| Failure::Message("the event stream is garbled".into()))?;
                 if size == 0 {
-                    return Ok(());
+                    return Ok(Streamed::Ended);
                 }
                 let mut chunk = vec![0; size + 2];
                 reader.read_exact(&mut chunk).map_err(io)?;
@@ -257,7 +306,7 @@ impl Client {
             } else {
                 let mut chunk = Vec::new();
                 if reader.read_until(b'\n', &mut chunk).map_err(io)? == 0 {
-                    return Ok(());
+                    return Ok(Streamed::Ended);
                 }
                 chunk
             };
@@ -269,7 +318,7 @@ impl Client {
                     && let Ok(value) = serde_json::from_str::<Value>(data.trim())
                     && !each(&value)
                 {
-                    return Ok(());
+                    return Ok(Streamed::Stopped);
                 }
             }
         }

@@ -4,7 +4,9 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 
-use crate::client::{Client, ClientArgs, field};
+use serde_json::json;
+
+use crate::client::{Client, ClientArgs, field, folded};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the remembered answers, or revokes one.
@@ -44,13 +46,18 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 writeln!(out, "no grants")?;
             }
             for g in grants {
+                // Where it applies: the scope, and what it is scoped to.
+                let scope = field(&g, "scope").as_str().unwrap_or("");
+                let within = ["session", "root"]
+                    .iter()
+                    .find_map(|key| field(&g, key).as_str())
+                    .map_or(String::new(), |place| format!(" {place}"));
                 let shown = format!(
-                    "{}  {:5}  {}  {}  {}  by {}",
+                    "{}  {:5}  {}  {}  {scope}{within}  by {}",
                     field(&g, "id").as_str().unwrap_or(""),
                     field(&g, "effect").as_str().unwrap_or(""),
-                    field(&g, "tool").as_str().unwrap_or(""),
-                    field(&g, "target"),
-                    field(&g, "scope").as_str().unwrap_or(""),
+                    folded(field(&g, "tool"), 100),
+                    folded(field(&g, "target"), 300),
                     field(&g, "created_by").as_str().unwrap_or("")
                 );
                 writeln!(out, "{}", toolgate_runtime::terminal_text(&shown))?;
@@ -65,16 +72,24 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             )?;
             match reply.status {
                 204 => {
-                    writeln!(out, "{id}: revoked")?;
+                    if args.json {
+                        writeln!(out, "{}", json!({"id": id, "status": "revoked"}))?;
+                    } else {
+                        writeln!(out, "{}: revoked", toolgate_runtime::terminal_text(id))?;
+                    }
                     Ok(EXIT_OK)
                 }
                 404 => {
-                    writeln!(
-                        out,
-                        "{}: {}",
-                        toolgate_runtime::terminal_text(id),
-                        reply.error()
-                    )?;
+                    if args.json {
+                        writeln!(out, "{}", reply.body)?;
+                    } else {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "{}: {}",
+                            toolgate_runtime::terminal_text(id),
+                            reply.error()
+                        );
+                    }
                     Ok(EXIT_FOUND)
                 }
                 _ => Err(Failure::Message(reply.error())),

@@ -5,7 +5,9 @@ use std::io::Write;
 use clap::Args;
 use serde_json::Value;
 
-use crate::client::{Client, ClientArgs, field};
+use std::time::{Duration, Instant};
+
+use crate::client::{Client, ClientArgs, Streamed, field, folded};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
 /// Prints the daemon's events: the log so far, then live (Ctrl-C stops).
@@ -25,6 +27,17 @@ pub(crate) struct TailArgs {
     /// Print what is logged so far and stop, instead of following.
     #[arg(long)]
     pub(crate) no_follow: bool,
+    /// When the daemon goes away while following, how long to keep trying to reconnect (and
+    /// resume after the last event printed) before giving up with exit code 2.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = retry_seconds)]
+    pub(crate) retry_for: f64,
+}
+
+fn retry_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && (0.0..=86_400.0).contains(&seconds) => Ok(seconds),
+        _ => Err("a number of seconds, 0 to 86400".into()),
+    }
 }
 
 fn text(value: &Value, key: &str) -> String {
@@ -43,7 +56,21 @@ pub(crate) fn human(event: &Value) -> String {
         text(event, "timestamp"),
         text(event, "type")
     );
-    for key in ["action", "decision", "actor"] {
+    let session = text(event, "session");
+    if !session.is_empty() {
+        out.push_str(&format!(" [{session}]"));
+    }
+    let action = text(event, "action");
+    if !action.is_empty() {
+        out.push(' ');
+        out.push_str(&action);
+    }
+    // What the call touches (a command, a path), folded: it is the agent's text.
+    let resource = text(event, "resource");
+    if !resource.is_empty() {
+        out.push_str(&format!(" `{}`", folded(&Value::String(resource), 120)));
+    }
+    for key in ["decision", "answer", "actor"] {
         let value = text(event, key);
         if !value.is_empty() {
             out.push(' ');
@@ -110,24 +137,80 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             }
         }
     }
-    let path = match &args.session {
-        Some(session) => format!(
-            "/api/sessions/{}/events?after={}",
-            crate::client::encode(session),
-            args.after
-        ),
-        None => format!("/api/events?after={}", args.after),
-    };
-    let mut failed = None;
-    client.events(&path, |event| match print(event) {
-        Ok(()) => true,
-        Err(e) => {
-            failed = Some(e);
-            false
+    follow(args, &client, &mut print)
+}
+
+/// Follows the live stream; when it ends (the daemon stopped or restarted, the connection
+/// broke), reconnects and resumes after the last event printed, for up to `--retry-for`.
+fn follow(
+    args: &TailArgs,
+    client: &Client,
+    print: &mut impl FnMut(&Value) -> Result<(), Failure>,
+) -> Result<u8, Failure> {
+    let retry_for = Duration::from_secs_f64(args.retry_for);
+    let mut after = args.after;
+    let mut lost: Option<Instant> = None;
+    let mut pause = Duration::from_millis(100);
+    let mut first = true;
+    loop {
+        let path = match &args.session {
+            Some(session) => format!(
+                "/api/sessions/{}/events?after={after}",
+                crate::client::encode(session)
+            ),
+            None => format!("/api/events?after={after}"),
+        };
+        let mut failed = None;
+        let streamed = client.events(&path, |event| {
+            if let Some(seq) = event.get("seq").and_then(Value::as_i64) {
+                after = after.max(seq);
+            }
+            match print(event) {
+                Ok(()) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        });
+        if let Some(failed) = failed {
+            return match failed {
+                Failure::BrokenPipe => Ok(EXIT_OK),
+                other => Err(other),
+            };
         }
-    })?;
-    match failed {
-        Some(Failure::BrokenPipe) | None => Ok(EXIT_OK),
-        Some(other) => Err(other),
+        let why = match streamed {
+            Ok(Streamed::Stopped) => return Ok(EXIT_OK),
+            Ok(Streamed::Refused(message)) => return Err(Failure::Message(message)),
+            // Not reachable at the start: said at once.
+            Err(error) if first => return Err(error),
+            Ok(Streamed::Ended) => {
+                // It was streaming: the wait for the next one starts afresh.
+                lost = None;
+                pause = Duration::from_millis(100);
+                "the daemon ended the event stream".to_owned()
+            }
+            Err(Failure::Message(message)) => message,
+            Err(Failure::BrokenPipe) => return Ok(EXIT_OK),
+        };
+        first = false;
+        let since = *lost.get_or_insert_with(|| {
+            let _ = writeln!(
+                std::io::stderr(),
+                "toolgate: {why}; reconnecting to http://{} (for up to {} s)",
+                client.host(),
+                args.retry_for
+            );
+            Instant::now()
+        });
+        let left = retry_for.saturating_sub(since.elapsed());
+        if left.is_zero() {
+            return Err(Failure::Message(format!(
+                "lost the daemon at http://{}: {why}; resume with `toolgate tail --after {after}`",
+                client.host()
+            )));
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_secs(2));
     }
 }

@@ -12,6 +12,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -862,7 +863,8 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     );
     let o = daemon.client(&["approvals", "deny", &id]);
     assert_eq!(o.status.code(), Some(1), "a second answer is a conflict");
-    assert!(stdout(&o).contains("no longer pending"));
+    assert!(stderr(&o).contains("no longer pending"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
     assert_eq!(
         stdout(&daemon.client(&["approvals"])),
         "nothing is waiting\n"
@@ -879,16 +881,19 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     assert_eq!((status, body["layer"].as_str()), (200, Some("grant")));
     let o = daemon.client(&["grants"]);
     let grants = stdout(&o);
-    assert!(grants.contains("allow  bash  {\"kind\":\"command\",\"prefix\":[\"cargo\",\"publish\"]}  session  by cli"), "{grants}");
+    assert!(grants.contains("allow  bash  {\"kind\":\"command\",\"prefix\":[\"cargo\",\"publish\"]}  session s1  by cli"), "{grants}");
     let grant = grants.split_whitespace().next().unwrap().to_owned();
-    assert_eq!(
-        daemon.client(&["grants", "revoke", &grant]).status.code(),
-        Some(0)
-    );
-    assert_eq!(
-        daemon.client(&["grants", "revoke", &grant]).status.code(),
-        Some(1)
-    );
+    let o = daemon.client(&["grants", "revoke", &grant, "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let revoked: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(revoked, json!({"id": grant, "status": "revoked"}));
+    let o = daemon.client(&["grants", "revoke", &grant]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no grant"), "{}", stderr(&o));
+    let o = daemon.client(&["grants", "revoke", &grant, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let missing: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(missing["error"]["code"], "not_found", "{missing}");
 
     let o = daemon.client(&["tail", "--no-follow", "--json"]);
     let kinds: Vec<String> = stdout(&o)
@@ -911,14 +916,21 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     );
     let o = daemon.client(&["tail", "--no-follow"]);
     assert!(
-        stdout(&o).contains("permission_resolved  bash allow cli — approved by cli (allow-always)"),
+        stdout(&o).contains(
+            "permission_resolved  [s1] bash `cargo publish` allow allow-always cli — approved by cli (allow-always)"
+        ),
         "{}",
         stdout(&o)
     );
     // One session's events; an unknown session is said, not waited on.
     let o = daemon.client(&["tail", "--no-follow", "--json", "--session", "s1"]);
     assert_eq!(o.status.code(), Some(0));
-    assert_eq!(stdout(&o).lines().count(), 3, "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o).lines().count(),
+        4,
+        "the revocation of a session's grant is the session's: {}",
+        stdout(&o)
+    );
     for follow in [true, false] {
         let mut args = vec!["tail", "--session", "a/b&c"];
         if !follow {
@@ -936,6 +948,124 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
+}
+
+/// The terminal list folds what the agent wrote, says where a request comes from, and an
+/// answer the daemon refuses, or a token it refuses, is said on stderr with exit code 2.
+#[test]
+fn the_terminal_list_folds_long_values_and_refusals_are_said_on_stderr() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let long = format!("cargo publish {}", "x".repeat(5000));
+    let call = json!({"tool": "bash", "args": {"command": long}, "context": {"workspace": "/tmp"}});
+    let (status, body) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+    assert_eq!(status, 202, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+
+    let listed = stdout(&daemon.client(&["approvals"]));
+    assert!(listed.contains("… (4728 more characters)"), "{listed}");
+    assert!(listed.len() < 1000, "{listed}");
+    assert!(listed.contains("    in: workspace /tmp"), "{listed}");
+    assert!(
+        listed.contains("answers: allow-once, reject-once"),
+        "{listed}"
+    );
+    let all = stdout(&daemon.client(&["approvals", "--json"]));
+    assert!(all.contains(&long), "--json shows everything");
+
+    // "always" is not offered to a call without a session.
+    let o = daemon.client(&["approvals", "allow", &id, "--always"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not offered"), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+
+    let o = Command::new(BIN)
+        .args(["approvals"])
+        .env("TOOLGATE_URL", format!("http://{}", daemon.address))
+        .env("TOOLGATE_TOKEN", "not-the-token")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the daemon refused the token"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `toolgate tail` follows the daemon across a restart, resuming after the last event it
+/// printed (nothing twice, nothing missed), and when the daemon is gone for good it says so
+/// and exits 2 instead of ending as if all were well.
+#[test]
+fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
+    use std::io::BufRead;
+    let data = tempfile::tempdir().unwrap();
+    let mut daemon = DaemonProcess::start(data.path());
+    let address = daemon.address.clone();
+    let call = |daemon: &DaemonProcess, n: usize| {
+        let call = json!({"tool": "bash", "args": {"command": format!("echo {n}")}, "context": {"workspace": "/tmp", "session": "s1"}});
+        let (status, _) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+        assert_eq!(status, 200);
+    };
+    call(&daemon, 1);
+    let mut tail = Killed(
+        Command::new(BIN)
+            .args(["tail", "--json", "--retry-for", "8"])
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .env("TOOLGATE_URL", format!("http://{address}"))
+            .env_remove("TOOLGATE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (lines, seen) = std::sync::mpsc::channel();
+    let output = tail.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if lines.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(next()["seq"], 1);
+
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(Duration::from_secs(20)).is_some());
+    let mut daemon = DaemonProcess::start_with(data.path(), &["--listen", &address]);
+    call(&daemon, 2);
+    assert_eq!(next()["seq"], 2, "resumed after the last event, once");
+
+    daemon.kill();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = tail.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "tail did not give up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut said = String::new();
+    tail.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(said.contains("reconnecting to http://"), "{said}");
+    assert!(
+        said.contains("resume with `toolgate tail --after 2`"),
+        "{said}"
+    );
 }
 
 /// `toolgate serve` with the shipped policy and the settings file `config`, nothing from the
