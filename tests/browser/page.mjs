@@ -61,6 +61,35 @@ try {
   if (decided.decision !== "allow" || decided.actor !== "web") fail(`the call was not released: ${JSON.stringify(decided)}`);
   await card.waitFor({ state: "detached", timeout: 15_000 });
   await page.locator("#decisions tbody tr td.allow").first().waitFor({ timeout: 15_000 });
+
+  // The session cookie alone is refused: the key lives in this tab's storage, which pages on
+  // other ports of the host cannot read (they do receive the cookie).
+  const key = await page.evaluate(() => sessionStorage.getItem("toolgate-key"));
+  if (!key) fail("the page keeps no session key");
+  const before = problems.length;
+  const bare = await page.evaluate(() => fetch("/api/pending", { credentials: "same-origin" }).then((r) => r.status));
+  if (bare !== 401) fail(`the cookie without the key was answered ${bare}`);
+  // (The browser logs that refusal as a failed load: it was asked for.)
+  problems.splice(before, problems.length - before, ...problems.slice(before).filter((p) => !p.includes("401")));
+
+  // A reload keeps the tab signed in, and the live list goes on; text that would reorder
+  // itself on screen shows its hidden characters.
+  await page.reload();
+  await page.locator("#app:not([hidden])").waitFor({ timeout: 20_000 });
+  await page.getByText("Nothing is waiting.").waitFor();
+  const second = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push \u202Egnp.exe" },
+                           context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  const refused = api(`/api/decisions/${second.id}?wait=30`);
+  const next = page.locator(`article[data-id="${second.id}"]`);
+  await next.waitFor({ timeout: 15_000 });
+  const shown = await next.innerText();
+  if (!shown.includes("git push <U+202E>gnp.exe")) fail(`the hidden character is not shown:\n${shown}`);
+  await next.getByRole("button", { name: "Deny once" }).click();
+  const denied = await refused;
+  if (denied.decision !== "deny") fail(`the second call was not refused: ${JSON.stringify(denied)}`);
   if (problems.length) fail(problems.join("\n"));
   if (!process.exitCode) console.log(`OK ${submitted.id} ${decided.decision}`);
 } catch (error) {

@@ -2,6 +2,14 @@
 "use strict";
 
 const LONG = 240; // values longer than this are folded
+const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
+
+// Characters that reorder or hide text (bidirectional controls, zero-width marks) and other
+// controls are shown as their code points, so a command reads as it runs.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+function visible(text) {
+  return text.replace(HIDDEN, (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
+}
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -12,13 +20,18 @@ function el(tag, attrs, ...children) {
   }
   for (const child of children) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : document.createTextNode(visible(String(child))));
   }
   return node;
 }
 
+function headers() {
+  const key = sessionStorage.getItem(KEY);
+  return key ? { "X-Toolgate-Key": key } : {};
+}
+
 async function api(method, path, body) {
-  const init = { method, headers: {}, credentials: "same-origin" };
+  const init = { method, headers: headers(), credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -137,12 +150,25 @@ function renderGrants(grants) {
   }
 }
 
-let source = null;
+let streaming = false;
 let refreshing = false;
+let again = false;
 
+// One refresh at a time; changes that arrive meanwhile make one more, not one each.
 async function refresh() {
-  if (refreshing) return;
+  if (refreshing) { again = true; return; }
   refreshing = true;
+  try {
+    do {
+      again = false;
+      await load();
+    } while (again);
+  } finally {
+    refreshing = false;
+  }
+}
+
+async function load() {
   try {
     const [pending, audit, grants] = await Promise.all([
       api("GET", "/api/pending"),
@@ -156,30 +182,55 @@ async function refresh() {
   } catch (error) {
     if (error.status === 401) showSignIn();
     else document.getElementById("status").textContent = error.message;
-  } finally {
-    refreshing = false;
   }
 }
 
 function showApp() {
   document.getElementById("signin").hidden = true;
   document.getElementById("app").hidden = false;
-  if (!source) {
-    source = new EventSource("/api/events?after=" + lastSeq);
-    source.onopen = () => { document.getElementById("status").textContent = "live"; };
-    source.onerror = () => { document.getElementById("status").textContent = "reconnecting…"; };
-    source.onmessage = onEvent;
-    for (const type of ["decision", "permission_requested", "permission_resolved", "grant_revoked"]) {
-      source.addEventListener(type, onEvent);
-    }
-  }
+  if (!streaming) stream();
 }
 
 let lastSeq = 0;
-function onEvent(message) {
-  const seq = Number(message.lastEventId);
-  if (seq > lastSeq) lastSeq = seq;
-  refresh();
+
+// The event stream, read with fetch (EventSource cannot send the session's key); it resumes
+// after the last event seen whenever it breaks.
+async function stream() {
+  streaming = true;
+  const status = document.getElementById("status");
+  let pause = 500;
+  for (;;) {
+    try {
+      const response = await fetch("/api/events?after=" + lastSeq, { headers: headers(), credentials: "same-origin" });
+      if (response.status === 401) { streaming = false; showSignIn(); return; }
+      if (!response.ok || !response.body) throw new Error(response.statusText);
+      status.textContent = "live";
+      pause = 500;
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value.replace(/\r/g, "");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const lines = buffer.slice(0, end).split("\n");
+          buffer = buffer.slice(end + 2);
+          const id = lines.find((line) => line.startsWith("id:"));
+          if (id && Number(id.slice(3)) > lastSeq) lastSeq = Number(id.slice(3));
+          if (lines.some((line) => line.startsWith("data:"))) refresh();
+        }
+      }
+    } catch (error) { /* the stream broke: reconnect */ }
+    status.textContent = "reconnecting…";
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 2, 5000);
+  }
+}
+
+async function signIn(credential) {
+  const session = await api("POST", "/api/login", credential);
+  sessionStorage.setItem(KEY, session.key);
 }
 
 function showSignIn() {
@@ -192,7 +243,7 @@ async function start() {
   const match = /(?:^#|&)login=([0-9a-f]+)/.exec(location.hash);
   if (match) {
     history.replaceState(null, "", location.pathname);
-    try { await api("POST", "/api/login", { code: match[1] }); } catch (error) {
+    try { await signIn({ code: match[1] }); } catch (error) {
       document.getElementById("signin-error").textContent = error.message;
     }
   }
@@ -204,7 +255,7 @@ async function start() {
     event.preventDefault();
     const token = document.getElementById("token").value;
     try {
-      await api("POST", "/api/login", { token });
+      await signIn({ token });
       document.getElementById("token").value = "";
       refresh();
     } catch (error) {

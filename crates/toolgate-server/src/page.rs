@@ -1,17 +1,20 @@
 //! The approval page: plain HTML, CSS and JavaScript compiled into the binary, served with a
 //! strict content security policy. It signs in by exchanging a one-time code (printed by
 //! `toolgate serve` in the address's fragment, which browsers never send to a server) or the
-//! pasted token for an HttpOnly, SameSite=Strict session cookie: the token never sits in a URL.
+//! pasted token for a session: an HttpOnly, SameSite=Strict cookie and a key the page keeps in
+//! its tab's `sessionStorage` and sends with every request (see [`crate::security`]). The
+//! token never sits in a URL.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
 use crate::security::{SESSION_COOKIE, same_secret};
-use crate::state::AppState;
+use crate::state::{AppState, PAGE_SESSION_LIFETIME};
 
 const INDEX: &str = include_str!("../assets/index.html");
 const SCRIPT: &str = include_str!("../assets/app.js");
@@ -54,7 +57,7 @@ fn session_cookie(value: &str, max_age: u32) -> HeaderValue {
 }
 
 /// `POST /api/login` with `{"code": …}` (a one-time login code) or `{"token": …}`: a page
-/// session cookie.
+/// session, as a cookie and a key (`{"key": …}`) the page sends as `X-Toolgate-Key`.
 pub(crate) async fn login(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
@@ -76,26 +79,21 @@ pub(crate) async fn login(
             "the code is unknown, spent or expired, or the token is wrong",
         )
     })?;
-    let mut response = StatusCode::NO_CONTENT.into_response();
+    let (cookie, key) = session;
+    let lifetime = u32::try_from(PAGE_SESSION_LIFETIME.as_secs()).unwrap_or(u32::MAX);
+    let mut response = Json(json!({"key": key})).into_response();
     response
         .headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(&session, 12 * 3600));
+        .insert(header::SET_COOKIE, session_cookie(&cookie, lifetime));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
 
 /// `POST /api/logout`: forgets the page session.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Some(session) = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == SESSION_COOKIE)
-        .map(|(_, value)| value.to_owned())
-    {
-        state.forget_page_session(&session);
-    }
+    state.forget_page_session(&crate::security::cookies(&headers, SESSION_COOKIE));
     let mut response = StatusCode::NO_CONTENT.into_response();
     response
         .headers_mut()

@@ -6,7 +6,10 @@
 //!   (`http://127.0.0.1.evil.example`) are refused, and so is `Sec-Fetch-Site: cross-site`.
 //!   Changes made with the page's cookie need a matching `Origin` (no CSRF).
 //! - Credentials: `Authorization: Bearer <token>`, compared in constant time, or the page's
-//!   session cookie (HttpOnly, SameSite=Strict). A token in the URL is refused outright.
+//!   session: its cookie (HttpOnly, SameSite=Strict) together with the key the page keeps in
+//!   its own storage and sends as `X-Toolgate-Key` (a browser sends the cookie to every port
+//!   of the host; the key stays with the page's origin). Sessions end after 12 hours. A
+//!   token in the URL is refused outright.
 //! - No CORS is ever granted; preflights are refused. State changes only with POST or DELETE.
 
 use axum::body::Body;
@@ -17,10 +20,13 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, PageCheck};
 
 /// The page's session cookie.
 pub(crate) const SESSION_COOKIE: &str = "toolgate_session";
+
+/// The header the page sends its session's key in.
+pub(crate) const SESSION_KEY_HEADER: &str = "x-toolgate-key";
 
 /// Paths anyone on this machine may read: the page and its assets, health, the API document,
 /// and the login exchange.
@@ -62,15 +68,18 @@ fn header_text<'a>(
     }
 }
 
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// Every value sent for the cookie `name`, in every `Cookie` header.
+pub(crate) fn cookies<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
+        .filter(|(key, _)| *key == name)
         .map(|(_, value)| value)
+        .take(16)
+        .collect()
 }
 
 /// How a request proved who it is.
@@ -94,9 +103,20 @@ fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiEr
             Err(ApiError::unauthorized())
         };
     }
-    match cookie(headers, SESSION_COOKIE) {
-        Some(session) if state.page_session_is_valid(session) => Ok(Credential::PageSession),
-        _ => Ok(Credential::None),
+    let sent = cookies(headers, SESSION_COOKIE);
+    if sent.is_empty() {
+        return Ok(Credential::None);
+    }
+    let key = header_text(headers, &HeaderName::from_static(SESSION_KEY_HEADER))?;
+    match state.check_page_session(&sent, key) {
+        PageCheck::Valid => Ok(Credential::PageSession),
+        PageCheck::KeyMissing => Err(ApiError::new(
+            axum::http::StatusCode::UNAUTHORIZED,
+            "key_required",
+            "the page's session cookie needs the session's key (`X-Toolgate-Key`, which the \
+             page keeps); sign in again",
+        )),
+        PageCheck::Unknown => Ok(Credential::None),
     }
 }
 

@@ -20,6 +20,30 @@ pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
 
+/// How long a page session lasts (the cookie says the same to the browser).
+pub(crate) const PAGE_SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+
+/// A signed-in page: its cookie, and the key the page keeps in its own storage and sends with
+/// every request. Browsers send a cookie to every port of a host, so any local server the
+/// person visits sees it; the key stays with the page's origin (scheme, host and port), so the
+/// cookie alone proves nothing.
+struct PageSession {
+    cookie: String,
+    key: String,
+    made: Instant,
+}
+
+/// What a page request's credentials are worth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PageCheck {
+    /// A live session's cookie, with its key.
+    Valid,
+    /// A live session's cookie, without its key (or with another).
+    KeyMissing,
+    /// No live session has this cookie.
+    Unknown,
+}
+
 /// A decision's change: its final form, or `None` when it must be read again.
 pub(crate) type Change = Option<Released>;
 
@@ -94,7 +118,7 @@ pub(crate) struct Inner {
     pub(crate) token: String,
     pub(crate) hosts: Vec<String>,
     pub(crate) origins: Vec<String>,
-    page_sessions: Mutex<Vec<String>>,
+    page_sessions: Mutex<Vec<PageSession>>,
     login_codes: Mutex<HashMap<String, Instant>>,
     pub(crate) last_seq: watch::Sender<i64>,
     /// Long polls waiting for a decision to change, by decision id.
@@ -227,34 +251,54 @@ impl AppState {
         code
     }
 
-    /// Spends a login code: a new page session, or `None` when the code is unknown, spent or
-    /// expired.
-    pub(crate) fn redeem(&self, code: &str) -> Option<String> {
+    /// Spends a login code: a new page session (its cookie and key), or `None` when the code
+    /// is unknown, spent or expired.
+    pub(crate) fn redeem(&self, code: &str) -> Option<(String, String)> {
         let made = lock(&self.inner.login_codes).remove(code)?;
         (made.elapsed() < LOGIN_CODE_LIFETIME).then(|| self.new_page_session())
     }
 
-    pub(crate) fn new_page_session(&self) -> String {
-        let session = secret();
+    /// A new page session: its cookie and its key.
+    pub(crate) fn new_page_session(&self) -> (String, String) {
+        let (cookie, key) = (secret(), secret());
         let mut sessions = lock(&self.inner.page_sessions);
+        sessions.retain(|s| s.made.elapsed() < PAGE_SESSION_LIFETIME);
         if sessions.len() >= MAX_PAGE_SESSIONS {
             sessions.remove(0);
         }
-        sessions.push(session.clone());
-        session
+        sessions.push(PageSession {
+            cookie: cookie.clone(),
+            key: key.clone(),
+            made: Instant::now(),
+        });
+        (cookie, key)
     }
 
-    pub(crate) fn page_session_is_valid(&self, candidate: &str) -> bool {
+    /// Checks page credentials: the cookies sent under the session's name (a page on another
+    /// port can set one of its own, which must not hide the real one) and the key sent.
+    pub(crate) fn check_page_session(&self, cookies: &[&str], key: Option<&str>) -> PageCheck {
         let sessions = lock(&self.inner.page_sessions);
-        let mut found = false;
+        let mut check = PageCheck::Unknown;
         for session in sessions.iter() {
-            found |= crate::security::same_secret(session, candidate);
+            let live = session.made.elapsed() < PAGE_SESSION_LIFETIME;
+            let mut sent = false;
+            for cookie in cookies {
+                sent |= crate::security::same_secret(&session.cookie, cookie);
+            }
+            if !(live && sent) {
+                continue;
+            }
+            if key.is_some_and(|key| crate::security::same_secret(&session.key, key)) {
+                return PageCheck::Valid;
+            }
+            check = PageCheck::KeyMissing;
         }
-        found
+        check
     }
 
-    pub(crate) fn forget_page_session(&self, session: &str) {
-        lock(&self.inner.page_sessions).retain(|s| s != session);
+    /// Forgets the page sessions with these cookies.
+    pub(crate) fn forget_page_session(&self, cookies: &[&str]) {
+        lock(&self.inner.page_sessions).retain(|s| !cookies.contains(&s.cookie.as_str()));
     }
 
     /// Hears of the next change to decision `id`. Take it before reading the decision, so a

@@ -12,6 +12,7 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -375,7 +376,7 @@ async fn no_state_changes_on_get_no_cors_and_bounded_bodies() {
     .await;
 }
 
-async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>) {
+async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>, Option<String>) {
     let request = Request::builder()
         .method("POST")
         .uri("/api/login")
@@ -389,16 +390,21 @@ async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>) {
         .headers()
         .get(header::SET_COOKIE)
         .map(|v| v.to_str().unwrap().to_owned());
-    (response.status(), cookie)
+    let status = response.status();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let key = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["key"].as_str().map(str::to_owned));
+    (status, cookie, key)
 }
 
 #[tokio::test]
 async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     let (daemon, id) = with_pending().await;
     let code = daemon.server.state().login_code();
-    let (status, cookie) = login(&daemon, json!({"code": code})).await;
-    assert_eq!(status, StatusCode::NO_CONTENT);
-    let cookie = cookie.unwrap();
+    let (status, cookie, key) = login(&daemon, json!({"code": code})).await;
+    assert_eq!(status, StatusCode::OK);
+    let (cookie, key) = (cookie.unwrap(), key.unwrap());
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
         "{cookie}"
@@ -415,20 +421,57 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     );
     assert_eq!(
         login(&daemon, json!({"token": daemon.token})).await.0,
-        StatusCode::NO_CONTENT
+        StatusCode::OK
     );
 
-    // Reading with the cookie works; changing needs the page's own Origin (no CSRF).
-    let read = Request::builder()
-        .uri("/api/pending")
+    // The cookie alone is nothing: a browser sends it to every port of the host, so any
+    // local server the person visits sees it. The page's key comes with it, or nothing does.
+    let read = |cookie: &str, key: Option<&str>| {
+        let mut request = Request::builder()
+            .uri("/api/pending")
+            .header(header::HOST, HOST)
+            .header(header::COOKIE, cookie);
+        if let Some(key) = key {
+            request = request.header("X-Toolgate-Key", key);
+        }
+        request.body(Body::empty()).unwrap()
+    };
+    let (status, body) = daemon.send(read(&session, None)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("key_required"))
+    );
+    let (status, _) = daemon.send(read(&session, Some("0123abcd"))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "another key");
+    assert_eq!(
+        daemon.send(read(&session, Some(&key))).await.0,
+        StatusCode::OK
+    );
+    // A cookie another local page set under the same name, sent first, hides nothing.
+    let shadowed = format!("toolgate_session=0000; {session}");
+    assert_eq!(
+        daemon.send(read(&shadowed, Some(&key))).await.0,
+        StatusCode::OK
+    );
+    // Changing needs the page's own Origin too (no CSRF).
+    let without_key = approve(&daemon, &id)
         .header(header::HOST, HOST)
         .header(header::COOKIE, &session)
-        .body(Body::empty())
+        .header(header::ORIGIN, ORIGIN)
+        .body(answer())
         .unwrap();
-    assert_eq!(daemon.send(read).await.0, StatusCode::OK);
+    refused(
+        &daemon,
+        &id,
+        without_key,
+        StatusCode::UNAUTHORIZED,
+        "key_required",
+    )
+    .await;
     let without_origin = approve(&daemon, &id)
         .header(header::HOST, HOST)
         .header(header::COOKIE, &session)
+        .header("X-Toolgate-Key", &key)
         .body(answer())
         .unwrap();
     refused(
@@ -442,6 +485,7 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     let forged = approve(&daemon, &id)
         .header(header::HOST, HOST)
         .header(header::COOKIE, "toolgate_session=forged")
+        .header("X-Toolgate-Key", &key)
         .header(header::ORIGIN, ORIGIN)
         .body(answer())
         .unwrap();
@@ -456,6 +500,7 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     let from_page = approve(&daemon, &id)
         .header(header::HOST, HOST)
         .header(header::COOKIE, &session)
+        .header("X-Toolgate-Key", &key)
         .header(header::ORIGIN, ORIGIN)
         .body(answer())
         .unwrap();
