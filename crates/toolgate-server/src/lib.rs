@@ -161,12 +161,20 @@ impl Server {
     /// Opens the data directory and recovers what a crash left behind.
     pub async fn open(config: ServerConfig, policy: Policy) -> Result<Server, ConfigError> {
         config.validate()?;
-        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
-            ConfigError(format!(
-                "cannot create the data directory {}: {e}",
-                config.data_dir.display()
-            ))
-        })?;
+        // Made readable by its owner alone; a folder that exists keeps the mode it has (the
+        // files in it are kept private by the store and the token's checks).
+        let mut folder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut folder, 0o700);
+        folder
+            .recursive(true)
+            .create(&config.data_dir)
+            .map_err(|e| {
+                ConfigError(format!(
+                    "cannot create the data directory {}: {e}",
+                    config.data_dir.display()
+                ))
+            })?;
         let token = config::load_or_create_token(&config.token_file())?;
         let store = SqliteStore::open_with(&config.database(), config.durability)
             .await

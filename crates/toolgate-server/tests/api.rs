@@ -939,3 +939,27 @@ async fn since_selects_events_by_time_whatever_the_offset() {
         (StatusCode::BAD_REQUEST, Some("bad_since"))
     );
 }
+
+/// The data directory a daemon makes is its owner's alone (the database inside holds every
+/// call's arguments).
+#[tokio::test]
+async fn the_data_directory_is_made_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("made/here");
+    let policy = toolgate_policy::Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    let server = toolgate_server::Server::open(toolgate_server::ServerConfig::new(&data), policy)
+        .await
+        .unwrap();
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    for file in ["toolgate.db", "token"] {
+        let mode = std::fs::metadata(data.join(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
+    drop(server);
+}

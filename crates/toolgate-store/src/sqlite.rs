@@ -723,6 +723,45 @@ fn owner_lock(path: &Path) -> Result<Connection, StoreError> {
     }
 }
 
+/// Makes the database's files readable by their owner alone (the audit log holds every call's
+/// arguments): each is created with mode 0600, or has the group's and others' bits taken away.
+/// SQLite makes its `-wal` and `-shm` files with the database's mode.
+fn keep_private(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut names = vec![path.to_owned()];
+    for suffix in ["-wal", "-shm", ".journal", ".lock", ".lock-journal"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        names.push(PathBuf::from(name));
+    }
+    for (index, name) in names.iter().enumerate() {
+        let failed =
+            |e: std::io::Error| StoreError(format!("cannot keep {} private: {e}", name.display()));
+        match std::fs::symlink_metadata(name) {
+            Ok(meta) if meta.is_file() => {
+                let mode = meta.permissions().mode();
+                if mode & 0o077 != 0 {
+                    std::fs::set_permissions(name, std::fs::Permissions::from_mode(mode & 0o700))
+                        .map_err(failed)?;
+                }
+            }
+            // Not a file: SQLite or the journal's checks say what is wrong with it.
+            Ok(_) => {}
+            // The database, the journal and the lock are made here, private from the start.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && matches!(index, 0 | 3 | 4) => {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(name)
+                    .map_err(failed)?;
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
 /// Runs `work`, telling a multi-threaded tokio runtime that it blocks.
 fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
@@ -743,6 +782,7 @@ impl SqliteStore {
     /// Opens the database at `path` with the given durability.
     pub async fn open_with(path: &Path, durability: Durability) -> Result<SqliteStore, StoreError> {
         blocking(|| {
+            keep_private(path)?;
             let owner = owner_lock(path)?;
             let mut writer = connect(path, durability, false)?;
             migrate(&mut writer)?;

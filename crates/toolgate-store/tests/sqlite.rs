@@ -366,3 +366,33 @@ async fn a_database_has_one_owner_at_a_time() {
     let second = open(&dir).await;
     assert_eq!(second.last_seq().await.unwrap(), 1);
 }
+
+/// The audit log holds every call's arguments: the database's files are its owner's alone,
+/// made so, or made so again when an older toolgate (or a restore) left them readable.
+#[tokio::test]
+async fn the_database_files_are_readable_by_their_owner_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolgate.db");
+    let mode = |suffix: &str| {
+        let name = format!("{}{suffix}", path.display());
+        std::fs::metadata(&name).unwrap().permissions().mode() & 0o777
+    };
+    let store = SqliteStore::open(&path).await.unwrap();
+    store.append(&[event("first", "s")]).await.unwrap();
+    let _ = store.last_seq().await.unwrap();
+    for suffix in ["", "-wal", "-shm", ".journal", ".lock"] {
+        assert_eq!(mode(suffix), 0o600, "toolgate.db{suffix}");
+    }
+    store.close().await;
+    drop(store);
+    for suffix in ["", ".journal"] {
+        let name = format!("{}{suffix}", path.display());
+        std::fs::set_permissions(&name, std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let store = SqliteStore::open(&path).await.unwrap();
+    assert_eq!(store.last_seq().await.unwrap(), 1);
+    for suffix in ["", ".journal"] {
+        assert_eq!(mode(suffix), 0o600, "toolgate.db{suffix} again");
+    }
+}
