@@ -2,6 +2,7 @@
 "use strict";
 
 const LONG = 240; // values longer than this are folded
+const SHOWN = 50; // the oldest this many pending requests are shown
 const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
 
 // Characters that reorder or hide text (bidirectional controls, zero-width marks) and other
@@ -85,13 +86,16 @@ function argumentsList(args) {
   return list;
 }
 
-function renderPending(pending) {
+function renderPending(pending, total) {
   const box = document.getElementById("pending");
-  document.getElementById("pending-count").textContent = String(pending.length);
+  document.getElementById("pending-count").textContent = String(total);
   box.replaceChildren();
   if (pending.length === 0) {
     box.append(el("p", { class: "empty" }, "Nothing is waiting."));
     return;
+  }
+  if (total > pending.length) {
+    box.append(el("p", { class: "more" }, `The oldest ${pending.length} of ${total} waiting requests are shown; answering them shows the next.`));
   }
   for (const item of pending) {
     const request = (item.request && item.request.request) || item.request || {};
@@ -171,11 +175,11 @@ async function refresh() {
 async function load() {
   try {
     const [pending, audit, grants] = await Promise.all([
-      api("GET", "/api/pending"),
+      api("GET", `/api/pending?limit=${SHOWN}`),
       api("GET", "/api/audit?type=decision,permission_resolved&last=20"),
       api("GET", "/api/grants"),
     ]);
-    renderPending(pending.pending);
+    renderPending(pending.pending, pending.total);
     renderDecisions(audit.events);
     renderGrants(grants.grants);
     showApp();

@@ -4,7 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::body::Path;
+use crate::body::{Path, Query};
 use serde_json::{Value, json};
 use toolgate_policy::{Choice, Decision, Layer};
 use toolgate_runtime::{Answer, Grant, Request, Response, messages};
@@ -15,10 +15,31 @@ use crate::decisions::{Facts, close};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// `GET /api/pending`: every request waiting for a person, oldest first.
-pub(crate) async fn pending(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let pending = state.store().pending().await?;
-    Ok(Json(json!({ "pending": pending })))
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct PendingQuery {
+    limit: Option<u32>,
+}
+
+/// `GET /api/pending[?limit=N]`: the requests waiting for a person, oldest first (the first
+/// `limit`, 1 to 1,000, when given), and how many wait in all.
+pub(crate) async fn pending(
+    State(state): State<AppState>,
+    Query(query): Query<PendingQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = match query.limit {
+        None => usize::MAX,
+        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => n as usize,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "bad_limit",
+                format!("`limit` is 1 to {}", crate::events::MAX_PAGE),
+            ));
+        }
+    };
+    let mut pending = state.store().pending().await?;
+    let total = pending.len();
+    pending.truncate(limit);
+    Ok(Json(json!({ "pending": pending, "total": total })))
 }
 
 /// The longest name an answer's `by` may give.

@@ -360,6 +360,11 @@ pub(crate) async fn submit(
         created: created.clone(),
         request: json!({"request": request, "call": body, "facts": facts}),
     };
+    // What it weighs while it waits: its record, and the call kept with its decision.
+    let bytes = serde_json::to_string(&pending.request)
+        .map_or(0, |text| text.len())
+        .saturating_add(result.as_str().len());
+    state.room_for(bytes)?;
     let row = DecisionRow {
         id: id.clone(),
         status: DecisionStatus::Pending,
@@ -371,6 +376,7 @@ pub(crate) async fn submit(
     let open = OpenRequest {
         facts: facts.clone(),
         row: row.clone(),
+        bytes,
     };
     state
         .commit(Batch {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use axum::http::StatusCode;
 use tokio::sync::{oneshot, watch};
 use toolgate_policy::Policy;
 use toolgate_runtime::{ApprovalBroker, EventBus};
@@ -13,6 +14,7 @@ use toolgate_store::{Batch, Committed, DecisionRow, Store, StoreError};
 
 use crate::config::{ServerConfig, secret};
 use crate::decisions::Facts;
+use crate::error::ApiError;
 
 /// How long a login code printed by `toolgate serve` stays valid.
 pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
@@ -109,6 +111,24 @@ pub(crate) struct OpenRequest {
     pub(crate) facts: Facts,
     /// The external requester's decision as it stands (its `call` is the call).
     pub(crate) row: DecisionRow,
+    /// The bytes of its pending record, counted against [`MAX_PENDING_BYTES`].
+    pub(crate) bytes: usize,
+}
+
+/// At most this many external requests wait for a person at once (the daemon is measured
+/// holding 10,000).
+pub const MAX_PENDING: usize = 50_000;
+
+/// At most this many bytes of pending records (the call, its arguments, the request shown)
+/// wait for a person at once: the list people read stays readable, and a flood of large asks
+/// cannot take the daemon's memory.
+pub const MAX_PENDING_BYTES: usize = 64 << 20;
+
+/// The requests this process opened and that wait for a person.
+#[derive(Default)]
+struct Open {
+    requests: HashMap<String, Arc<OpenRequest>>,
+    bytes: usize,
 }
 
 pub(crate) struct Inner {
@@ -123,7 +143,7 @@ pub(crate) struct Inner {
     pub(crate) last_seq: watch::Sender<i64>,
     /// Long polls waiting for a decision to change, by decision id.
     decided: Mutex<HashMap<String, Vec<oneshot::Sender<Change>>>>,
-    open: Mutex<HashMap<String, Arc<OpenRequest>>>,
+    open: Mutex<Open>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
     /// Held while a session is read, changed and written back, so two changes at once (two
@@ -192,7 +212,7 @@ impl AppState {
                 login_codes: Mutex::new(HashMap::new()),
                 last_seq,
                 decided: Mutex::new(HashMap::new()),
-                open: Mutex::new(HashMap::new()),
+                open: Mutex::default(),
                 timer: Arc::default(),
                 session_writes: tokio::sync::Mutex::new(()),
                 closing: toolgate_runtime::CancellationToken::new(),
@@ -339,17 +359,45 @@ impl AppState {
     }
 
     /// Keeps what resolving an external request needs, so answering it reads nothing back.
+    /// Room for one more pending request of `bytes`: refused with `429 too_many_pending` when
+    /// [`MAX_PENDING`] requests or [`MAX_PENDING_BYTES`] bytes already wait.
+    pub(crate) fn room_for(&self, bytes: usize) -> Result<(), ApiError> {
+        let open = lock(&self.inner.open);
+        let count = open.requests.len();
+        if count >= MAX_PENDING || open.bytes.saturating_add(bytes) > MAX_PENDING_BYTES {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_pending",
+                format!(
+                    "{count} requests ({} MiB) are waiting for a person, as many as the daemon \
+                     holds ({MAX_PENDING} requests, {} MiB); answer some, or let them time out, \
+                     and ask again",
+                    open.bytes >> 20,
+                    MAX_PENDING_BYTES >> 20
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn remember_open(&self, id: &str, request: OpenRequest) {
-        lock(&self.inner.open).insert(id.to_owned(), Arc::new(request));
+        let mut open = lock(&self.inner.open);
+        open.bytes = open.bytes.saturating_add(request.bytes);
+        if let Some(old) = open.requests.insert(id.to_owned(), Arc::new(request)) {
+            open.bytes = open.bytes.saturating_sub(old.bytes);
+        }
     }
 
     /// What is kept of an open external request (shared, not copied).
     pub(crate) fn open_request(&self, id: &str) -> Option<Arc<OpenRequest>> {
-        lock(&self.inner.open).get(id).cloned()
+        lock(&self.inner.open).requests.get(id).cloned()
     }
 
     pub(crate) fn forget_open(&self, id: &str) {
-        lock(&self.inner.open).remove(id);
+        let mut open = lock(&self.inner.open);
+        if let Some(old) = open.requests.remove(id) {
+            open.bytes = open.bytes.saturating_sub(old.bytes);
+        }
     }
 }
 

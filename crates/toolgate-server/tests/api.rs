@@ -963,3 +963,58 @@ async fn the_data_directory_is_made_private() {
     }
     drop(server);
 }
+
+/// A flood of large asks is refused once the pending requests weigh 64 MiB (they stay
+/// readable, and the daemon's memory bounded); answering makes room; the list can be read a
+/// page at a time, with how many wait in all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
+    // Requests that wait long enough not to time out during the test.
+    let policy = common::POLICY.replace(r#"timeout = "2s""#, r#"timeout = "10m""#);
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &policy).await;
+    let blob = "x".repeat(900_000);
+    let ask = || json!({"tool": "pay", "args": {"blob": blob}, "context": {"session": "s1"}});
+    let mut opened = Vec::new();
+    let refused = loop {
+        assert!(opened.len() < 200, "never refused");
+        let (status, body) = daemon.call("POST", "/api/decisions", Some(ask())).await;
+        if status != StatusCode::ACCEPTED {
+            break (status, body);
+        }
+        opened.push(body["id"].as_str().unwrap().to_owned());
+    };
+    assert_eq!(
+        (refused.0, refused.1["error"]["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("too_many_pending")),
+        "{}",
+        refused.1
+    );
+    let weight = opened.len() * blob.len();
+    assert!(
+        weight <= toolgate_server::MAX_PENDING_BYTES && opened.len() >= 10,
+        "{} requests held",
+        opened.len()
+    );
+    let (status, page) = daemon.call("GET", "/api/pending?limit=2", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(page["pending"].as_array().unwrap().len(), 2);
+    assert_eq!(page["total"], opened.len());
+    assert_eq!(page["pending"][0]["id"], opened[0].as_str(), "oldest first");
+    for bad in ["0", "1001", "x"] {
+        let (status, _) = daemon
+            .call("GET", &format!("/api/pending?limit={bad}"), None)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "limit={bad}");
+    }
+
+    let (status, _) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{}", opened[0]),
+            Some(json!({"decision": "reject-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = daemon.call("POST", "/api/decisions", Some(ask())).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "an answer made room");
+}

@@ -62,7 +62,12 @@ impl Daemon {
     }
 
     pub async fn open(dir: tempfile::TempDir) -> Daemon {
-        let policy = Policy::from_toml("policy.toml", POLICY).unwrap();
+        Daemon::open_with(dir, POLICY).await
+    }
+
+    /// A daemon with another policy.
+    pub async fn open_with(dir: tempfile::TempDir, policy: &str) -> Daemon {
+        let policy = Policy::from_toml("policy.toml", policy).unwrap();
         let server = Server::open(ServerConfig::new(dir.path()), policy)
             .await
             .unwrap();
