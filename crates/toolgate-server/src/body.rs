@@ -2,7 +2,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::Value;
 
 use crate::config::MAX_BODY;
@@ -17,19 +17,7 @@ impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<JsonBody, ApiError> {
-        let json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
-        if !json {
-            return Err(ApiError::new(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "json_required",
-                "send the body as `Content-Type: application/json`",
-            ));
-        }
+        check_head(request.headers())?;
         let limit = state.inner.config.read_timeout;
         let bytes = tokio::time::timeout(limit, Bytes::from_request(request, state))
             .await
@@ -59,6 +47,89 @@ impl FromRequest<AppState> for JsonBody {
             ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}"))
         })
     }
+}
+
+/// Refuses, before any of the body is read, what cannot be a JSON body of at most
+/// [`MAX_BODY`] bytes, and what could be read two ways: another media type, a character set
+/// other than UTF-8, two `Content-Type` headers, a content coding (`gzip`: the bytes would be
+/// read as they come), a transfer coding other than `chunked`, a declared length over the limit.
+fn check_head(headers: &HeaderMap) -> Result<(), ApiError> {
+    let unsupported = |code: &'static str, message: String| {
+        ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, code, message)
+    };
+    let mut types = headers.get_all(header::CONTENT_TYPE).iter();
+    let (Some(content_type), None) = (types.next(), types.next()) else {
+        return Err(match headers.get_all(header::CONTENT_TYPE).iter().count() {
+            0 => unsupported(
+                "json_required",
+                "send the body as `Content-Type: application/json`".into(),
+            ),
+            _ => ApiError::bad_request(
+                "duplicate_header",
+                "the `content-type` header is sent more than once",
+            ),
+        });
+    };
+    let content_type = content_type.to_str().unwrap_or("");
+    let mut parts = content_type.split(';');
+    if !parts
+        .next()
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(unsupported(
+            "json_required",
+            "send the body as `Content-Type: application/json`".into(),
+        ));
+    }
+    for parameter in parts {
+        let (name, value) = parameter.split_once('=').unwrap_or((parameter, ""));
+        let value = value.trim().trim_matches('"');
+        if name.trim().eq_ignore_ascii_case("charset")
+            && !(value.eq_ignore_ascii_case("utf-8") || value.eq_ignore_ascii_case("utf8"))
+        {
+            return Err(unsupported(
+                "json_required",
+                "JSON bodies are UTF-8 (`charset=utf-8`, or no charset)".into(),
+            ));
+        }
+    }
+    for coding in headers.get_all(header::CONTENT_ENCODING) {
+        let identity = coding.to_str().is_ok_and(|c| {
+            c.split(',')
+                .all(|c| c.trim().eq_ignore_ascii_case("identity"))
+        });
+        if !identity {
+            return Err(unsupported(
+                "unsupported_encoding",
+                "bodies are sent as they are: no `Content-Encoding` (gzip, br, …)".into(),
+            ));
+        }
+    }
+    for coding in headers.get_all(header::TRANSFER_ENCODING) {
+        let chunked = coding.to_str().is_ok_and(|c| {
+            c.split(',')
+                .all(|c| c.trim().eq_ignore_ascii_case("chunked"))
+        });
+        if !chunked {
+            return Err(ApiError::new(
+                StatusCode::NOT_IMPLEMENTED,
+                "unsupported_transfer_coding",
+                "the only transfer coding taken is `chunked`",
+            ));
+        }
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY as u64) {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the body is over {MAX_BODY} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses JSON, refusing an object that names a key twice: parsers disagree on which of the

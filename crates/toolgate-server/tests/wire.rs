@@ -207,6 +207,89 @@ async fn requests_http_refuses_get_json_errors() {
             );
         }
 
+        // Bodies that could be read two ways, or that cannot be what they say, are refused
+        // before a byte of them is read: a declared 10 GiB at once, not after a timeout.
+        let answer = r#"{"decision": "allow-once"}"#;
+        let approve = |extra: &str, body: &str| {
+            format!(
+                "POST /api/approvals/{id} HTTP/1.1\r\n{host}Authorization: Bearer {token}\r\n\
+                 {extra}Connection: close\r\n\r\n{body}"
+            )
+        };
+        let length = format!("Content-Length: {}\r\n", answer.len());
+        for (what, request, status, code) in [
+            (
+                "two content types",
+                approve(
+                    &format!("Content-Type: application/json\r\nContent-Type: text/plain\r\n{length}"),
+                    answer,
+                ),
+                400,
+                "duplicate_header",
+            ),
+            (
+                "UTF-16",
+                approve(
+                    &format!("Content-Type: application/json; charset=utf-16\r\n{length}"),
+                    answer,
+                ),
+                415,
+                "json_required",
+            ),
+            (
+                "a content coding",
+                approve(
+                    &format!("Content-Type: application/json\r\nContent-Encoding: gzip\r\n{length}"),
+                    answer,
+                ),
+                415,
+                "unsupported_encoding",
+            ),
+            (
+                "a transfer coding besides chunked",
+                approve(
+                    "Content-Type: application/json\r\nTransfer-Encoding: gzip, chunked\r\n",
+                    &format!("{:x}\r\n{answer}\r\n0\r\n\r\n", answer.len()),
+                ),
+                501,
+                "unsupported_transfer_coding",
+            ),
+            (
+                "a declared 10 GiB",
+                // (No byte of the body sent: what the daemon leaves unread when it answers
+                // would turn its close into a reset, which can drop the answer.)
+                approve(
+                    "Content-Type: application/json\r\nContent-Length: 10737418240\r\n",
+                    "",
+                ),
+                413,
+                "body_too_large",
+            ),
+        ] {
+            let started = std::time::Instant::now();
+            let (got, head, body) = exchange(address, request.as_bytes());
+            assert_eq!(
+                (got, body["error"]["code"].as_str()),
+                (status, Some(code)),
+                "{what}: {head}\n{body}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(5), "{what}");
+        }
+        // Quoted and spelled without the dash, UTF-8 is UTF-8.
+        let (got, _, body) = exchange(
+            address,
+            approve(
+                "Content-Type: application/json; charset=\"UTF8\"\r\nContent-Length: 2\r\n",
+                "{}",
+            )
+            .as_bytes(),
+        );
+        assert_eq!(
+            (got, body["error"]["code"].as_str()),
+            (400, Some("invalid_decision")),
+            "{body}"
+        );
+
         // A length and a transfer coding: read as chunked, and nothing rides behind it (the
         // connection closes after the one answer).
         let call = json!({"tool": "read", "args": {}}).to_string();
