@@ -120,6 +120,41 @@ fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiEr
     }
 }
 
+/// Query keys that name a credential, however they are encoded.
+const CREDENTIAL_KEYS: &[&str] = &[
+    "token",
+    "access_token",
+    "auth",
+    "authorization",
+    "key",
+    "api_key",
+    "api-key",
+    "apikey",
+    "password",
+    "secret",
+    "bearer",
+];
+
+/// Whether a URL carries a credential: a query key that names one (percent-encoded or not),
+/// or the daemon's token itself anywhere in the path or the query. Such a URL ends up in
+/// browser histories, proxy logs and `Referer` headers; it is refused even though the daemon
+/// would never accept the credential from it.
+fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool {
+    let token = state.inner.token.as_str();
+    // (The path decoded as a query would be: a token is hex, which neither `&` nor `=` splits.)
+    let in_path = form_urlencoded::parse(path.as_bytes())
+        .any(|(key, value)| key.contains(token) || value.contains(token));
+    if in_path {
+        return true;
+    }
+    query.is_some_and(|query| {
+        form_urlencoded::parse(query.as_bytes()).any(|(key, value)| {
+            let key = key.trim().to_ascii_lowercase();
+            CREDENTIAL_KEYS.contains(&key.as_str()) || value.contains(token) || key.contains(token)
+        })
+    })
+}
+
 /// Checks a request before any handler sees it.
 pub(crate) fn check(
     state: &AppState,
@@ -177,29 +212,11 @@ pub(crate) fn check(
             "requests from other sites are refused",
         ));
     }
-    if let Some(query) = query {
-        let lower = query.to_ascii_lowercase();
-        let named = |key: &str| {
-            lower
-                .split('&')
-                .any(|pair| pair.split('=').next() == Some(key))
-        };
-        if [
-            "token",
-            "access_token",
-            "auth",
-            "authorization",
-            "key",
-            "api_key",
-        ]
-        .iter()
-        .any(|k| named(k))
-        {
-            return Err(ApiError::bad_request(
-                "token_in_url",
-                "credentials are never accepted in a URL; send `Authorization: Bearer <token>`",
-            ));
-        }
+    if credential_in_url(state, path, query) {
+        return Err(ApiError::bad_request(
+            "token_in_url",
+            "credentials are never accepted in a URL; send `Authorization: Bearer <token>`",
+        ));
     }
     if *method == Method::OPTIONS {
         return Err(ApiError::new(

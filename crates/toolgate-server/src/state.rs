@@ -187,8 +187,11 @@ impl AppState {
             format!("localhost:{port}"),
             format!("[::1]:{port}"),
         ];
-        if !config.listen.ip().is_loopback() && !config.listen.ip().is_unspecified() {
-            hosts.push(config.listen.to_string());
+        // The address it listens on is its name too (`127.0.0.2:PORT`, a LAN address with
+        // --allow-remote): the page's printed address uses it.
+        let own = config.listen.to_string();
+        if !config.listen.ip().is_unspecified() && !hosts.contains(&own) {
+            hosts.push(own);
         }
         let mut origins: Vec<String> = hosts.iter().map(|h| format!("http://{h}")).collect();
         for extra in &config.extra_hosts {
@@ -406,6 +409,25 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
     use super::*;
+
+    #[tokio::test]
+    async fn the_address_it_listens_on_is_one_of_its_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = Policy::from_toml("p.toml", "version = 1\n").unwrap();
+        let mut config = ServerConfig::new(dir.path());
+        config.listen = "127.0.0.2:7999".parse().unwrap();
+        let server = crate::Server::open(config, policy).await.unwrap();
+        let hosts = server.state().hosts();
+        assert_eq!(
+            hosts,
+            [
+                "127.0.0.1:7999",
+                "localhost:7999",
+                "[::1]:7999",
+                "127.0.0.2:7999"
+            ]
+        );
+    }
 
     async fn state() -> (tempfile::TempDir, AppState) {
         let dir = tempfile::tempdir().unwrap();

@@ -277,6 +277,41 @@ async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() 
             StatusCode::BAD_REQUEST,
             "token_in_url",
         ),
+        // Encoded names, other names, and the token under any name or in the path.
+        (
+            None,
+            format!("/api/approvals/{id}?%74oken={}", daemon.token),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            None,
+            format!("/api/approvals/{id}?API-Key=x"),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            None,
+            format!("/api/approvals/{id}?by={}", daemon.token),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            None,
+            format!("/api/approvals/{id}?x=1&{}", daemon.token),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            Some(format!("Bearer {}", daemon.token)),
+            format!(
+                "/api/approvals/{}%{:X}",
+                &daemon.token[..10],
+                daemon.token.as_bytes()[10]
+            ) + &daemon.token[11..],
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
     ];
     for (auth, uri, status, code) in cases {
         let mut builder = Request::builder()

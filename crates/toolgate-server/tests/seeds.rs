@@ -61,6 +61,11 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
             StatusCode::CONFLICT,
             "not_pending",
         ),
+        (
+            json!({"request_id": id, "decision": "reject-once", "reason": 5}),
+            StatusCode::BAD_REQUEST,
+            "invalid_reason",
+        ),
     ] {
         let (got, error) = approve(body).await;
         assert_eq!(
@@ -86,13 +91,21 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         "still pending"
     );
 
-    // " reject-once " (trimmed) is approved too: AGH's naming quirk.
-    let (status, body) = approve(json!({"request_id": id, "decision": " reject-once "})).await;
+    // " reject-once " (trimmed) is approved too: AGH's naming quirk. A reason sent along (not
+    // AGH's) is what the agent reads.
+    let (status, body) = approve(
+        json!({"request_id": id, "decision": " reject-once ", "reason": "use the staging key"}),
+    )
+    .await;
     assert_eq!(
         (status, body),
         (StatusCode::OK, json!({"status": "approved"}))
     );
-    assert_eq!(decision(&daemon, &id).await["decision"], "deny");
+    let decided = decision(&daemon, &id).await;
+    assert_eq!(
+        (decided["decision"].as_str(), decided["reason"].as_str()),
+        (Some("deny"), Some("use the staging key"))
+    );
     let (status, error) = approve(json!({"request_id": id, "decision": "allow-once"})).await;
     assert_eq!(
         (status, error["error"]["code"].as_str()),
