@@ -100,9 +100,9 @@ impl Call {
                 message: format!("a call is a JSON object, got {}", json_type(&value)),
             });
         }
-        serde_json::from_value(value).map_err(|e| CallError {
+        serde_path_to_error::deserialize(value).map_err(|e| CallError {
             kind: CallErrorKind::InvalidCall,
-            message: e.to_string(),
+            message: field_error(&e),
         })
     }
 
@@ -120,6 +120,35 @@ impl Call {
     /// Whether the call carries the built-in tag `tag`.
     pub fn has_tag(&self, tag: &Tag) -> bool {
         self.tags.iter().any(|t| t == tag)
+    }
+}
+
+/// What is wrong with a call, naming the field (`context.session: invalid type: integer `5`,
+/// expected a string`), in JSON's words rather than Rust's.
+fn field_error(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let mut message = error.inner().to_string();
+    // serde names the Rust type it wanted: `expected struct Context` is an object to a caller.
+    if let Some(at) = message.find("expected struct ") {
+        message.truncate(at);
+        message.push_str("expected an object");
+    }
+    let message = message
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("invalid type: map", "invalid type: object")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected an object");
+    let mut path = error.path().to_string();
+    // An unknown field is named by the message; the path says where it is.
+    if message.starts_with("unknown field") {
+        path = match path.rfind('.') {
+            Some(at) => path.get(..at).unwrap_or_default().to_owned(),
+            None => String::new(),
+        };
+    }
+    if path.is_empty() || path == "." {
+        message
+    } else {
+        format!("`{path}`: {message}")
     }
 }
 
@@ -310,6 +339,40 @@ impl CallErrorKind {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_malformed_call_names_the_field_in_json_words() {
+        for (call, message) in [
+            (
+                json!({"tool": "t", "context": {"session": 5}}),
+                "`context.session`: invalid type: integer `5`, expected a string",
+            ),
+            (
+                json!({"tool": "t", "context": null}),
+                "`context`: invalid type: null, expected an object",
+            ),
+            (
+                json!({"tool": "t", "annotations": []}),
+                "`annotations`: invalid type: array, expected an object",
+            ),
+            (
+                json!({"tool": "t", "tags": ["read_only", 5]}),
+                "`tags[1]`: invalid type: integer `5`, expected a string",
+            ),
+            (json!({"args": {}}), "missing field `tool`"),
+        ] {
+            let error = Call::from_value(call.clone()).unwrap_err();
+            assert_eq!(error.message, message, "{call}");
+        }
+        let error = Call::from_value(json!({"tool": "t", "context": {"nope": 1}})).unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("`context`: unknown field `nope`, expected one of"),
+            "{}",
+            error.message
+        );
+    }
 
     #[test]
     fn minimal_call_defaults() {

@@ -79,8 +79,15 @@ pub(crate) async fn approve(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    let answer =
-        Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_decision", e))?;
+    let answer = Answer::from_json(&body).map_err(|e| {
+        // What is wrong with the reason is said as such.
+        let code = if e.starts_with("`reason`") {
+            "invalid_reason"
+        } else {
+            "invalid_decision"
+        };
+        ApiError::bad_request(code, e)
+    })?;
     let by = actor(&body, "api")?;
     let choice = answer.decision;
     resolve(&state, &id, answer, &by).await?;

@@ -44,7 +44,14 @@ impl FromRequest<AppState> for JsonBody {
                 }
             })?;
         strict_json(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}"))
+            // serde_json's word for a lone surrogate (`"\ud800"`) does not say what is wrong.
+            let hint = if e.to_string().contains("hex escape") {
+                " (a `\\u` escape is four hex digits, and one from D800 to DBFF must be \
+                 followed by one from DC00 to DFFF: JSON text is Unicode)"
+            } else {
+                ""
+            };
+            ApiError::bad_request("invalid_json", format!("the body is not JSON: {e}{hint}"))
         })
     }
 }
@@ -269,7 +276,20 @@ where
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Query(value)| Query(value))
-            .map_err(|e| ApiError::bad_request("invalid_query", e.body_text()))
+            .map_err(|e| {
+                // serde's words, less its preamble: which parameter, and what is wrong with it.
+                let text = e.body_text();
+                let detail = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text);
+                ApiError::bad_request(
+                    "invalid_query",
+                    format!(
+                        "a query parameter is malformed ({detail}); numbers are written plain, \
+                         like `?wait=5` or `?after=10&limit=100`"
+                    ),
+                )
+            })
     }
 }
 

@@ -588,9 +588,8 @@ pub(crate) async fn get(
 ) -> Result<Response, ApiError> {
     let wait = match query.wait {
         None => Duration::ZERO,
-        // Clamped before it becomes a duration (which cannot hold 1e300 seconds).
-        Some(w) if w.is_finite() && w >= 0.0 => {
-            Duration::from_secs_f64(w.min(MAX_WAIT.as_secs_f64()))
+        Some(w) if w.is_finite() && (0.0..=MAX_WAIT.as_secs_f64()).contains(&w) => {
+            Duration::from_secs_f64(w)
         }
         Some(_) => {
             return Err(ApiError::bad_request(

@@ -39,13 +39,26 @@ pub(crate) struct LogQuery {
 
 impl LogQuery {
     fn filter(&self, session: Option<String>) -> Result<EventFilter, ApiError> {
+        if self.after.is_some_and(|after| after < 0) {
+            return Err(ApiError::bad_request(
+                "bad_after",
+                "`after` is a sequence number (0 or more)",
+            ));
+        }
+        if self.session.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return Err(ApiError::bad_request(
+                "bad_session",
+                "`session` names a session; leave it out for every session's events",
+            ));
+        }
         let since = match &self.since {
             None => None,
             Some(text) => Some(since(text).ok_or_else(|| {
                 ApiError::bad_request(
                     "bad_since",
                     "`since` is an RFC 3339 time, like 2026-11-22T10:00:00Z or \
-                     2026-11-22T11:00:00+01:00",
+                     2026-11-22T11:00:00%2B01:00 (a `+` in a URL is a space unless written \
+                     `%2B`; a space before the offset is read as `+`)",
                 )
             })?),
         };
@@ -78,7 +91,8 @@ fn since(text: &str) -> Option<String> {
         let split = text.len().checked_sub(6)?;
         let (local, offset) = (text.get(..split)?, text.get(split..)?);
         let sign = match offset.get(..1)? {
-            "+" => 1,
+            // A `+` written as is in a URL arrives as a space.
+            "+" | " " => 1,
             "-" => -1,
             _ => return None,
         };
@@ -132,6 +146,12 @@ pub(crate) async fn audit(
         return Err(ApiError::bad_request(
             "bad_limit",
             "send `limit` (oldest first) or `last` (newest first), not both",
+        ));
+    }
+    if last.is_some() && query.after.is_some() {
+        return Err(ApiError::bad_request(
+            "bad_limit",
+            "`last` is the newest events, not those after a number: send `after` with `limit`",
         ));
     }
     if let Some(last) = last {
@@ -222,10 +242,11 @@ fn stream_events(
                 .to_str()
                 .ok()
                 .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|seq| *seq >= 0)
                 .ok_or_else(|| {
                     ApiError::bad_request(
                         "bad_last_event_id",
-                        "`Last-Event-ID` is a sequence number",
+                        "`Last-Event-ID` is a sequence number (0 or more)",
                     )
                 })?,
         ),

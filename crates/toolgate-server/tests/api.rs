@@ -425,6 +425,35 @@ async fn malformed_calls_and_unknown_routes_get_clear_json_errors() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(error["error"]["code"], "invalid_call");
+    // The field that is wrong is named, in JSON's words.
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(json!({"tool": "read", "context": {"session": 5}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        error["error"]["message"],
+        "`context.session`: invalid type: integer `5`, expected a string"
+    );
+    // A lone surrogate is said to be one.
+    let mut lone = daemon.request("POST", "/api/decisions", None);
+    *lone.body_mut() = axum::body::Body::from(r#"{"tool": "read", "args": {"a": "\ud800"}}"#);
+    lone.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("application/json"),
+    );
+    let (status, error) = daemon.send(lone).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be followed by one from DC00 to DFFF"),
+        "{error}"
+    );
     let (status, body) = daemon
         .call(
             "POST",
@@ -765,15 +794,54 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     assert_eq!(status, StatusCode::ACCEPTED);
     let id = body["id"].as_str().unwrap().to_owned();
 
-    // A wait beyond what a duration holds is the longest wait, not a crash.
-    for wait in ["99999999999999999999", "1e300", "18446744073709551616"] {
-        let poll = tokio::time::timeout(
-            Duration::from_millis(300),
-            daemon.call("GET", &format!("/api/decisions/{id}?wait={wait}"), None),
-        )
-        .await;
-        assert!(poll.is_err(), "wait={wait} waits (up to 60 s)");
+    // A wait is 0 to 60 seconds: past that, or beyond what a duration holds, it is refused,
+    // not cut short in silence (and not a crash).
+    for wait in [
+        "61",
+        "-1",
+        "99999999999999999999",
+        "1e300",
+        "18446744073709551616",
+        "NaN",
+    ] {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/decisions/{id}?wait={wait}"), None)
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("bad_wait")),
+            "wait={wait}: {body}"
+        );
     }
+    let (status, body) = daemon
+        .call("GET", &format!("/api/decisions/{id}?wait=abc"), None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("wait") && message.contains("?wait=5") && !message.contains("Failed"),
+        "{message}"
+    );
+    // Filters that cannot mean anything are said, not answered with nothing.
+    for (query, code) in [
+        ("after=-5", "bad_after"),
+        ("session=", "bad_session"),
+        ("last=2&after=5", "bad_limit"),
+    ] {
+        let (status, body) = daemon
+            .call("GET", &format!("/api/audit?{query}"), None)
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(code)),
+            "{query}: {body}"
+        );
+    }
+    // A `+` sent unencoded arrives as a space: the offset is still read.
+    let (status, body) = daemon
+        .call("GET", "/api/audit?since=2026-11-26T13:51:50+01:00", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     // Pages of the audit log are 1 to 1,000 events.
     for query in [
         "limit=0",
@@ -855,10 +923,20 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_decision")),
+        (StatusCode::BAD_REQUEST, Some("invalid_reason")),
         "{body}"
     );
-    // Where a stream resumes is said once.
+    // Where a stream resumes is said once, as a number of 0 or more.
+    let mut negative = daemon.request("GET", "/api/events", None);
+    negative
+        .headers_mut()
+        .insert("last-event-id", axum::http::HeaderValue::from_static("-1"));
+    let (status, body) = daemon.send(negative).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_last_event_id")),
+        "{body}"
+    );
     let mut resume = daemon.request("GET", "/api/events", None);
     for seq in ["1", "5"] {
         resume
