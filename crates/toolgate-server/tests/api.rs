@@ -606,6 +606,30 @@ async fn the_openapi_document_describes_exactly_the_routes() {
         .collect();
     routes.sort();
     assert_eq!(described, routes, "openapi.json and ROUTES drifted apart");
+    // Each operation names the refusals every route can give: the guard's (400, 403), the
+    // credentials' (401) and the store's (503) where credentials are needed, a body's (408,
+    // 413, 415) where one is sent.
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let public = operation["security"] == json!([]);
+            let mut needed = vec!["400", "403"];
+            if !public {
+                needed.push("401");
+            }
+            if !public && !matches!(path.as_str(), "/api/openapi.json" | "/api/health") {
+                needed.push("503");
+            }
+            if operation.get("requestBody").is_some() {
+                needed.extend(["408", "413", "415"]);
+            }
+            for status in needed {
+                assert!(
+                    operation["responses"].get(status).is_some(),
+                    "{method} {path} does not document {status}"
+                );
+            }
+        }
+    }
 
     // Every listed route exists on the router: none answers 404 or 405 for its method.
     let daemon = Daemon::start().await;
