@@ -218,12 +218,19 @@ impl Server {
                 accepted = axum::serve::Listener::accept(&mut listener) => accepted,
                 () = &mut shutdown => break,
             };
-            let connection = http.serve_connection(
-                hyper_util::rt::TokioIo::new(stream),
-                hyper_util::service::TowerToHyperService::new(router.clone()),
-            );
-            let (closing, alive) = (closing.clone(), alive.clone());
+            let (closing, alive, http, router) =
+                (closing.clone(), alive.clone(), http.clone(), router.clone());
+            let read_timeout = self.state.inner.config.read_timeout;
             tokio::spawn(async move {
+                let mut stream = stream;
+                if wire::refused_http2(&mut stream, read_timeout).await {
+                    drop(alive);
+                    return;
+                }
+                let connection = http.serve_connection(
+                    hyper_util::rt::TokioIo::new(stream),
+                    hyper_util::service::TowerToHyperService::new(router),
+                );
                 let mut connection = std::pin::pin!(connection);
                 tokio::select! {
                     _ = connection.as_mut() => {}

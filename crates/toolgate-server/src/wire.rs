@@ -37,6 +37,64 @@ impl axum::serve::Listener for Listener {
     }
 }
 
+/// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Answers a client that opens with HTTP/2's preface (prior knowledge: `curl --http2-prior-
+/// knowledge`, gRPC-style clients) the way HTTP/2 says a server that needs HTTP/1.1 does: an
+/// empty SETTINGS frame, then GOAWAY with `HTTP_1_1_REQUIRED` and a JSON body as its debug
+/// data, and closes. Anything else (every HTTP/1.1 request differs from the preface by its
+/// second byte at the latest) is left to hyper, which would otherwise close such a connection
+/// without a word. A connection that sends nothing within `wait` is closed, as hyper would
+/// close it. Returns whether the connection is done with.
+pub(crate) async fn refused_http2(
+    stream: &mut JsonRefusals<TcpStream>,
+    wait: std::time::Duration,
+) -> bool {
+    use tokio::io::AsyncWriteExt;
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut seen = [0u8; HTTP2_PREFACE.len()];
+    loop {
+        let peeked = tokio::time::timeout_at(deadline, stream.inner.peek(&mut seen)).await;
+        let n = match peeked {
+            Ok(Ok(n)) => n,
+            // Broken: hyper says so.
+            Ok(Err(_)) => return false,
+            // Silent for the whole wait (or a preface cut short): closed.
+            Err(_) => return true,
+        };
+        let Some(arrived) = seen.get(..n) else {
+            return false;
+        };
+        if n == 0 || !HTTP2_PREFACE.starts_with(arrived) {
+            return false;
+        }
+        if n == HTTP2_PREFACE.len() {
+            break;
+        }
+        // Part of the preface: the rest is on its way (a peek would return at once).
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let body = serde_json::json!({"error": {
+        "code": "http2_unsupported",
+        "message": "this daemon speaks HTTP/1.1 only: send requests without HTTP/2 prior knowledge",
+    }})
+    .to_string();
+    let mut frames = Vec::with_capacity(body.len() + 26);
+    // SETTINGS (type 4), empty, on stream 0: a server's preface.
+    frames.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    // GOAWAY (type 7) on stream 0: no stream processed, HTTP_1_1_REQUIRED (0xd), the body.
+    let length = u32::try_from(8 + body.len())
+        .unwrap_or(u32::MAX)
+        .to_be_bytes();
+    frames.extend_from_slice(&[length[1], length[2], length[3], 7, 0, 0, 0, 0, 0]);
+    frames.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x0d]);
+    frames.extend_from_slice(body.as_bytes());
+    let _ = stream.inner.write_all(&frames).await;
+    let _ = stream.inner.shutdown().await;
+    true
+}
+
 /// A connection whose protocol-level refusals get JSON bodies.
 #[derive(Debug)]
 pub(crate) struct JsonRefusals<S> {

@@ -312,6 +312,21 @@ async fn requests_http_refuses_get_json_errors() {
         assert_eq!(everything.matches("HTTP/1.1 ").count(), 1, "{everything}");
         assert!(everything.starts_with("HTTP/1.1 200"), "{everything}");
 
+        // An HTTP/2 client with prior knowledge is told, in HTTP/2, to use HTTP/1.1: an empty
+        // SETTINGS frame, then GOAWAY with HTTP_1_1_REQUIRED and a JSON error as its debug data.
+        let mut h2 = TcpStream::connect(address).unwrap();
+        h2.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+        let mut frames = Vec::new();
+        h2.read_to_end(&mut frames).unwrap();
+        assert_eq!(frames[..9], [0, 0, 0, 4, 0, 0, 0, 0, 0], "{frames:?}");
+        let goaway = &frames[9..];
+        let length = usize::from(goaway[1]) << 8 | usize::from(goaway[2]);
+        assert_eq!((goaway[3], goaway.len()), (7, 9 + length), "{frames:?}");
+        assert_eq!(goaway[9..17], [0, 0, 0, 0, 0, 0, 0, 0x0d], "HTTP_1_1_REQUIRED");
+        let debug: Value = serde_json::from_slice(&goaway[17..]).unwrap();
+        assert_eq!(debug["error"]["code"], "http2_unsupported");
+
         // The pending request is untouched, and the daemon still serves.
         let (status, _, pending) =
             exchange(address, &authorized("GET", "/api/pending", &token, ""));
