@@ -110,6 +110,28 @@ pub(crate) async fn resolve(
         Some(_) => None,
         None => state.store().pending_request(id).await?,
     };
+    // A request this daemon decided before it restarted is no longer anywhere but the store:
+    // said as resolved (as it would have been before the restart), not as unknown.
+    if open.is_none()
+        && record.is_none()
+        && let Some(row) = state.store().decision(id).await?
+        && row.status == toolgate_store::DecisionStatus::Decided
+    {
+        let how = row
+            .result
+            .to_value()
+            .ok()
+            .and_then(|result| {
+                let decision = result.get("decision")?.as_str()?.to_owned();
+                let reason = result.get("reason")?.as_str()?.to_owned();
+                Some(format!(": {decision}, {reason}"))
+            })
+            .unwrap_or_default();
+        return Err(ApiError::conflict(
+            "already_resolved",
+            format!("request `{id}` is no longer pending: it was resolved{how}"),
+        ));
+    }
     let claim = match state
         .broker()
         .claim(id, Response::Permission(answer.clone()))

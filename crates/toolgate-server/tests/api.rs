@@ -513,6 +513,29 @@ async fn requests_a_crash_left_pending_are_refused_at_the_next_start() {
         .map(|e| e["seq"].as_i64().unwrap())
         .collect();
     assert_eq!(seqs, [1, 2], "no gap");
+    // A late answer is told the request was resolved, as it would have been before the
+    // restart; nothing is written.
+    let (status, late) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(
+        (status, late["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("already_resolved")),
+        "{late}"
+    );
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it was resolved: deny, The daemon restarted"),
+        "{late}"
+    );
+    let (_, audit) = daemon.call("GET", "/api/audit", None).await;
+    assert_eq!(audit["events"].as_array().unwrap().len(), 2);
 }
 
 /// Reads server-sent events from a response body until `count` events arrived.
