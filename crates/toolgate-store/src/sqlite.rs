@@ -1445,6 +1445,24 @@ mod tests {
         }
     }
 
+    /// Alice's grant of `git` commands in session `s`, with `uses` uses.
+    fn git_grant(uses: Option<u32>) -> Grant {
+        let mut grant = Grant::new(
+            Effect::Allow,
+            "bash",
+            GrantTarget::Command {
+                prefix: vec!["git".into()],
+                exact: false,
+            },
+            GrantScope::Session {
+                session: "s".into(),
+            },
+            "alice",
+        );
+        grant.uses_left = uses;
+        grant
+    }
+
     fn applied_lsn(path: &Path) -> u64 {
         let connection = Connection::open(path).unwrap();
         let lsn: i64 = connection
@@ -1474,18 +1492,7 @@ mod tests {
         let applied = applied_lsn(&path);
         assert_eq!(applied, 1);
 
-        let grant = Grant::new(
-            Effect::Allow,
-            "bash",
-            GrantTarget::Command {
-                prefix: vec!["git".into()],
-                exact: false,
-            },
-            GrantScope::Session {
-                session: "s".into(),
-            },
-            "alice",
-        );
+        let grant = git_grant(None);
         let decision = DecisionRow {
             id: "r1".into(),
             status: DecisionStatus::Decided,
@@ -1972,24 +1979,8 @@ mod tests {
         let store = SqliteStore::open_with(&path, Durability::Process)
             .await
             .unwrap();
-        let grant = |uses| {
-            let mut grant = Grant::new(
-                Effect::Allow,
-                "bash",
-                GrantTarget::Command {
-                    prefix: vec!["git".into()],
-                    exact: false,
-                },
-                GrantScope::Session {
-                    session: "s".into(),
-                },
-                "alice",
-            );
-            grant.uses_left = uses;
-            grant
-        };
-        let counted = grant(Some(2));
-        let unlimited = grant(None);
+        let counted = git_grant(Some(2));
+        let unlimited = git_grant(None);
         store.insert(counted.clone()).await.unwrap();
         store.insert(unlimited.clone()).await.unwrap();
         store.put_session("s1", &json!({"v": 1})).await.unwrap();
@@ -2005,7 +1996,7 @@ mod tests {
         assert!(!store.use_once(&counted.id).await.unwrap(), "no use left");
         assert!(store.use_once(&unlimited.id).await.unwrap());
         assert!(!store.use_once("nope").await.unwrap());
-        let later = grant(None);
+        let later = git_grant(None);
         store.insert(later.clone()).await.unwrap();
         let twice = store.insert(later.clone()).await.unwrap_err();
         assert!(twice.0.contains("already stored"), "{twice}");

@@ -129,8 +129,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     }
                     Ok(EXIT_OK)
                 }
-                // Already answered, or no such request.
-                404 | 409 => {
+                400 | 404 | 409 => {
                     if !args.json {
                         let _ = writeln!(
                             std::io::stderr(),
@@ -139,19 +138,13 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                             reply.error()
                         );
                     }
-                    Ok(EXIT_FOUND)
-                }
-                // An answer the request does not take (not offered, a reason too long).
-                400 => {
-                    if !args.json {
-                        let _ = writeln!(
-                            std::io::stderr(),
-                            "{}: {}",
-                            terminal_text(&answer.id),
-                            reply.error()
-                        );
-                    }
-                    Ok(EXIT_FAILED)
+                    // Already answered, or no such request: a conflict. An answer the request
+                    // does not take (not offered, a reason too long): not done.
+                    Ok(if reply.status == 400 {
+                        EXIT_FAILED
+                    } else {
+                        EXIT_FOUND
+                    })
                 }
                 _ => Err(Failure::Message(reply.error())),
             }
