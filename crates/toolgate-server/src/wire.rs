@@ -43,62 +43,109 @@ const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Answers a client that opens with HTTP/2's preface (prior knowledge: `curl --http2-prior-
 /// knowledge`, gRPC-style clients) the way HTTP/2 says a server that needs HTTP/1.1 does: an
 /// empty SETTINGS frame, then GOAWAY with `HTTP_1_1_REQUIRED` and a JSON body as its debug
-/// data, and closes. Anything else (every HTTP/1.1 request differs from the preface by its
-/// second byte at the latest) is left to hyper, which would otherwise close such a connection
-/// without a word. A connection that sends nothing within `wait` is closed, as hyper would
-/// close it. Returns whether the connection is done with.
+/// data, and closes. Anything else is left to hyper, which would otherwise close such a
+/// connection without a word: every HTTP/1.1 request differs from the preface by its second
+/// byte at the latest, so a first look at what has arrived (a peek) settles nearly every
+/// connection; only while what arrived is a part of the preface are bytes read, and those are
+/// handed to hyper first. All of it within `wait`: a connection that sends nothing, or part of
+/// the preface and no more, is closed then, as hyper closes a head that does not arrive.
+/// Returns whether the connection is done with.
 pub(crate) async fn refused_http2(
     stream: &mut JsonRefusals<TcpStream>,
     wait: std::time::Duration,
 ) -> bool {
-    use tokio::io::AsyncWriteExt;
-    let deadline = tokio::time::Instant::now() + wait;
-    let mut seen = [0u8; HTTP2_PREFACE.len()];
-    loop {
-        let peeked = tokio::time::timeout_at(deadline, stream.inner.peek(&mut seen)).await;
-        let n = match peeked {
-            Ok(Ok(n)) => n,
-            // Broken: hyper says so.
-            Ok(Err(_)) => return false,
-            // Silent for the whole wait (or a preface cut short): closed.
-            Err(_) => return true,
-        };
-        let Some(arrived) = seen.get(..n) else {
-            return false;
-        };
-        if n == 0 || !HTTP2_PREFACE.starts_with(arrived) {
-            return false;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let looked = tokio::time::timeout(wait, async {
+        let mut seen = [0u8; HTTP2_PREFACE.len()];
+        let n = stream.inner.peek(&mut seen).await?;
+        let arrived = seen.get(..n).unwrap_or_default();
+        if n == 0 {
+            return Ok(Look::Closed);
         }
-        if n == HTTP2_PREFACE.len() {
-            break;
+        if !HTTP2_PREFACE.starts_with(arrived) {
+            return Ok(Look::Http1);
         }
-        // Part of the preface: the rest is on its way (a peek would return at once).
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        // Part of the preface, or all of it: read until it is all there, or is not the preface.
+        let mut read = Vec::with_capacity(HTTP2_PREFACE.len());
+        while read.len() < HTTP2_PREFACE.len() {
+            let mut more = [0u8; HTTP2_PREFACE.len()];
+            let want = HTTP2_PREFACE.len() - read.len();
+            let n = stream
+                .inner
+                .read(more.get_mut(..want).unwrap_or_default())
+                .await?;
+            if n == 0 {
+                return Ok(Look::Closed);
+            }
+            read.extend_from_slice(more.get(..n).unwrap_or_default());
+            if !HTTP2_PREFACE.starts_with(&read) {
+                stream.replay = read;
+                return Ok(Look::Http1);
+            }
+        }
+        Ok::<Look, io::Error>(Look::Http2)
+    })
+    .await;
+    match looked {
+        Ok(Ok(Look::Http1)) => false,
+        // Broken: hyper says so (it reads the same error).
+        Ok(Err(_)) => false,
+        Ok(Ok(Look::Closed)) | Err(_) => true,
+        Ok(Ok(Look::Http2)) => {
+            let body = serde_json::json!({"error": {
+                "code": "http2_unsupported",
+                "message": "this daemon speaks HTTP/1.1 only: send requests without HTTP/2 prior knowledge",
+            }})
+            .to_string();
+            let mut frames = Vec::with_capacity(body.len() + 26);
+            // SETTINGS (type 4), empty, on stream 0: a server's preface.
+            frames.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+            // GOAWAY (type 7) on stream 0: no stream processed, HTTP_1_1_REQUIRED (0xd).
+            let length = u32::try_from(8 + body.len())
+                .unwrap_or(u32::MAX)
+                .to_be_bytes();
+            frames.extend_from_slice(&[length[1], length[2], length[3], 7, 0, 0, 0, 0, 0]);
+            frames.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x0d]);
+            frames.extend_from_slice(body.as_bytes());
+            let said = tokio::time::timeout(wait, async {
+                stream.inner.write_all(&frames).await?;
+                stream.inner.shutdown().await?;
+                // What the client sent after its preface is read (at most 64 KiB, a second),
+                // so closing does not reset the connection and drop the GOAWAY unread.
+                let mut sink = [0u8; 4096];
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+                    let mut left = 64usize << 10;
+                    while left > 0 {
+                        match stream.inner.read(&mut sink).await {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => left = left.saturating_sub(n),
+                        }
+                    }
+                })
+                .await;
+                Ok::<(), io::Error>(())
+            })
+            .await;
+            drop(said);
+            true
+        }
     }
-    let body = serde_json::json!({"error": {
-        "code": "http2_unsupported",
-        "message": "this daemon speaks HTTP/1.1 only: send requests without HTTP/2 prior knowledge",
-    }})
-    .to_string();
-    let mut frames = Vec::with_capacity(body.len() + 26);
-    // SETTINGS (type 4), empty, on stream 0: a server's preface.
-    frames.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
-    // GOAWAY (type 7) on stream 0: no stream processed, HTTP_1_1_REQUIRED (0xd), the body.
-    let length = u32::try_from(8 + body.len())
-        .unwrap_or(u32::MAX)
-        .to_be_bytes();
-    frames.extend_from_slice(&[length[1], length[2], length[3], 7, 0, 0, 0, 0, 0]);
-    frames.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0x0d]);
-    frames.extend_from_slice(body.as_bytes());
-    let _ = stream.inner.write_all(&frames).await;
-    let _ = stream.inner.shutdown().await;
-    true
+}
+
+/// What the first bytes of a connection are.
+enum Look {
+    Http1,
+    Http2,
+    Closed,
 }
 
 /// A connection whose protocol-level refusals get JSON bodies.
 #[derive(Debug)]
 pub(crate) struct JsonRefusals<S> {
     inner: S,
+    /// Bytes read from the connection before hyper took it (a start that looked like HTTP/2's
+    /// preface and was not): hyper reads them first.
+    replay: Vec<u8>,
     /// A replacement being written: its bytes, how many are written, and how many bytes of
     /// the original write it stands for.
     replacing: Option<(Vec<u8>, usize, usize)>,
@@ -109,6 +156,7 @@ impl<S> JsonRefusals<S> {
         JsonRefusals {
             inner,
             replacing: None,
+            replay: Vec::new(),
         }
     }
 }
@@ -140,6 +188,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for JsonRefusals<S> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if !self.replay.is_empty() {
+            let n = self.replay.len().min(buf.remaining());
+            let replayed: Vec<u8> = self.replay.drain(..n).collect();
+            buf.put_slice(&replayed);
+            return Poll::Ready(Ok(()));
+        }
         Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }

@@ -356,6 +356,51 @@ async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
     let policy = toolgate_policy::Policy::from_toml("p.toml", common::POLICY).unwrap();
     let server = toolgate_server::Server::open(config, policy).await.unwrap();
     serving(server, move |address| {
+        // A start that is part of HTTP/2's preface and no more is closed when the wait ends
+        // (it was held, and polled, for ever), whether the client stays or goes.
+        for close in [false, true] {
+            for start in [&b"P"[..], b"PRI * HTTP/2.0\r\n"] {
+                let started = std::time::Instant::now();
+                let mut partial = TcpStream::connect(address).unwrap();
+                partial
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                partial.write_all(start).unwrap();
+                if close {
+                    partial.shutdown(std::net::Shutdown::Write).unwrap();
+                }
+                let mut rest = Vec::new();
+                let read = partial.read_to_end(&mut rest);
+                assert!(
+                    read.is_ok() && rest.is_empty(),
+                    "{start:?}, close {close}: {read:?} {rest:?}"
+                );
+                assert!(
+                    started.elapsed() < Duration::from_secs(5),
+                    "{start:?}, close {close}: closed after {:?}",
+                    started.elapsed()
+                );
+            }
+        }
+        // A request whose first byte came alone (it could have been the preface) is read whole.
+        let mut split = TcpStream::connect(address).unwrap();
+        split
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        split.write_all(b"P").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        split
+            .write_all(
+                format!("OST /api/login HTTP/1.1\r\nHost: {HOST}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}")
+                    .as_bytes(),
+            )
+            .unwrap();
+        let mut answer = String::new();
+        split.read_to_string(&mut answer).unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 400") && answer.contains("missing_credential"),
+            "{answer}"
+        );
         // Half a head, then nothing.
         let mut slow = TcpStream::connect(address).unwrap();
         slow.set_read_timeout(Some(Duration::from_secs(10)))
