@@ -1,9 +1,8 @@
 //! The approval page: plain HTML, CSS and JavaScript compiled into the binary, served with a
 //! strict content security policy. It signs in by exchanging a one-time code (printed by
 //! `toolgate serve` in the address's fragment, which browsers never send to a server) or the
-//! pasted token for a session: an HttpOnly, SameSite=Strict cookie and a key the page keeps in
-//! its tab's `sessionStorage` and sends with every request (see [`crate::security`]). The
-//! token never sits in a URL.
+//! pasted token for a session key the page keeps in its tab's `sessionStorage` and sends with
+//! every request (see [`crate::security`]). The token never sits in a URL.
 
 use axum::Json;
 use axum::extract::State;
@@ -13,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::security::{SESSION_COOKIE, same_secret};
+use crate::security::same_secret;
 use crate::state::{AppState, PAGE_SESSION_LIFETIME};
 
 const INDEX: &str = include_str!("../assets/index.html");
@@ -50,14 +49,8 @@ pub(crate) async fn style() -> Response {
     asset(STYLE, "text/css; charset=utf-8")
 }
 
-fn session_cookie(value: &str, max_age: u32) -> HeaderValue {
-    let cookie =
-        format!("{SESSION_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}");
-    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
 /// `POST /api/login` with `{"code": …}` (a one-time login code) or `{"token": …}`: a page
-/// session, as a cookie and a key (`{"key": …}`) the page sends as `X-Toolgate-Key`.
+/// session: a key (`{"key": …}`) the page sends as `X-Toolgate-Key`.
 pub(crate) async fn login(
     State(state): State<AppState>,
     JsonBody(body): JsonBody,
@@ -79,12 +72,8 @@ pub(crate) async fn login(
             "the code is unknown, spent or expired, or the token is wrong",
         )
     })?;
-    let (cookie, key) = session;
-    let lifetime = u32::try_from(PAGE_SESSION_LIFETIME.as_secs()).unwrap_or(u32::MAX);
-    let mut response = Json(json!({"key": key})).into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, session_cookie(&cookie, lifetime));
+    let lifetime = PAGE_SESSION_LIFETIME.as_secs();
+    let mut response = Json(json!({"key": session, "expires_in": lifetime})).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -93,10 +82,11 @@ pub(crate) async fn login(
 
 /// `POST /api/logout`: forgets the page session.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    state.forget_page_session(&crate::security::cookies(&headers, SESSION_COOKIE));
-    let mut response = StatusCode::NO_CONTENT.into_response();
-    response
-        .headers_mut()
-        .insert(header::SET_COOKIE, session_cookie("", 0));
-    response
+    if let Some(key) = headers
+        .get(crate::security::SESSION_KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        state.forget_page_session(key.trim());
+    }
+    StatusCode::NO_CONTENT.into_response()
 }

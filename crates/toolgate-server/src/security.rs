@@ -6,10 +6,11 @@
 //!   (`http://127.0.0.1.evil.example`) are refused, and so is `Sec-Fetch-Site: cross-site`.
 //!   Changes made with the page's cookie need a matching `Origin` (no CSRF).
 //! - Credentials: `Authorization: Bearer <token>`, compared in constant time, or the page's
-//!   session: its cookie (HttpOnly, SameSite=Strict) together with the key the page keeps in
-//!   its own storage and sends as `X-Toolgate-Key` (a browser sends the cookie to every port
-//!   of the host; the key stays with the page's origin). Sessions end after 12 hours. A
-//!   token in the URL is refused outright.
+//!   session key, which the page keeps in its tab's storage and sends as `X-Toolgate-Key` (no
+//!   cookie: a browser sends a cookie to every port of the host and lets any of them replace
+//!   it; the tab's storage stays with the page's origin, and a custom header cannot be sent
+//!   across origins without the preflight the daemon refuses). Sessions end after 12 hours.
+//!   A credential in the URL is refused outright.
 //! - No CORS is ever granted; preflights are refused. State changes only with POST or DELETE.
 
 use axum::body::Body;
@@ -20,10 +21,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
-use crate::state::{AppState, PageCheck};
-
-/// The page's session cookie.
-pub(crate) const SESSION_COOKIE: &str = "toolgate_session";
+use crate::state::AppState;
 
 /// The header the page sends its session's key in.
 pub(crate) const SESSION_KEY_HEADER: &str = "x-toolgate-key";
@@ -68,20 +66,6 @@ fn header_text<'a>(
     }
 }
 
-/// Every value sent for the cookie `name`, in every `Cookie` header.
-pub(crate) fn cookies<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-        .take(16)
-        .collect()
-}
-
 /// How a request proved who it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Credential {
@@ -103,20 +87,10 @@ fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiEr
             Err(ApiError::unauthorized())
         };
     }
-    let sent = cookies(headers, SESSION_COOKIE);
-    if sent.is_empty() {
-        return Ok(Credential::None);
-    }
-    let key = header_text(headers, &HeaderName::from_static(SESSION_KEY_HEADER))?;
-    match state.check_page_session(&sent, key) {
-        PageCheck::Valid => Ok(Credential::PageSession),
-        PageCheck::KeyMissing => Err(ApiError::new(
-            axum::http::StatusCode::UNAUTHORIZED,
-            "key_required",
-            "the page's session cookie needs the session's key (`X-Toolgate-Key`, which the \
-             page keeps); sign in again",
-        )),
-        PageCheck::Unknown => Ok(Credential::None),
+    match header_text(headers, &HeaderName::from_static(SESSION_KEY_HEADER))? {
+        None => Ok(Credential::None),
+        Some(key) if state.page_session_is_valid(key.trim()) => Ok(Credential::PageSession),
+        Some(_) => Err(ApiError::unauthorized()),
     }
 }
 

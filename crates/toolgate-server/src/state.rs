@@ -25,25 +25,21 @@ const MAX_PAGE_SESSIONS: usize = 256;
 /// How long a page session lasts (the cookie says the same to the browser).
 pub(crate) const PAGE_SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
-/// A signed-in page: its cookie, and the key the page keeps in its own storage and sends with
-/// every request. Browsers send a cookie to every port of a host, so any local server the
-/// person visits sees it; the key stays with the page's origin (scheme, host and port), so the
-/// cookie alone proves nothing.
+/// A signed-in page: the key it keeps in its tab's storage and sends with every request (as
+/// `X-Toolgate-Key`), and when it signed in (wall time: a machine asleep ages it too). Not a
+/// cookie: a browser sends a cookie to every port of the host, and lets any of them replace or
+/// delete it; the tab's storage belongs to the page's origin alone (scheme, host and port).
 struct PageSession {
-    cookie: String,
     key: String,
-    made: Instant,
+    made: std::time::SystemTime,
 }
 
-/// What a page request's credentials are worth.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PageCheck {
-    /// A live session's cookie, with its key.
-    Valid,
-    /// A live session's cookie, without its key (or with another).
-    KeyMissing,
-    /// No live session has this cookie.
-    Unknown,
+impl PageSession {
+    fn live(&self) -> bool {
+        self.made
+            .elapsed()
+            .is_ok_and(|age| age < PAGE_SESSION_LIFETIME)
+    }
 }
 
 /// A decision's change: its final form, or `None` when it must be read again.
@@ -274,54 +270,41 @@ impl AppState {
         code
     }
 
-    /// Spends a login code: a new page session (its cookie and key), or `None` when the code
-    /// is unknown, spent or expired.
-    pub(crate) fn redeem(&self, code: &str) -> Option<(String, String)> {
+    /// Spends a login code: a new page session's key, or `None` when the code is unknown,
+    /// spent or expired.
+    pub(crate) fn redeem(&self, code: &str) -> Option<String> {
         let made = lock(&self.inner.login_codes).remove(code)?;
         (made.elapsed() < LOGIN_CODE_LIFETIME).then(|| self.new_page_session())
     }
 
-    /// A new page session: its cookie and its key.
-    pub(crate) fn new_page_session(&self) -> (String, String) {
-        let (cookie, key) = (secret(), secret());
+    /// A new page session: its key.
+    pub(crate) fn new_page_session(&self) -> String {
+        let key = secret();
         let mut sessions = lock(&self.inner.page_sessions);
-        sessions.retain(|s| s.made.elapsed() < PAGE_SESSION_LIFETIME);
+        sessions.retain(PageSession::live);
         if sessions.len() >= MAX_PAGE_SESSIONS {
             sessions.remove(0);
         }
         sessions.push(PageSession {
-            cookie: cookie.clone(),
             key: key.clone(),
-            made: Instant::now(),
+            made: std::time::SystemTime::now(),
         });
-        (cookie, key)
+        key
     }
 
-    /// Checks page credentials: the cookies sent under the session's name (a page on another
-    /// port can set one of its own, which must not hide the real one) and the key sent.
-    pub(crate) fn check_page_session(&self, cookies: &[&str], key: Option<&str>) -> PageCheck {
+    /// Whether `key` is a live page session's.
+    pub(crate) fn page_session_is_valid(&self, key: &str) -> bool {
         let sessions = lock(&self.inner.page_sessions);
-        let mut check = PageCheck::Unknown;
+        let mut found = false;
         for session in sessions.iter() {
-            let live = session.made.elapsed() < PAGE_SESSION_LIFETIME;
-            let mut sent = false;
-            for cookie in cookies {
-                sent |= crate::security::same_secret(&session.cookie, cookie);
-            }
-            if !(live && sent) {
-                continue;
-            }
-            if key.is_some_and(|key| crate::security::same_secret(&session.key, key)) {
-                return PageCheck::Valid;
-            }
-            check = PageCheck::KeyMissing;
+            found |= session.live() && crate::security::same_secret(&session.key, key);
         }
-        check
+        found
     }
 
-    /// Forgets the page sessions with these cookies.
-    pub(crate) fn forget_page_session(&self, cookies: &[&str]) {
-        lock(&self.inner.page_sessions).retain(|s| !cookies.contains(&s.cookie.as_str()));
+    /// Forgets the page session with this key.
+    pub(crate) fn forget_page_session(&self, key: &str) {
+        lock(&self.inner.page_sessions).retain(|s| !crate::security::same_secret(&s.key, key));
     }
 
     /// Hears of the next change to decision `id`. Take it before reading the decision, so a

@@ -433,18 +433,17 @@ async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>, Opt
     (status, cookie, key)
 }
 
+/// The page signs in with the one-time code (or the token) for a session key it keeps in its
+/// tab and sends as a header. No cookie: a browser would send it to every port of the host and
+/// let any of them replace or delete it.
 #[tokio::test]
-async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
+async fn the_page_signs_in_with_a_one_time_code_into_a_key_it_sends() {
     let (daemon, id) = with_pending().await;
     let code = daemon.server.state().login_code();
     let (status, cookie, key) = login(&daemon, json!({"code": code})).await;
     assert_eq!(status, StatusCode::OK);
-    let (cookie, key) = (cookie.unwrap(), key.unwrap());
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
-    );
-    let session = cookie.split(';').next().unwrap().to_owned();
+    assert_eq!(cookie, None, "no cookie");
+    let key = key.unwrap();
     assert_eq!(
         login(&daemon, json!({"code": code})).await.0,
         StatusCode::UNAUTHORIZED,
@@ -459,53 +458,31 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
         StatusCode::OK
     );
 
-    // The cookie alone is nothing: a browser sends it to every port of the host, so any
-    // local server the person visits sees it. The page's key comes with it, or nothing does.
-    let read = |cookie: &str, key: Option<&str>| {
-        let mut request = Request::builder()
+    let read = |key: &str| {
+        Request::builder()
             .uri("/api/pending")
             .header(header::HOST, HOST)
-            .header(header::COOKIE, cookie);
-        if let Some(key) = key {
-            request = request.header("X-Toolgate-Key", key);
-        }
-        request.body(Body::empty()).unwrap()
+            .header("X-Toolgate-Key", key)
+            .body(Body::empty())
+            .unwrap()
     };
-    let (status, body) = daemon.send(read(&session, None)).await;
+    assert_eq!(daemon.send(read(&key)).await.0, StatusCode::OK);
+    let (status, body) = daemon.send(read("0123abcd")).await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (StatusCode::UNAUTHORIZED, Some("key_required"))
+        (StatusCode::UNAUTHORIZED, Some("unauthorized"))
     );
-    let (status, _) = daemon.send(read(&session, Some("0123abcd"))).await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "another key");
-    assert_eq!(
-        daemon.send(read(&session, Some(&key))).await.0,
-        StatusCode::OK
-    );
-    // A cookie another local page set under the same name, sent first, hides nothing.
-    let shadowed = format!("toolgate_session=0000; {session}");
-    assert_eq!(
-        daemon.send(read(&shadowed, Some(&key))).await.0,
-        StatusCode::OK
-    );
-    // Changing needs the page's own Origin too (no CSRF).
-    let without_key = approve(&daemon, &id)
+    // A cookie is no credential, whatever it holds.
+    let cookie_only = Request::builder()
+        .uri("/api/pending")
         .header(header::HOST, HOST)
-        .header(header::COOKIE, &session)
-        .header(header::ORIGIN, ORIGIN)
-        .body(answer())
+        .header(header::COOKIE, format!("toolgate_session={key}"))
+        .body(Body::empty())
         .unwrap();
-    refused(
-        &daemon,
-        &id,
-        without_key,
-        StatusCode::UNAUTHORIZED,
-        "key_required",
-    )
-    .await;
+    assert_eq!(daemon.send(cookie_only).await.0, StatusCode::UNAUTHORIZED);
+    // Changing needs the page's own Origin too (no CSRF).
     let without_origin = approve(&daemon, &id)
         .header(header::HOST, HOST)
-        .header(header::COOKIE, &session)
         .header("X-Toolgate-Key", &key)
         .body(answer())
         .unwrap();
@@ -519,8 +496,7 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     .await;
     let forged = approve(&daemon, &id)
         .header(header::HOST, HOST)
-        .header(header::COOKIE, "toolgate_session=forged")
-        .header("X-Toolgate-Key", &key)
+        .header("X-Toolgate-Key", "forged")
         .header(header::ORIGIN, ORIGIN)
         .body(answer())
         .unwrap();
@@ -534,12 +510,23 @@ async fn the_page_signs_in_with_a_one_time_code_into_a_strict_cookie() {
     .await;
     let from_page = approve(&daemon, &id)
         .header(header::HOST, HOST)
-        .header(header::COOKIE, &session)
         .header("X-Toolgate-Key", &key)
         .header(header::ORIGIN, ORIGIN)
         .body(answer())
         .unwrap();
     assert_eq!(daemon.send(from_page).await.0, StatusCode::OK);
+
+    // Signing out ends the session.
+    let logout = Request::builder()
+        .method("POST")
+        .uri("/api/logout")
+        .header(header::HOST, HOST)
+        .header(header::ORIGIN, ORIGIN)
+        .header("X-Toolgate-Key", &key)
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(daemon.send(logout).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(daemon.send(read(&key)).await.0, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
