@@ -9,7 +9,7 @@
 //!   streams them (resumable), `GET /api/audit` pages through them.
 //!
 //! The API listens on loopback, checks `Host` and `Origin` on every request, and wants the
-//! token from the data directory (or the page's session cookie); see [`security`].
+//! token from the data directory (or the page's session key); see [`security`].
 
 mod approvals;
 mod body;

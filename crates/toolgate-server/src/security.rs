@@ -4,7 +4,7 @@
 //!   a DNS-rebinding page's host is refused, and `X-Forwarded-Host` is never honoured.
 //! - `Origin`, when sent, must be this daemon's own; `null`, an empty value and look-alikes
 //!   (`http://127.0.0.1.evil.example`) are refused, and so is `Sec-Fetch-Site: cross-site`.
-//!   Changes made with the page's cookie need a matching `Origin` (no CSRF).
+//!   Changes made with the page's session need a matching `Origin` (no CSRF).
 //! - Credentials: `Authorization: Bearer <token>`, compared in constant time, or the page's
 //!   session key, which the page keeps in its tab's storage and sends as `X-Toolgate-Key` (no
 //!   cookie: a browser sends a cookie to every port of the host and lets any of them replace

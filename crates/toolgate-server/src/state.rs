@@ -22,7 +22,7 @@ pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 /// The most page sessions kept (the oldest are forgotten first).
 const MAX_PAGE_SESSIONS: usize = 256;
 
-/// How long a page session lasts (the cookie says the same to the browser).
+/// How long a page session lasts (login tells the page, as `expires_in`).
 pub(crate) const PAGE_SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
 /// A signed-in page: the key it keeps in its tab's storage and sends with every request (as
