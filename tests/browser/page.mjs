@@ -79,14 +79,17 @@ try {
   await page.getByText("Nothing is waiting.").waitFor();
   const second = await api("/api/decisions", {
     method: "POST",
-    body: JSON.stringify({ tool: "bash", args: { command: "git push \u202Egnp.exe" },
+    body: JSON.stringify({ tool: "bash", args: { command: "git push \u202Egnp.exe or\u00ADigin \u{E0072}" },
                            context: { workspace: "/tmp/project", session: "web" } }),
   });
   const refused = api(`/api/decisions/${second.id}?wait=30`);
   const next = page.locator(`article[data-id="${second.id}"]`);
   await next.waitFor({ timeout: 15_000 });
   const shown = await next.innerText();
-  if (!shown.includes("git push <U+202E>gnp.exe")) fail(`the hidden character is not shown:\n${shown}`);
+  if (!shown.includes("git push <U+202E>gnp.exe or<U+00AD>igin <U+E0072>")) fail(`the hidden characters are not shown:\n${shown}`);
+  // Right-to-left letters cannot reorder what is around them: shown in the order written.
+  const bidi = await next.locator("pre").first().evaluate((node) => getComputedStyle(node).unicodeBidi);
+  if (bidi !== "bidi-override") fail(`arguments are shown with unicode-bidi ${bidi}`);
   await next.getByRole("button", { name: "Deny once" }).click();
   const denied = await refused;
   if (denied.decision !== "deny") fail(`the second call was not refused: ${JSON.stringify(denied)}`);

@@ -247,9 +247,17 @@ pub fn terminal_text(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            // Controls, bidirectional controls, Unicode's default-ignorable characters (soft
+            // hyphen, joiners, variation selectors, tag characters that smuggle text), fillers
+            // that look like spaces, line separators.
             c if c.is_control()
-                || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-                    | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
+                || matches!(c, '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}'
+                    | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}'
+                    | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+                    | '\u{205f}'..='\u{206f}' | '\u{2800}' | '\u{3164}'
+                    | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+                    | '\u{fff0}'..='\u{fff8}' | '\u{1d173}'..='\u{1d17a}'
+                    | '\u{e0000}'..='\u{e0fff}') =>
             {
                 out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
             }
@@ -327,6 +335,22 @@ impl SyncApprover for TerminalApprover {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_for_a_terminal_shows_what_would_hide_or_reorder() {
+        for (text, shown) in [
+            ("git push\nrm -rf ~", "git push\\nrm -rf ~"),
+            ("a\u{202e}b", "a\\u{202e}b"),
+            ("or\u{ad}igin", "or\\u{ad}igin"),
+            ("main\u{e0072}\u{e006d}", "main\\u{e0072}\\u{e006d}"),
+            ("a\u{2028}b", "a\\u{2028}b"),
+            ("x\u{3164}y", "x\\u{3164}y"),
+            ("main\u{fe0f}", "main\\u{fe0f}"),
+            ("plain ünïcode 😀", "plain ünïcode 😀"),
+        ] {
+            assert_eq!(terminal_text(text), shown, "{text:?}");
+        }
+    }
 
     #[test]
     fn terminal_answers_are_read_against_the_offer() {

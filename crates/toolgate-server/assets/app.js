@@ -7,7 +7,9 @@ const KEY = "toolgate-key"; // the page session's key, kept in this tab's storag
 
 // Characters that reorder or hide text (bidirectional controls, zero-width marks) and other
 // controls are shown as their code points, so a command reads as it runs.
-const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
+// Also Unicode's default-ignorable characters (soft hyphen, joiners, variation selectors, tag
+// characters that smuggle text), fillers that look like spaces, and line separators.
+const HIDDEN = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u205f-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]|[\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/gu;
 function visible(text) {
   return text.replace(HIDDEN, (c) => `<U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}>`);
 }
@@ -78,6 +80,12 @@ function folded(value) {
   return el("details", {}, el("summary", {}, `${text.slice(0, 80)}… (${text.length} characters)`), el("pre", {}, text));
 }
 
+// A name or place, at most LONG characters on the card (the rest is said, not shown).
+function short(text) {
+  const value = String(text);
+  return value.length <= LONG ? value : `${value.slice(0, LONG)}… (${value.length - LONG} more characters)`;
+}
+
 function argumentsList(args) {
   const list = el("dl", {});
   for (const [key, value] of Object.entries(args || {})) {
@@ -119,12 +127,12 @@ function renderPending(pending, total) {
       }, label(choice, request)));
     }
     box.append(el("article", { class: "request", "data-id": item.id },
-      el("h3", {}, request.tool || item.kind),
+      el("h3", {}, short(request.tool || item.kind)),
       el("dl", {},
         el("dt", {}, "reason"), el("dd", {}, request.reason || ""),
         el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
-        el("dt", {}, "workspace"), el("dd", {}, context.workspace || "—"),
-        el("dt", {}, "session"), el("dd", {}, item.session || "—"),
+        el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
+        el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
         el("dt", {}, "requested"), el("dd", {}, item.created)),
       el("h4", {}, "arguments"),
       argumentsList(request.arguments),

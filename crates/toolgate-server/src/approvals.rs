@@ -27,8 +27,8 @@ pub(crate) async fn pending(
     Query(query): Query<PendingQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = match query.limit {
-        None => usize::MAX,
-        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => n as usize,
+        None => u32::MAX,
+        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => n,
         Some(_) => {
             return Err(ApiError::bad_request(
                 "bad_limit",
@@ -36,9 +36,7 @@ pub(crate) async fn pending(
             ));
         }
     };
-    let mut pending = state.store().pending().await?;
-    let total = pending.len();
-    pending.truncate(limit);
+    let (pending, total) = state.store().pending_page(None, limit).await?;
     Ok(Json(json!({ "pending": pending, "total": total })))
 }
 

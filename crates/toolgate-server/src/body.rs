@@ -112,16 +112,21 @@ fn check_head(headers: &HeaderMap) -> Result<(), ApiError> {
             ));
         }
     }
+    // One `chunked`, nothing else: chunked twice (RFC 9112 §6.1 forbids it) is read once here
+    // and maybe twice by a proxy in front.
+    let mut codings = 0usize;
     for coding in headers.get_all(header::TRANSFER_ENCODING) {
         let chunked = coding.to_str().is_ok_and(|c| {
-            c.split(',')
-                .all(|c| c.trim().eq_ignore_ascii_case("chunked"))
+            c.split(',').all(|c| {
+                codings += 1;
+                c.trim().eq_ignore_ascii_case("chunked")
+            })
         });
-        if !chunked {
+        if !chunked || codings > 1 {
             return Err(ApiError::new(
                 StatusCode::NOT_IMPLEMENTED,
                 "unsupported_transfer_coding",
-                "the only transfer coding taken is `chunked`",
+                "the only transfer coding taken is `chunked`, once",
             ));
         }
     }

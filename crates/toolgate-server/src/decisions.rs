@@ -235,8 +235,13 @@ pub(crate) async fn submit(
             call.context.branch.as_deref(),
         )
         .await?;
-        // A call that names no workspace is in its session's.
+        // A call that names no workspace is in its session's (checked again: an older toolgate
+        // saved relative ones).
         if call.context.workspace.is_none() {
+            crate::sessions::check_workspace(
+                workspace.as_deref(),
+                "the session's workspace (give the call's `context.workspace`)",
+            )?;
             call.context.workspace = workspace;
         }
     }

@@ -193,12 +193,17 @@ pub(crate) async fn get(
         .session(&id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
-    let pending = pending_of(&state, &id).await?;
+    // The oldest 1,000, and how many wait in all.
+    let (pending, total) = state
+        .store()
+        .pending_page(Some(&id), crate::events::MAX_PAGE)
+        .await?;
     let mut body = match session.snapshot {
         Value::Object(map) => map,
         _ => Map::new(),
     };
     body.insert("pending".into(), json!(pending));
+    body.insert("pending_total".into(), json!(total));
     Ok(Json(Value::Object(body)))
 }
 

@@ -327,6 +327,30 @@ async fn a_call_is_judged_in_its_sessions_workspace() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
         assert_eq!(refused["error"]["code"], "invalid_workspace", "{refused}");
     }
+    // A session an older toolgate saved with a relative workspace is not judged in the
+    // daemon's folder either.
+    daemon
+        .server
+        .state()
+        .store()
+        .put_session(
+            "old",
+            &json!({"id": "old", "workspace": "relative/dir", "branches": ["main"]}),
+        )
+        .await
+        .unwrap();
+    let (status, refused) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(rm(json!({"session": "old"}))),
+        )
+        .await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_workspace")),
+        "{refused}"
+    );
 }
 
 /// The audit log says which answer resolved a request ("once" or "always"), which grants it

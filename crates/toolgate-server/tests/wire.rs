@@ -255,6 +255,15 @@ async fn requests_http_refuses_get_json_errors() {
                 "unsupported_transfer_coding",
             ),
             (
+                "chunked twice",
+                approve(
+                    "Content-Type: application/json\r\nTransfer-Encoding: chunked, chunked\r\n",
+                    &format!("{:x}\r\n{answer}\r\n0\r\n\r\n", answer.len()),
+                ),
+                501,
+                "unsupported_transfer_coding",
+            ),
+            (
                 "a declared 10 GiB",
                 // (No byte of the body sent: what the daemon leaves unread when it answers
                 // would turn its close into a reset, which can drop the answer.)

@@ -152,6 +152,23 @@ pub trait Store: GrantStore {
     /// The pending requests, oldest first.
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;
 
+    /// The oldest `limit` pending requests (of `session`, when given), and how many are pending
+    /// in all: a page of the list without reading the rest.
+    async fn pending_page(
+        &self,
+        session: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<PendingRecord>, u64), StoreError> {
+        let all: Vec<PendingRecord> = self
+            .pending()
+            .await?
+            .into_iter()
+            .filter(|p| session.is_none() || p.session.as_deref() == session)
+            .collect();
+        let total = all.len() as u64;
+        Ok((all.into_iter().take(limit as usize).collect(), total))
+    }
+
     /// One pending request.
     async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError>;
 

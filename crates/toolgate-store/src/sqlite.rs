@@ -1299,6 +1299,28 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn pending_page(
+        &self,
+        session: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<PendingRecord>, u64), StoreError> {
+        self.read(Table::Pending, |connection| {
+            let page = all(
+                connection,
+                "SELECT id, kind, session, created, request FROM pending \
+                 WHERE ?1 IS NULL OR session = ?1 ORDER BY created, id LIMIT ?2",
+                (session, limit),
+                pending_from_row,
+            )?;
+            let total: i64 = connection.query_row(
+                "SELECT COUNT(*) FROM pending WHERE ?1 IS NULL OR session = ?1",
+                [session],
+                |row| row.get(0),
+            )?;
+            Ok((page, u64::try_from(total).unwrap_or(0)))
+        })
+    }
+
     async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
         self.read(Table::Pending, |connection| {
             first(

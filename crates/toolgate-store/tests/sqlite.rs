@@ -396,3 +396,30 @@ async fn the_database_files_are_readable_by_their_owner_alone() {
         assert_eq!(mode(suffix), 0o600, "toolgate.db{suffix} again");
     }
 }
+
+/// A page of the pending list is read without the rest, with how many are pending in all.
+#[tokio::test]
+async fn the_pending_list_is_read_a_page_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    for (id, session) in [("r1", "s"), ("r2", "t"), ("r3", "s")] {
+        let request = PendingRecord {
+            id: id.into(),
+            kind: "decision".into(),
+            session: Some(session.into()),
+            created: format!("2026-11-26T00:00:0{}.000000Z", &id[1..]),
+            request: json!({}),
+        };
+        store
+            .open_request(&request, &event("permission_requested", id))
+            .await
+            .unwrap();
+    }
+    let ids = |page: &[PendingRecord]| page.iter().map(|p| p.id.clone()).collect::<Vec<_>>();
+    let (page, total) = store.pending_page(None, 2).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["r1".into(), "r2".into()], 3));
+    let (page, total) = store.pending_page(Some("s"), 1).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["r1".to_owned()], 2));
+    let (page, total) = store.pending_page(Some("none"), 5).await.unwrap();
+    assert_eq!((page.len(), total), (0, 0));
+}
