@@ -52,6 +52,15 @@ try {
     if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
   }
   if (await card.locator("details summary").count() !== 1) fail("the long argument is not folded");
+  // What a person opened stays open while other events come and go.
+  await card.locator("details summary").click();
+  const passing = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git status" }, context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  if (passing.decision !== "allow") fail(`expected git status to be allowed: ${JSON.stringify(passing)}`);
+  await page.locator("#decisions tbody tr").first().waitFor({ timeout: 15_000 });
+  if (!(await card.locator("details").evaluate((d) => d.open))) fail("an opened argument closed when another event came");
   if (text.includes("Always allow")) fail("an allow-always was shown though the rule does not offer it");
   const count = await page.locator("#pending-count").innerText();
   if (count !== "1") fail(`the count shows ${count}`);

@@ -94,50 +94,68 @@ function argumentsList(args) {
   return list;
 }
 
+// The cards are kept from one refresh to the next (a request does not change while it
+// waits): what a person opened stays open, and only arrivals and departures touch the list.
 function renderPending(pending, total) {
   const box = document.getElementById("pending");
   document.getElementById("pending-count").textContent = String(total);
-  box.replaceChildren();
+  const wanted = new Set(pending.map((item) => item.id));
+  const kept = new Map();
+  for (const node of [...box.children]) {
+    if (node.dataset.id && wanted.has(node.dataset.id)) kept.set(node.dataset.id, node);
+    else node.remove();
+  }
   if (pending.length === 0) {
     box.append(el("p", { class: "empty" }, "Nothing is waiting."));
     return;
   }
+  let previous = null;
   if (total > pending.length) {
-    box.append(el("p", { class: "more" }, `The oldest ${pending.length} of ${total} waiting requests are shown; answering them shows the next.`));
+    previous = el("p", { class: "more" }, `The oldest ${pending.length} of ${total} waiting requests are shown; answering them shows the next.`);
+    box.prepend(previous);
   }
   for (const item of pending) {
-    const request = (item.request && item.request.request) || item.request || {};
-    const call = (item.request && item.request.call) || {};
-    const context = call.context || {};
-    const buttons = el("div", { class: "choices" });
-    for (const choice of request.choices || []) {
-      const allows = choice.startsWith("allow");
-      buttons.append(el("button", {
-        class: allows ? "allow" : "deny",
-        "data-choice": choice,
-        onclick: async (event) => {
-          for (const b of buttons.querySelectorAll("button")) b.disabled = true;
-          try {
-            await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, { decision: choice, by: "web" });
-          } catch (error) {
-            buttons.append(el("span", { class: "error" }, ` ${error.message}`));
-          }
-          refresh();
-        },
-      }, label(choice, request)));
-    }
-    box.append(el("article", { class: "request", "data-id": item.id },
-      el("h3", {}, short(request.tool || item.kind)),
-      el("dl", {},
-        el("dt", {}, "reason"), el("dd", {}, request.reason || ""),
-        el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
-        el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
-        el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
-        el("dt", {}, "requested"), el("dd", {}, item.created)),
-      el("h4", {}, "arguments"),
-      argumentsList(request.arguments),
-      buttons));
+    const card = kept.get(item.id) || card_for(item);
+    const at = previous ? previous.nextSibling : box.firstChild;
+    if (card !== at) box.insertBefore(card, at);
+    previous = card;
   }
+}
+
+function card_for(item) {
+  const request = (item.request && item.request.request) || item.request || {};
+  const call = (item.request && item.request.call) || {};
+  const context = call.context || {};
+  const buttons = el("div", { class: "choices" });
+  for (const choice of request.choices || []) {
+    const allows = choice.startsWith("allow");
+    buttons.append(el("button", {
+      class: allows ? "allow" : "deny",
+      "data-choice": choice,
+      onclick: async () => {
+        for (const b of buttons.querySelectorAll("button")) b.disabled = true;
+        try {
+          await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, { decision: choice, by: "web" });
+        } catch (error) {
+          buttons.querySelectorAll(".error").forEach((e) => e.remove());
+          buttons.append(el("span", { class: "error" }, ` ${error.message}`));
+          for (const b of buttons.querySelectorAll("button")) b.disabled = false;
+        }
+        refresh();
+      },
+    }, label(choice, request)));
+  }
+  return el("article", { class: "request", "data-id": item.id },
+    el("h3", {}, short(request.tool || item.kind)),
+    el("dl", {},
+      el("dt", {}, "reason"), el("dd", {}, request.reason || ""),
+      el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
+      el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
+      el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
+      el("dt", {}, "requested"), el("dd", {}, item.created)),
+    el("h4", {}, "arguments"),
+    argumentsList(request.arguments),
+    buttons);
 }
 
 function renderDecisions(events) {
