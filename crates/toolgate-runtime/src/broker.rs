@@ -230,6 +230,17 @@ impl Answer {
         }
     }
 
+    /// An answer's `reason` from its JSON value: absent or null is none, else a string of at
+    /// most [`MAX_REASON`] characters.
+    pub fn reason_of(value: Option<&Value>) -> Result<Option<String>, String> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.chars().count() <= MAX_REASON => Ok(Some(s.clone())),
+            Some(Value::String(_)) => Err(format!("`reason` is at most {MAX_REASON} characters")),
+            Some(_) => Err("`reason` must be a string".into()),
+        }
+    }
+
     /// Reads an answer from its JSON form (see the type's documentation).
     pub fn from_json(value: &Value) -> Result<Answer, String> {
         if let Some(text) = value.as_str() {
@@ -241,14 +252,7 @@ impl Answer {
         let Some(object) = value.as_object() else {
             return Err("an answer is a decision string or an object".into());
         };
-        let reason = match object.get("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) if s.chars().count() <= MAX_REASON => Some(s.clone()),
-            Some(Value::String(_)) => {
-                return Err(format!("`reason` is at most {MAX_REASON} characters"));
-            }
-            Some(_) => return Err("`reason` must be a string".into()),
-        };
+        let reason = Answer::reason_of(object.get("reason"))?;
         if let Some(decision) = object.get("decision") {
             // Two ways of answering in one body may disagree: neither is taken.
             if object.contains_key("approved") || object.contains_key("choice") {

@@ -13,7 +13,7 @@ use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use toolgate_policy::Choice;
-use toolgate_runtime::{Answer, MAIN_BRANCH, MAX_REASON};
+use toolgate_runtime::{Answer, MAIN_BRANCH};
 use toolgate_store::PendingRecord;
 
 use crate::approvals::{actor, resolve};
@@ -371,17 +371,10 @@ pub(crate) async fn agh_approve(
     };
     // AGH's body has no reason; one sent all the same is kept (a refusal's is what the agent
     // reads).
-    let answer = match body.get("reason") {
-        None | Some(Value::Null) => Answer::from(applied),
-        Some(Value::String(reason)) if reason.chars().count() <= MAX_REASON => {
-            Answer::with_reason(applied, reason.clone())
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_reason",
-                format!("`reason` is a string of at most {MAX_REASON} characters"),
-            ));
-        }
+    let answer = Answer {
+        decision: applied,
+        reason: Answer::reason_of(body.get("reason"))
+            .map_err(|e| ApiError::bad_request("invalid_reason", e))?,
     };
     resolve(&state, &record.id.clone(), answer, &actor(&body, "agh")?).await?;
     Ok(Json(json!({"status": "approved"})))

@@ -344,7 +344,6 @@ impl AppState {
         Served(served)
     }
 
-    /// Keeps what resolving an external request needs, so answering it reads nothing back.
     /// Room for one more pending request of `bytes`: refused with `429 too_many_pending` when
     /// [`MAX_PENDING`] requests or [`MAX_PENDING_BYTES`] bytes already wait.
     pub(crate) fn room_for(&self, bytes: usize) -> Result<(), ApiError> {
@@ -366,6 +365,7 @@ impl AppState {
         Ok(())
     }
 
+    /// Keeps what resolving an external request needs, so answering it reads nothing back.
     pub(crate) fn remember_open(&self, id: &str, request: OpenRequest) {
         let mut open = lock(&self.inner.open);
         open.bytes = open.bytes.saturating_add(request.bytes);
