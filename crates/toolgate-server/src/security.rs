@@ -45,7 +45,7 @@ pub(crate) fn same_secret(expected: &str, given: &str) -> bool {
 
 /// A header that may be sent once: its text, if sent. Sent twice, it is refused (which of the
 /// two counts is exactly what a proxy and the daemon could disagree on).
-fn header_text<'a>(
+pub(crate) fn header_text<'a>(
     headers: &'a HeaderMap,
     name: &header::HeaderName,
 ) -> Result<Option<&'a str>, ApiError> {
