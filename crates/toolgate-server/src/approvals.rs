@@ -219,11 +219,11 @@ pub(crate) async fn resolve(
         Ok((Committed::Written(_), result)) => {
             // The released call first: it is what the requester waits for.
             let served = state.announce_decided(id, result);
+            // Its poll answers before anything else is done here (the broker's bookkeeping, this
+            // answer's own response): the waiting agent is who the person is waiting for.
+            served.wait().await;
             claim.complete(by);
             state.inner.timer.release(id);
-            // Its poll answers before this answer's own response is written: the waiting agent
-            // is who the person is waiting for.
-            served.wait().await;
             Ok(())
         }
         // (A batch that closes a request revokes and spends nothing.)
