@@ -2,10 +2,13 @@
 //!
 //! - a trivial request (`GET /api/health`, keep-alive), back to back;
 //! - an approval round trip: a call waits (`GET /api/decisions/{id}?wait=30` in flight), an
-//!   answer is posted, the waiting call is released — timed from posting to release. The wait
-//!   must be in flight first, so each answer follows a 1 ms pause; the baseline it is compared
-//!   with is a trivial request after the same pause, interleaved with the round trips (an idle
-//!   pause changes what the next request costs on a shared machine, in both directions); with
+//!   answer is posted, the waiting call is released — timed from the answer's send to the
+//!   release's last byte (each request is written out before its clock starts, and each
+//!   response parsed after it stops: what is timed is the daemon and the loopback, as in the
+//!   trivial request it is compared with, not the client's JSON). The wait must be in flight
+//!   first, so each answer follows a 1 ms pause; the baseline it is compared with is a trivial
+//!   request after the same pause, interleaved with the round trips (an idle pause changes
+//!   what the next request costs on a shared machine, in both directions); with
 //!   `Durability::Full`, a bare write and flush of a journal-sized record on the same file
 //!   system, after the same pause, shows what the disk alone adds;
 //! - sustained decisions: concurrent clients posting calls the policy decides at once, each
@@ -19,7 +22,8 @@
 //! and `Durability::Process` (commits survive the daemon's crash, not the machine's).
 //!
 //! Run with `cargo bench -p toolgate-server --bench daemon`; `TOOLGATE_BENCH_DURABILITY=process`
-//! (or `full`) measures one durability only.
+//! (or `full`) measures one durability only; `TOOLGATE_BENCH_ROUND_TRIP_ONLY=1` stops after the
+//! round trips.
 
 #![allow(
     clippy::unwrap_used,
@@ -71,21 +75,38 @@ impl Connection {
     }
 
     async fn write(&mut self, method: &str, path: &str, body: Option<&Value>) {
+        let request = self.request(method, path, body);
+        self.write_raw(&request).await;
+    }
+
+    /// The bytes of a request, built ahead of the moment it is sent.
+    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> Vec<u8> {
         let payload = body.map(Value::to_string).unwrap_or_default();
-        let request = format!(
+        format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{payload}",
             self.host,
             self.token,
             payload.len()
-        );
-        self.stream
-            .get_mut()
-            .write_all(request.as_bytes())
-            .await
-            .unwrap();
+        )
+        .into_bytes()
+    }
+
+    async fn write_raw(&mut self, request: &[u8]) {
+        self.stream.get_mut().write_all(request).await.unwrap();
     }
 
     async fn read(&mut self) -> (u16, Value) {
+        let (status, body) = self.read_raw().await;
+        let body = if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&body).unwrap()
+        };
+        (status, body)
+    }
+
+    /// A response's status and body, as they arrived (read, not parsed).
+    async fn read_raw(&mut self) -> (u16, Vec<u8>) {
         let mut line = String::new();
         self.stream.read_line(&mut line).await.unwrap();
         let status: u16 = line.split(' ').nth(1).unwrap().parse().unwrap();
@@ -102,11 +123,6 @@ impl Connection {
         }
         let mut body = vec![0; length];
         self.stream.read_exact(&mut body).await.unwrap();
-        let body = if body.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_slice(&body).unwrap()
-        };
         (status, body)
     }
 }
@@ -209,10 +225,12 @@ async fn run(
     for _ in 0..200 {
         plain.send("GET", "/api/health", None).await;
     }
+    let health = plain.request("GET", "/api/health", None);
     let mut trivial = Vec::new();
     for _ in 0..2000 {
         let started = Instant::now();
-        let (status, _) = plain.send("GET", "/api/health", None).await;
+        plain.write_raw(&health).await;
+        let (status, _) = plain.read_raw().await;
         trivial.push(started.elapsed());
         assert_eq!(status, 200);
     }
@@ -231,7 +249,8 @@ async fn run(
     for i in 0..500 {
         tokio::time::sleep(Duration::from_millis(1)).await;
         let started = Instant::now();
-        let (status, _) = approver.send("GET", "/api/health", None).await;
+        approver.write_raw(&health).await;
+        let (status, _) = approver.read_raw().await;
         paused.push(started.elapsed());
         assert_eq!(status, 200);
 
@@ -250,18 +269,21 @@ async fn run(
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(1)).await;
+        let answer = approver.request(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(&json!({"decision": "allow-once"})),
+        );
         let started = Instant::now();
-        let answer = json!({"decision": "allow-once"});
-        approver
-            .write("POST", &format!("/api/approvals/{id}"), Some(&answer))
-            .await;
-        let (status, released) = requester.read().await;
+        approver.write_raw(&answer).await;
+        let (status, released) = requester.read_raw().await;
         round_trips.push(started.elapsed());
+        let released: Value = serde_json::from_slice(&released).unwrap();
         assert_eq!(
             (status, released["decision"].as_str()),
             (200, Some("allow"))
         );
-        let (status, _) = approver.read().await;
+        let (status, _) = approver.read_raw().await;
         answered.push(started.elapsed());
         assert_eq!(status, 200);
     }
@@ -293,6 +315,9 @@ async fn run(
         );
     }
 
+    if std::env::var_os("TOOLGATE_BENCH_ROUND_TRIP_ONLY").is_some() {
+        return;
+    }
     // Sustained decisions, each durable before it is acknowledged.
     let clients = 8;
     let per_client = 400;
