@@ -24,7 +24,7 @@ use toolgate_store::{
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::state::{AppState, OpenRequest};
+use crate::state::AppState;
 
 /// The longest a `GET /api/decisions/{id}?wait=` waits.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -369,7 +369,7 @@ pub(crate) async fn submit(
     let bytes = serde_json::to_string(&pending.request)
         .map_or(0, |text| text.len())
         .saturating_add(result.as_str().len());
-    state.room_for(bytes)?;
+    let room = state.room_for(call.context.session.as_deref(), bytes)?;
     let row = DecisionRow {
         id: id.clone(),
         status: DecisionStatus::Pending,
@@ -378,11 +378,8 @@ pub(crate) async fn submit(
         created: created.clone(),
         updated: created,
     };
-    let open = OpenRequest {
-        facts: facts.clone(),
-        row: row.clone(),
-        bytes,
-    };
+    // Kept in memory once committed (see `AppState::remember_open`).
+    let kept = (facts.clone(), row.clone());
     state
         .commit(Batch {
             open: Some(pending),
@@ -391,7 +388,7 @@ pub(crate) async fn submit(
             ..Batch::default()
         })
         .await?;
-    state.remember_open(&id, open);
+    state.remember_open(&id, kept.0, kept.1, room);
     let ticket = state
         .broker()
         .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))

@@ -46,7 +46,10 @@ pub use error::ApiError;
 pub use events::MAX_PAGE;
 pub use page::CSP;
 pub use sessions::AGENT_ID;
-pub use state::{AppState, LOGIN_CODE_LIFETIME, MAX_PENDING, MAX_PENDING_BYTES};
+pub use state::{
+    AppState, LOGIN_CODE_LIFETIME, MAX_PENDING, MAX_PENDING_BYTES, MAX_PENDING_BYTES_PER_SESSION,
+    MAX_PENDING_PER_SESSION,
+};
 
 /// The reason a request gets when the daemon stopped before anyone answered it.
 pub const ABANDONED: &str =

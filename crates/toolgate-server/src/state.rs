@@ -107,8 +107,17 @@ pub(crate) struct OpenRequest {
     pub(crate) facts: Facts,
     /// The external requester's decision as it stands (its `call` is the call).
     pub(crate) row: DecisionRow,
-    /// The bytes of its pending record, counted against [`MAX_PENDING_BYTES`].
-    pub(crate) bytes: usize,
+    /// What it counts for against the budgets.
+    counted: Counted,
+}
+
+/// What one waiting request counts for: its bytes, against [`MAX_PENDING_BYTES`] and its
+/// session's [`MAX_PENDING_BYTES_PER_SESSION`].
+#[derive(Clone, Debug, Default)]
+struct Counted {
+    /// Its `context.session` (`""` for a call that names none).
+    session: String,
+    bytes: usize,
 }
 
 /// At most this many external requests wait for a person at once (the daemon is measured
@@ -120,11 +129,62 @@ pub const MAX_PENDING: usize = 50_000;
 /// cannot take the daemon's memory.
 pub const MAX_PENDING_BYTES: usize = 64 << 20;
 
-/// The requests this process opened and that wait for a person.
+/// At most this many of the requests waiting at once come from one session (the call's
+/// `context.session`; the calls that name none count as one): a runaway or prompt-injected
+/// agent fills its session's share, and every other session can still ask. A gateway sets the
+/// session, not the model it serves.
+pub const MAX_PENDING_PER_SESSION: usize = 1_000;
+
+/// At most this many bytes of the pending records come from one session (an eighth of
+/// [`MAX_PENDING_BYTES`]).
+pub const MAX_PENDING_BYTES_PER_SESSION: usize = 8 << 20;
+
+/// The requests this process opened and that wait for a person, and what they count for:
+/// those being committed are counted already (see [`Room`]), so asks at once cannot all pass
+/// a budget only one of them fits.
 #[derive(Default)]
 struct Open {
     requests: HashMap<String, Arc<OpenRequest>>,
+    /// Requests counted: open, or with room taken while they are committed.
+    count: usize,
     bytes: usize,
+    /// The same, by session.
+    shares: HashMap<String, Share>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Share {
+    count: usize,
+    bytes: usize,
+}
+
+impl Open {
+    fn uncount(&mut self, counted: &Counted) {
+        self.count = self.count.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(counted.bytes);
+        if let Some(share) = self.shares.get_mut(&counted.session) {
+            share.count = share.count.saturating_sub(1);
+            share.bytes = share.bytes.saturating_sub(counted.bytes);
+            if share.count == 0 {
+                self.shares.remove(&counted.session);
+            }
+        }
+    }
+}
+
+/// Room taken for one pending request while it is committed: given back when dropped, unless
+/// the request is remembered as open (it then counts until it is forgotten).
+pub(crate) struct Room {
+    state: AppState,
+    counted: Option<Counted>,
+}
+
+impl Drop for Room {
+    fn drop(&mut self) {
+        if let Some(counted) = self.counted.take() {
+            lock(&self.state.inner.open).uncount(&counted);
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -344,33 +404,70 @@ impl AppState {
         Served(served)
     }
 
-    /// Room for one more pending request of `bytes`: refused with `429 too_many_pending` when
-    /// [`MAX_PENDING`] requests or [`MAX_PENDING_BYTES`] bytes already wait.
-    pub(crate) fn room_for(&self, bytes: usize) -> Result<(), ApiError> {
-        let open = lock(&self.inner.open);
-        let count = open.requests.len();
-        if count >= MAX_PENDING || open.bytes.saturating_add(bytes) > MAX_PENDING_BYTES {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "too_many_pending",
-                format!(
-                    "{count} requests ({} MiB) are waiting for a person, as many as the daemon \
-                     holds ({MAX_PENDING} requests, {} MiB); answer some, or let them time out, \
-                     and ask again",
-                    open.bytes >> 20,
-                    MAX_PENDING_BYTES >> 20
-                ),
-            ));
+    /// Takes room for one more pending request of `bytes` from `session`: refused with `429
+    /// too_many_pending` when [`MAX_PENDING`] requests or [`MAX_PENDING_BYTES`] bytes already
+    /// wait, or the session's share of them ([`MAX_PENDING_PER_SESSION`],
+    /// [`MAX_PENDING_BYTES_PER_SESSION`]).
+    pub(crate) fn room_for(&self, session: Option<&str>, bytes: usize) -> Result<Room, ApiError> {
+        let session = session.unwrap_or_default();
+        let mut open = lock(&self.inner.open);
+        let refused = |message: String| {
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "too_many_pending", message)
+        };
+        if open.count >= MAX_PENDING || open.bytes.saturating_add(bytes) > MAX_PENDING_BYTES {
+            return Err(refused(format!(
+                "{} requests ({} MiB) are waiting for a person, as many as the daemon holds \
+                 ({MAX_PENDING} requests, {} MiB); answer some, or let them time out, and ask \
+                 again",
+                open.count,
+                open.bytes >> 20,
+                MAX_PENDING_BYTES >> 20
+            )));
         }
-        Ok(())
+        let share = open.shares.get(session).copied().unwrap_or_default();
+        if share.count >= MAX_PENDING_PER_SESSION
+            || share.bytes.saturating_add(bytes) > MAX_PENDING_BYTES_PER_SESSION
+        {
+            let whose = if session.is_empty() {
+                "calls that name no session".to_owned()
+            } else {
+                format!("session `{session}`")
+            };
+            return Err(refused(format!(
+                "{} requests ({} KiB) of {whose} are waiting for a person, as many as one \
+                 session may have ({MAX_PENDING_PER_SESSION} requests, {} MiB); answer some, \
+                 or let them time out, and ask again",
+                share.count,
+                share.bytes >> 10,
+                MAX_PENDING_BYTES_PER_SESSION >> 20
+            )));
+        }
+        open.count += 1;
+        open.bytes = open.bytes.saturating_add(bytes);
+        let share = open.shares.entry(session.to_owned()).or_default();
+        share.count += 1;
+        share.bytes = share.bytes.saturating_add(bytes);
+        Ok(Room {
+            state: self.clone(),
+            counted: Some(Counted {
+                session: session.to_owned(),
+                bytes,
+            }),
+        })
     }
 
-    /// Keeps what resolving an external request needs, so answering it reads nothing back.
-    pub(crate) fn remember_open(&self, id: &str, request: OpenRequest) {
+    /// Keeps what resolving an external request needs, so answering it reads nothing back; it
+    /// counts with the room taken for it until it is forgotten.
+    pub(crate) fn remember_open(&self, id: &str, facts: Facts, row: DecisionRow, mut room: Room) {
+        let counted = room.counted.take().unwrap_or_default();
+        let request = OpenRequest {
+            facts,
+            row,
+            counted,
+        };
         let mut open = lock(&self.inner.open);
-        open.bytes = open.bytes.saturating_add(request.bytes);
         if let Some(old) = open.requests.insert(id.to_owned(), Arc::new(request)) {
-            open.bytes = open.bytes.saturating_sub(old.bytes);
+            open.uncount(&old.counted);
         }
     }
 
@@ -382,7 +479,7 @@ impl AppState {
     pub(crate) fn forget_open(&self, id: &str) {
         let mut open = lock(&self.inner.open);
         if let Some(old) = open.requests.remove(id) {
-            open.bytes = open.bytes.saturating_sub(old.bytes);
+            open.uncount(&old.counted);
         }
     }
 }
@@ -419,6 +516,47 @@ mod tests {
             .await
             .unwrap();
         (dir, server.state().clone())
+    }
+
+    /// Room is counted when it is taken, before the request is committed: two asks at once
+    /// cannot both pass a budget only one of them fits; room given back (a failed commit) or
+    /// a request forgotten makes room again.
+    #[tokio::test]
+    async fn room_taken_counts_before_the_request_is_committed() {
+        let (_dir, state) = state().await;
+        let half = MAX_PENDING_BYTES_PER_SESSION / 2;
+        let first = state.room_for(Some("s"), half).unwrap();
+        let second = state.room_for(Some("s"), half).unwrap();
+        let third = state.room_for(Some("s"), 1);
+        let error = third.err().unwrap();
+        assert_eq!(error.status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(state.room_for(Some("t"), half).is_ok(), "another session");
+        assert!(
+            state.room_for(None, half).is_ok(),
+            "calls without a session"
+        );
+
+        drop(second);
+        let row = DecisionRow {
+            id: "r1".into(),
+            status: toolgate_store::DecisionStatus::Pending,
+            call: serde_json::Value::Null,
+            result: toolgate_store::JsonText::of_value(&serde_json::Value::Null),
+            created: String::new(),
+            updated: String::new(),
+        };
+        state.remember_open("r1", Facts::default(), row, first);
+        let again = state.room_for(Some("s"), half).unwrap();
+        assert!(state.room_for(Some("s"), 1).is_err(), "r1 still counts");
+        drop(again);
+        state.forget_open("r1");
+        assert_eq!(lock(&state.inner.open).count, 0);
+        assert!(lock(&state.inner.open).shares.is_empty());
+        assert!(
+            state
+                .room_for(Some("s"), MAX_PENDING_BYTES_PER_SESSION)
+                .is_ok()
+        );
     }
 
     fn watched(state: &AppState) -> usize {

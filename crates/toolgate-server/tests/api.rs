@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
@@ -1113,24 +1114,129 @@ async fn the_data_directory_is_made_private() {
     drop(server);
 }
 
-/// A flood of large asks is refused once the pending requests weigh 64 MiB (they stay
-/// readable, and the daemon's memory bounded); answering makes room; the list can be read a
-/// page at a time, with how many wait in all.
+/// A large ask in `session` (about 1.8 MB pending: its arguments are kept with the request
+/// shown and with the call).
+fn large_ask(blob: &str, session: &str) -> Value {
+    json!({"tool": "pay", "args": {"blob": blob}, "context": {"session": session}})
+}
+
+/// Requests that wait long enough not to time out during a test.
+fn patient_policy() -> String {
+    common::POLICY.replace(r#"timeout = "2s""#, r#"timeout = "10m""#)
+}
+
+/// One session's flood of large asks, sent at once, is refused past its share (8 MiB) of the
+/// pending budget; other sessions still ask; answering makes room. (That room is counted
+/// before a request is committed is the unit test `room_taken_counts_before_the_request_is_committed`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_fills_its_own_share_of_the_pending_budget() {
+    let daemon = Arc::new(Daemon::open_with(tempfile::tempdir().unwrap(), &patient_policy()).await);
+    let blob = Arc::new("x".repeat(900_000));
+    let asks: Vec<_> = (0..12)
+        .map(|_| {
+            let (daemon, blob) = (daemon.clone(), blob.clone());
+            tokio::spawn(async move {
+                daemon
+                    .call("POST", "/api/decisions", Some(large_ask(&blob, "flood")))
+                    .await
+            })
+        })
+        .collect();
+    let mut opened = Vec::new();
+    let mut refused = Vec::new();
+    for ask in asks {
+        let (status, body) = ask.await.unwrap();
+        match status {
+            StatusCode::ACCEPTED => opened.push(body["id"].as_str().unwrap().to_owned()),
+            _ => refused.push((status, body)),
+        }
+    }
+    // Each weighs a little over 1.8 MB: four fit in 8 MiB, a fifth does not.
+    assert_eq!(opened.len(), 4, "{refused:?}");
+    for (status, body) in &refused {
+        assert_eq!(*status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        assert_eq!(body["error"]["code"], "too_many_pending");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("session `flood`") && message.contains("as many as one session"),
+            "{message}"
+        );
+    }
+    let (status, _) = daemon
+        .call("POST", "/api/decisions", Some(large_ask(&blob, "other")))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "another session still asks");
+
+    let (status, _) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{}", opened[0]),
+            Some(json!({"decision": "reject-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = daemon
+        .call("POST", "/api/decisions", Some(large_ask(&blob, "flood")))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "an answer made room");
+}
+
+/// A session's share is also a number of requests; the calls that name no session share one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_without_a_session_share_one_count_of_pending_requests() {
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &patient_policy()).await;
+    let ask = |n: usize| json!({"tool": "pay", "args": {"n": n}});
+    for n in 0..toolgate_server::MAX_PENDING_PER_SESSION {
+        let (status, body) = daemon.call("POST", "/api/decisions", Some(ask(n))).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{n}: {body}");
+    }
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(ask(usize::MAX)))
+        .await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("1000 requests") && message.contains("calls that name no session"),
+        "{message}"
+    );
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(json!({"tool": "pay", "args": {}, "context": {"session": "s1"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "a session has its own share");
+}
+
+/// Large asks from many sessions are refused once the pending requests weigh 64 MiB in all
+/// (they stay readable, and the daemon's memory bounded); the list can be read a page at a
+/// time, with how many wait in all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
-    // Requests that wait long enough not to time out during the test.
-    let policy = common::POLICY.replace(r#"timeout = "2s""#, r#"timeout = "10m""#);
-    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &policy).await;
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &patient_policy()).await;
     let blob = "x".repeat(900_000);
-    let ask = || json!({"tool": "pay", "args": {"blob": blob}, "context": {"session": "s1"}});
     let mut opened = Vec::new();
+    let mut session = 0;
     let refused = loop {
         assert!(opened.len() < 200, "never refused");
-        let (status, body) = daemon.call("POST", "/api/decisions", Some(ask())).await;
-        if status != StatusCode::ACCEPTED {
-            break (status, body);
+        let (status, body) = daemon
+            .call(
+                "POST",
+                "/api/decisions",
+                Some(large_ask(&blob, &format!("s{session}"))),
+            )
+            .await;
+        if status == StatusCode::ACCEPTED {
+            opened.push(body["id"].as_str().unwrap().to_owned());
+            continue;
         }
-        opened.push(body["id"].as_str().unwrap().to_owned());
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        if message.contains("as many as one session") {
+            session += 1;
+            continue;
+        }
+        break (status, body);
     };
     assert_eq!(
         (refused.0, refused.1["error"]["code"].as_str()),
@@ -1138,10 +1244,18 @@ async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
         "{}",
         refused.1
     );
-    let weight = opened.len() * blob.len();
     assert!(
-        weight <= toolgate_server::MAX_PENDING_BYTES && opened.len() >= 10,
-        "{} requests held",
+        refused.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("as many as the daemon holds"),
+        "{}",
+        refused.1
+    );
+    let weight = opened.len() * 2 * blob.len();
+    assert!(
+        weight <= toolgate_server::MAX_PENDING_BYTES && opened.len() >= 30 && session >= 8,
+        "{} requests held from {session} sessions",
         opened.len()
     );
     let (status, page) = daemon.call("GET", "/api/pending?limit=2", None).await;
@@ -1164,6 +1278,12 @@ async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = daemon.call("POST", "/api/decisions", Some(ask())).await;
+    let (status, _) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(large_ask(&blob, &format!("s{}", session + 1))),
+        )
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED, "an answer made room");
 }
