@@ -18,6 +18,9 @@ pub const MAX_BODY: usize = 1024 * 1024;
 /// How long a client may take to send a request's head, and then its body, by default.
 pub const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How many connections are held at most, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
 /// The daemon's settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -36,6 +39,10 @@ pub struct ServerConfig {
     /// its body (default: 30 s each). A head that does not arrive closes the connection; a body
     /// that does not is a 408. Keeps half-sent requests from holding connections.
     pub read_timeout: std::time::Duration,
+    /// The most connections held at once (default: 1,024, and fewer when the process may not
+    /// open that many files). Past it, a new connection takes the place of the oldest one
+    /// that has not shown credentials: connections anyone can open cannot crowd out callers.
+    pub max_connections: usize,
 }
 
 impl ServerConfig {
@@ -48,6 +55,7 @@ impl ServerConfig {
             extra_hosts: Vec::new(),
             durability: toolgate_store::Durability::Full,
             read_timeout: DEFAULT_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 

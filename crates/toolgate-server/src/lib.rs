@@ -14,6 +14,7 @@
 mod approvals;
 mod body;
 mod config;
+mod connections;
 mod decisions;
 mod error;
 mod events;
@@ -38,9 +39,10 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::SqliteStore;
 
 pub use config::{
-    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY,
-    ServerConfig, default_data_dir,
+    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT,
+    DEFAULT_READ_TIMEOUT, MAX_BODY, ServerConfig, default_data_dir,
 };
+pub use connections::raise_open_file_limit;
 pub use decisions::MAX_WAIT;
 pub use error::ApiError;
 pub use events::MAX_PAGE;
@@ -213,6 +215,9 @@ impl Server {
             .header_read_timeout(self.state.inner.config.read_timeout);
         // Every connection holds a receiver; when the last is gone, all have ended.
         let (all_ended, alive) = tokio::sync::watch::channel(());
+        let connections = connections::Connections::new(connections::budget(
+            self.state.inner.config.max_connections,
+        ));
         let mut listener = wire::Listener(listener);
         let router = self.router();
         let mut shutdown = std::pin::pin!(shutdown);
@@ -221,29 +226,49 @@ impl Server {
                 accepted = axum::serve::Listener::accept(&mut listener) => accepted,
                 () = &mut shutdown => break,
             };
+            // Every held connection is a caller's (see `connections`): this one is closed.
+            let Some(slot) = connections.admit() else {
+                continue;
+            };
             let (closing, alive, http, router) =
                 (closing.clone(), alive.clone(), http.clone(), router.clone());
             let read_timeout = self.state.inner.config.read_timeout;
             tokio::spawn(async move {
-                let mut stream = stream;
-                if wire::refused_http2(&mut stream, read_timeout).await {
-                    drop(alive);
-                    return;
-                }
-                let connection = http.serve_connection(
-                    hyper_util::rt::TokioIo::new(stream),
-                    hyper_util::service::TowerToHyperService::new(router),
-                );
-                let mut connection = std::pin::pin!(connection);
-                tokio::select! {
-                    _ = connection.as_mut() => {}
-                    () = closing.cancelled() => {
-                        // Idle connections close now; a request in progress finishes first.
-                        connection.as_mut().graceful_shutdown();
-                        let _ = connection.await;
+                let credentialed = slot.credentialed.clone();
+                let served = async move {
+                    let mut stream = stream;
+                    if wire::refused_http2(&mut stream, read_timeout).await {
+                        return;
                     }
+                    // Each request carries its connection's mark, which the guard sets when
+                    // the request shows credentials.
+                    let router = tower::ServiceExt::map_request(
+                        router,
+                        move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                            request.extensions_mut().insert(credentialed.clone());
+                            request
+                        },
+                    );
+                    let connection = http.serve_connection(
+                        hyper_util::rt::TokioIo::new(stream),
+                        hyper_util::service::TowerToHyperService::new(router),
+                    );
+                    let mut connection = std::pin::pin!(connection);
+                    tokio::select! {
+                        _ = connection.as_mut() => {}
+                        () = closing.cancelled() => {
+                            // Idle connections close now; a request in progress finishes first.
+                            connection.as_mut().graceful_shutdown();
+                            let _ = connection.await;
+                        }
+                    }
+                };
+                tokio::select! {
+                    () = served => {}
+                    // A newer connection took its place: it had shown no credentials.
+                    () = slot.evicted.cancelled() => {}
                 }
-                drop(alive);
+                drop((alive, slot));
             });
         }
         drop((listener, alive));

@@ -242,6 +242,14 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let checked = check(&state, request.method(), request.uri(), request.headers());
+    if checked.is_ok()
+        && !is_public(request.method(), request.uri().path())
+        && let Some(connection) = request
+            .extensions()
+            .get::<crate::connections::Credentialed>()
+    {
+        connection.mark();
+    }
     let mut response = match checked {
         Ok(()) => contained(next.run(request)).await,
         Err(error) => error.into_response(),

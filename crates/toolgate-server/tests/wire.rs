@@ -455,3 +455,109 @@ async fn a_request_head_that_never_ends_is_cut_off_and_others_are_served() {
     })
     .await;
 }
+
+/// Sends `request` on an open keep-alive connection and reads its response: the status.
+fn ask_on(stream: &mut TcpStream, request: &[u8]) -> u16 {
+    stream.write_all(request).unwrap();
+    let mut response = Vec::new();
+    let mut byte = [0u8; 1];
+    while find(&response, b"\r\n\r\n").is_none() {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "closed mid-response");
+        response.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&response).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).unwrap();
+    head.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// Whether the daemon closes `stream` (within 5 s).
+fn closed(stream: &mut TcpStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    match stream.read(&mut [0u8; 1]) {
+        Ok(n) => n == 0,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// Connections anyone can open do not crowd out callers: past the most the daemon holds, a new
+/// connection takes the place of the oldest one that has not shown credentials; when every
+/// held one has (callers' keep-alive connections, long polls), a new one is closed at once and
+/// the callers' connections go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_give_way_to_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = toolgate_server::ServerConfig::new(dir.path());
+    config.max_connections = 4;
+    let policy = toolgate_policy::Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    let server = toolgate_server::Server::open(config, policy).await.unwrap();
+    let token = std::fs::read_to_string(dir.path().join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    serving(server, move |address| {
+        let keep_alive = |path: &str| {
+            format!("GET {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {token}\r\n\r\n")
+                .into_bytes()
+        };
+        // Four connections that say nothing fill the table.
+        let mut silent: Vec<TcpStream> = (0..4)
+            .map(|_| TcpStream::connect(address).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        // A caller is served at once (not after the silent ones' 30 s), and the oldest silent
+        // connection gave it its place.
+        let (status, _, body) = exchange(address, &authorized("GET", "/api/pending", &token, ""));
+        assert_eq!(status, 200, "{body}");
+        // (Its place is given back once the daemon has closed it.)
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(closed(&mut silent[0]), "the oldest silent connection");
+        assert!(!closed_now(&mut silent[1]), "the next one is still held");
+
+        // Four callers' keep-alive connections take the silent ones' places.
+        let mut callers: Vec<TcpStream> = (0..4)
+            .map(|_| {
+                let mut caller = TcpStream::connect(address).unwrap();
+                caller
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                assert_eq!(ask_on(&mut caller, &keep_alive("/api/pending")), 200);
+                caller
+            })
+            .collect();
+        for (n, stream) in silent.iter_mut().enumerate().skip(1) {
+            assert!(closed(stream), "silent connection {n}");
+        }
+        // Every held connection is a caller's: a new one is closed at once, token or not.
+        let mut late = TcpStream::connect(address).unwrap();
+        assert!(closed(&mut late), "a connection past the callers'");
+        for caller in &mut callers {
+            caller
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            assert_eq!(ask_on(caller, &keep_alive("/api/health")), 200);
+        }
+    })
+    .await;
+}
+
+/// Whether `stream` is closed already (a look without waiting).
+fn closed_now(stream: &mut TcpStream) -> bool {
+    stream.set_nonblocking(true).unwrap();
+    let closed = !matches!(
+        stream.read(&mut [0u8; 1]),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+    );
+    stream.set_nonblocking(false).unwrap();
+    closed
+}

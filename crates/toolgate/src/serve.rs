@@ -80,6 +80,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;
+    // Connections are files: a daemon started with 1,024 of them could hold few.
+    toolgate_server::raise_open_file_limit();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
