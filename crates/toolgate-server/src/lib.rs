@@ -22,6 +22,7 @@ mod grants;
 mod hosted;
 mod outcome;
 mod page;
+mod repoll;
 pub mod security;
 mod sessions;
 mod state;
@@ -264,7 +265,7 @@ impl Server {
                     }
                 };
                 tokio::select! {
-                    () = served => {}
+                    () = repoll::Repoll::new(served) => {}
                     // A newer connection took its place: it had shown no credentials.
                     () = slot.evicted.cancelled() => {}
                 }
