@@ -357,7 +357,9 @@ async fn run(
             tokio::spawn(async move {
                 let mut connection = Connection::open(&address, &token).await;
                 for i in 0..held / 4 {
-                    let call = json!({"tool": "pay", "args": {"c": c, "i": i}, "context": {"session": "held"}});
+                    // 40 sessions of 250: a session holds at most 1,000.
+                    let session = format!("held-{c}-{}", i / 250);
+                    let call = json!({"tool": "pay", "args": {"c": c, "i": i}, "context": {"session": session}});
                     let (status, _) = connection.send("POST", "/api/decisions", Some(&call)).await;
                     assert_eq!(status, 202);
                 }
