@@ -195,6 +195,8 @@ pub struct ConfigFile {
     pub hosts: Vec<String>,
     /// What an acknowledged decision survives.
     pub durability: Option<toolgate_store::Durability>,
+    /// The most connections held at once (see [`ServerConfig::max_connections`]).
+    pub max_connections: Option<usize>,
 }
 
 impl ConfigFile {
@@ -219,6 +221,12 @@ impl ConfigFile {
         {
             let base = path.parent().unwrap_or(Path::new("."));
             file.data_dir = Some(base.join(dir));
+        }
+        if file.max_connections == Some(0) {
+            return Err(ConfigError(format!(
+                "{}: `max_connections` is at least 1",
+                path.display()
+            )));
         }
         for host in &file.hosts {
             if host.is_empty() || host.contains(['/', ' ', '@']) {

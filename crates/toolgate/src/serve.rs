@@ -77,6 +77,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     config.allow_remote = args.allow_remote || file.allow_remote.unwrap_or(false);
     config.durability = args.durability.or(file.durability).unwrap_or_default();
     config.extra_hosts = file.hosts;
+    if let Some(max) = file.max_connections {
+        config.max_connections = max;
+    }
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;
