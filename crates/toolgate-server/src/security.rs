@@ -109,24 +109,51 @@ const CREDENTIAL_KEYS: &[&str] = &[
     "bearer",
 ];
 
-/// Whether a URL carries a credential: a query key that names one (percent-encoded or not),
-/// or the daemon's token itself anywhere in the path or the query. Such a URL ends up in
+/// Whether a URL carries a credential: a query key that names one, or the daemon's token
+/// itself anywhere in the path or the query, however many times percent-encoded (up to three:
+/// a proxy or a second program may decode what the daemon reads once). Such a URL ends up in
 /// browser histories, proxy logs and `Referer` headers; it is refused even though the daemon
 /// would never accept the credential from it.
 fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool {
     let token = state.inner.token.as_str();
     // (The path decoded as a query would be: a token is hex, which neither `&` nor `=` splits.)
-    let in_path = form_urlencoded::parse(path.as_bytes())
+    let in_path = decodings(path)
+        .iter()
+        .flat_map(|path| form_urlencoded::parse(path.as_bytes()))
         .any(|(key, value)| key.contains(token) || value.contains(token));
     if in_path {
         return true;
     }
     query.is_some_and(|query| {
-        form_urlencoded::parse(query.as_bytes()).any(|(key, value)| {
-            let key = key.trim().to_ascii_lowercase();
-            CREDENTIAL_KEYS.contains(&key.as_str()) || value.contains(token) || key.contains(token)
-        })
+        decodings(query)
+            .iter()
+            .flat_map(|query| form_urlencoded::parse(query.as_bytes()))
+            .any(|(key, value)| {
+                let key = key.trim().to_ascii_lowercase();
+                CREDENTIAL_KEYS.contains(&key.as_str())
+                    || value.contains(token)
+                    || key.contains(token)
+            })
     })
+}
+
+/// `text`, and `text` percent-decoded once and twice, for a second reading: the forms a
+/// proxy or another program may see after decoding what the daemon reads once.
+fn decodings(text: &str) -> Vec<String> {
+    let mut forms = vec![text.to_owned()];
+    while forms.len() < 3
+        && let Some(last) = forms.last()
+        && last.contains('%')
+    {
+        let decoded = percent_encoding::percent_decode_str(last)
+            .decode_utf8_lossy()
+            .into_owned();
+        if &decoded == last {
+            break;
+        }
+        forms.push(decoded);
+    }
+    forms
 }
 
 /// Checks a request before any handler sees it.

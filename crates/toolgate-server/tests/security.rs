@@ -284,6 +284,33 @@ async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() 
             StatusCode::BAD_REQUEST,
             "token_in_url",
         ),
+        // Encoded twice: what a proxy decoding once would pass on.
+        (
+            None,
+            format!("/api/approvals/{id}?%2574oken=x"),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            None,
+            format!(
+                "/api/approvals/{id}?x=%25{:X}{}",
+                daemon.token.as_bytes()[0],
+                &daemon.token[1..]
+            ),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            Some(format!("Bearer {}", daemon.token)),
+            format!(
+                "/api/approvals/{id}/%25{:X}{}",
+                daemon.token.as_bytes()[0],
+                &daemon.token[1..]
+            ),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
         (
             None,
             format!("/api/approvals/{id}?API-Key=x"),
