@@ -381,6 +381,13 @@ mod tests {
         async fn last_seq(&self) -> Result<i64, StoreError> {
             self.inner.last_seq().await
         }
+        async fn prunable(&self, before: &str) -> Result<toolgate_store::Pruned, StoreError> {
+            self.inner.prunable(before).await
+        }
+        async fn prune(&self, before: &str) -> Result<toolgate_store::Pruned, StoreError> {
+            self.check()?;
+            self.inner.prune(before).await
+        }
         async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
             self.inner.pending().await
         }

@@ -18,6 +18,36 @@ pub const MAX_BODY: usize = 1024 * 1024;
 /// How long a client may take to send a request's head, and then its body, by default.
 pub const DEFAULT_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The shortest `retain` accepted: a requester reads its decision some time after it is made.
+pub const MIN_RETAIN: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// A `retain` span as people write it (`90d`, `12h`, `2weeks`): at least [`MIN_RETAIN`].
+pub fn parse_retain(text: &str) -> Result<std::time::Duration, String> {
+    let span = humantime::parse_duration(text.trim()).map_err(|e| {
+        format!("`{text}` is not a span of time ({e}); write it as `90d`, `12h` or `2weeks`")
+    })?;
+    if span < MIN_RETAIN {
+        return Err(format!(
+            "`{text}` is shorter than the shortest retention, {}",
+            humantime::format_duration(MIN_RETAIN)
+        ));
+    }
+    Ok(span)
+}
+
+/// A `retain` value of the settings file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retain(pub std::time::Duration);
+
+impl<'de> serde::Deserialize<'de> for Retain {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Retain, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse_retain(&text)
+            .map(Retain)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 /// How many connections are held at most, by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
@@ -43,6 +73,10 @@ pub struct ServerConfig {
     /// open that many files). Past it, a new connection takes the place of the oldest one
     /// that has not shown credentials: connections anyone can open cannot crowd out callers.
     pub max_connections: usize,
+    /// How long the audit log's events and the decided decisions are kept (default: for
+    /// ever). What was recorded longer ago is removed when the daemon starts and every hour,
+    /// after an `audit_pruned` event saying what goes.
+    pub retain: Option<std::time::Duration>,
 }
 
 impl ServerConfig {
@@ -56,6 +90,7 @@ impl ServerConfig {
             durability: toolgate_store::Durability::Full,
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            retain: None,
         }
     }
 
@@ -197,6 +232,8 @@ pub struct ConfigFile {
     pub durability: Option<toolgate_store::Durability>,
     /// The most connections held at once (see [`ServerConfig::max_connections`]).
     pub max_connections: Option<usize>,
+    /// How long events and decided decisions are kept (see [`ServerConfig::retain`]).
+    pub retain: Option<Retain>,
 }
 
 impl ConfigFile {

@@ -23,6 +23,7 @@ mod hosted;
 mod outcome;
 mod page;
 mod repoll;
+mod retention;
 pub mod security;
 mod sessions;
 mod state;
@@ -41,7 +42,8 @@ use toolgate_store::SqliteStore;
 
 pub use config::{
     ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT,
-    DEFAULT_READ_TIMEOUT, MAX_BODY, ServerConfig, default_data_dir,
+    DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig, default_data_dir,
+    parse_retain,
 };
 pub use connections::raise_open_file_limit;
 pub use decisions::MAX_WAIT;
@@ -189,6 +191,7 @@ impl Server {
             .await
             .map_err(|e| ConfigError(e.to_string()))?;
         let recovered = recover(&state).await.map_err(|e| ConfigError(e.message))?;
+        retention::start(&state);
         Ok(Server { state, recovered })
     }
 

@@ -1287,3 +1287,110 @@ async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "an answer made room");
 }
+
+/// With `retain`, the events and decided decisions recorded longer ago are removed when the
+/// daemon starts, after an `audit_pruned` event saying what goes; newer ones, and a pending
+/// request of any age, stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_older_than_the_retention_is_removed_and_the_log_says_so() {
+    use toolgate_store::{Batch, DecisionRow, DecisionStatus, EventRecord, JsonText, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let old = "2020-01-01T00:00:00.000000Z";
+    {
+        let store = toolgate_store::SqliteStore::open(&dir.path().join("toolgate.db"))
+            .await
+            .unwrap();
+        let events = (0..3)
+            .map(|n| {
+                let mut event = EventRecord::new(
+                    "permission_requested",
+                    json!({"request_id": format!("old{n}")}),
+                );
+                event.time = old.into();
+                event
+            })
+            .collect();
+        let decision = DecisionRow {
+            id: "old-decided".into(),
+            status: DecisionStatus::Decided,
+            call: json!({"tool": "pay"}),
+            result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+            created: old.into(),
+            updated: old.into(),
+        };
+        store
+            .commit(Batch {
+                events,
+                decision: Some(decision),
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    let mut config = toolgate_server::ServerConfig::new(dir.path());
+    config.retain = Some(toolgate_server::parse_retain("30d").unwrap());
+    let policy = toolgate_policy::Policy::from_toml("policy.toml", &patient_policy()).unwrap();
+    let server = toolgate_server::Server::open(config, policy).await.unwrap();
+    let token = std::fs::read_to_string(dir.path().join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let daemon = Daemon { dir, server, token };
+
+    // A request asked now stays pending through it all.
+    let (status, asked) = daemon
+        .call(
+            "POST",
+            "/api/decisions",
+            Some(json!({"tool": "pay", "args": {}, "context": {"session": "s1"}})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let mut pruned = Value::Null;
+    for _ in 0..100 {
+        let (_, page) = daemon
+            .call("GET", "/api/audit?type=audit_pruned", None)
+            .await;
+        if let Some(event) = page["events"].get(0) {
+            pruned = event.clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(pruned["events"], 3, "{pruned}");
+    assert_eq!(pruned["decisions"], 1, "{pruned}");
+    assert_eq!(pruned["retain"], "30days", "{pruned}");
+    assert!(pruned["before"].as_str().unwrap() > old, "{pruned}");
+    // (The event is committed before the removal: wait for the removal to end.)
+    for _ in 0..100 {
+        let (status, _) = daemon.call("GET", "/api/decisions/old-decided", None).await;
+        if status == StatusCode::NOT_FOUND {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, _) = daemon.call("GET", "/api/decisions/old-decided", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (_, page) = daemon
+        .call("GET", "/api/audit?type=permission_requested", None)
+        .await;
+    let left: Vec<&str> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["request_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, [asked["id"].as_str().unwrap()], "only the new one");
+    let (status, decision) = daemon
+        .call(
+            "GET",
+            &format!("/api/decisions/{}", asked["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, decision["status"].as_str()),
+        (StatusCode::OK, Some("pending"))
+    );
+}

@@ -35,6 +35,15 @@ use async_trait::async_trait;
 use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
+/// How much a prune removes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pruned {
+    /// Events of the audit log.
+    pub events: u64,
+    /// External requesters' decided decisions.
+    pub decisions: u64,
+}
+
 /// Writes that stand or fall together.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Batch {
@@ -148,6 +157,15 @@ pub trait Store: GrantStore {
 
     /// The highest sequence number so far (0 when the log is empty).
     async fn last_seq(&self) -> Result<i64, StoreError>;
+
+    /// How much [`Store::prune`] would remove before `before` (an RFC 3339 time).
+    async fn prunable(&self, before: &str) -> Result<Pruned, StoreError>;
+
+    /// Removes what was recorded before `before` (an RFC 3339 time): the events, and the
+    /// decisions decided then (a pending request's stays, whatever its age; grants and
+    /// sessions are not touched). In several transactions when there is much, so that commits
+    /// go on in between. Returns how much was removed.
+    async fn prune(&self, before: &str) -> Result<Pruned, StoreError>;
 
     /// The pending requests, oldest first.
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;

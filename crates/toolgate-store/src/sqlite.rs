@@ -35,7 +35,7 @@ use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
     StoreError, rfc3339,
 };
-use crate::{Batch, Committed, Store};
+use crate::{Batch, Committed, Pruned, Store};
 
 /// The schema, one migration per entry; applied in order, each in its own transaction.
 const MIGRATIONS: &[&str] = &[
@@ -92,6 +92,11 @@ INSERT INTO journal (id, applied_lsn) VALUES (1, 0);
 ALTER TABLE journal ADD COLUMN store INTEGER NOT NULL DEFAULT 0;
 UPDATE journal SET store = max(1, random() & 9223372036854775807) WHERE id = 1;
 "#,
+    // What pruning looks for: events by time, decided decisions by when they were decided.
+    r#"
+CREATE INDEX events_by_time ON events (time);
+CREATE INDEX decisions_by_status_updated ON decisions (status, updated);
+"#,
 ];
 
 /// How often the applier looks at the journal while commits keep coming. It is not woken by
@@ -130,6 +135,10 @@ const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
 
 /// How long a write waits for another program's lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
+
+/// How many rows of each table one transaction of a prune removes at most: commits go on in
+/// between.
+const PRUNE_BATCH: usize = 5_000;
 
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
@@ -1278,6 +1287,54 @@ impl Store for SqliteStore {
         self.select_events(0, filter, limit, true)
     }
 
+    async fn prunable(&self, before: &str) -> Result<Pruned, StoreError> {
+        let events = self.read(Table::Events, |connection| {
+            Ok(connection.query_row(
+                "SELECT COUNT(*) FROM events WHERE time < ?",
+                [before],
+                |row| row.get::<_, i64>(0),
+            )?)
+        })?;
+        let decisions = self.read(Table::Decisions, |connection| {
+            Ok(connection.query_row(
+                "SELECT COUNT(*) FROM decisions WHERE status = 'decided' AND updated < ?",
+                [before],
+                |row| row.get::<_, i64>(0),
+            )?)
+        })?;
+        Ok(Pruned {
+            events: u64::try_from(events).unwrap_or_default(),
+            decisions: u64::try_from(decisions).unwrap_or_default(),
+        })
+    }
+
+    async fn prune(&self, before: &str) -> Result<Pruned, StoreError> {
+        let mut pruned = Pruned::default();
+        loop {
+            let (events, decisions) = self.write(|connection| {
+                let tx = connection.transaction()?;
+                let events = tx.execute(
+                    "DELETE FROM events WHERE seq IN \
+                     (SELECT seq FROM events WHERE time < ?1 ORDER BY time LIMIT ?2)",
+                    rusqlite::params![before, PRUNE_BATCH],
+                )?;
+                let decisions = tx.execute(
+                    "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions \
+                     WHERE status = 'decided' AND updated < ?1 ORDER BY updated LIMIT ?2)",
+                    rusqlite::params![before, PRUNE_BATCH],
+                )?;
+                tx.commit()?;
+                Ok((events, decisions))
+            })?;
+            pruned.events += events as u64;
+            pruned.decisions += decisions as u64;
+            if events < PRUNE_BATCH && decisions < PRUNE_BATCH {
+                return Ok(pruned);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
     async fn last_seq(&self) -> Result<i64, StoreError> {
         self.read(Table::Events, |connection| {
             Ok(
@@ -1491,6 +1548,86 @@ mod tests {
             .query_row("SELECT applied_lsn FROM journal", [], |row| row.get(0))
             .unwrap();
         u64::try_from(lsn).unwrap()
+    }
+
+    fn decision_at(id: &str, status: DecisionStatus, updated: &str) -> DecisionRow {
+        DecisionRow {
+            id: id.into(),
+            status,
+            call: json!({"tool": "t"}),
+            result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+            created: updated.into(),
+            updated: updated.into(),
+        }
+    }
+
+    /// A prune removes the events and the decided decisions older than its time, in batches,
+    /// and leaves the rest: newer ones, pending decisions of any age, grants.
+    #[tokio::test]
+    async fn a_prune_removes_what_was_recorded_before_its_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open_with(&dir.path().join("toolgate.db"), Durability::Process)
+            .await
+            .unwrap();
+        let old = "2020-01-01T00:00:00.000000Z";
+        let new = "2026-11-22T00:00:00.000000Z";
+        let mut events: Vec<EventRecord> = (0..PRUNE_BATCH + 7)
+            .map(|n| {
+                let mut event = event("old", &format!("r{n}"));
+                event.time = old.into();
+                event
+            })
+            .collect();
+        events.push(event("new", "r"));
+        store
+            .commit(Batch {
+                events,
+                grants: vec![git_grant(None)],
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+        for (id, status, at) in [
+            ("decided-old", DecisionStatus::Decided, old),
+            ("pending-old", DecisionStatus::Pending, old),
+            ("decided-new", DecisionStatus::Decided, new),
+        ] {
+            store
+                .commit(Batch {
+                    decision: Some(decision_at(id, status, at)),
+                    ..Batch::default()
+                })
+                .await
+                .unwrap();
+        }
+        let before = "2026-01-01T00:00:00.000000Z";
+        let expected = Pruned {
+            events: PRUNE_BATCH as u64 + 7,
+            decisions: 1,
+        };
+        assert_eq!(store.prunable(before).await.unwrap(), expected);
+        assert_eq!(store.prune(before).await.unwrap(), expected);
+        assert_eq!(store.prunable(before).await.unwrap(), Pruned::default());
+
+        let left = store
+            .events_after(0, &EventFilter::default(), 100)
+            .await
+            .unwrap();
+        assert_eq!(
+            left.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+            ["new"]
+        );
+        assert!(store.decision("decided-old").await.unwrap().is_none());
+        assert!(store.decision("pending-old").await.unwrap().is_some());
+        assert!(store.decision("decided-new").await.unwrap().is_some());
+        assert_eq!(
+            store.for_tool("bash").await.unwrap().len(),
+            1,
+            "grants stay"
+        );
+        // The log goes on after what was removed.
+        let seq = store.append(&[event("after", "r")]).await.unwrap();
+        assert_eq!(seq, [PRUNE_BATCH as i64 + 9]);
     }
 
     /// What a daemon that died before its commits were applied leaves: the database without

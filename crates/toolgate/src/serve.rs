@@ -19,8 +19,8 @@ is created at first start, readable only by you. API clients send `Authorization
 the page signs in through the one-time address printed at start. It listens on loopback only
 unless --allow-remote is given. Settings the command line does not give are read from the file
 --config names, else $XDG_CONFIG_HOME/toolgate/daemon.toml or ~/.config/toolgate/daemon.toml when
-it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability. Stop it with
-Ctrl-C.")]
+it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability,
+max_connections, retain. Stop it with Ctrl-C.")]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -42,6 +42,11 @@ pub(crate) struct ServeArgs {
     /// flushed to the disk) or `process` (the daemon's crash only; faster) [default: full].
     #[arg(long, value_name = "LEVEL", value_parser = parse_durability)]
     pub(crate) durability: Option<toolgate_store::Durability>,
+    /// How long the audit log's events and decided decisions are kept, as `90d`, `12h` or
+    /// `2weeks` (at least 1h); older ones are removed at start and every hour, after an
+    /// `audit_pruned` event [default: kept for ever].
+    #[arg(long, value_name = "SPAN", value_parser = toolgate_server::parse_retain)]
+    pub(crate) retain: Option<std::time::Duration>,
 }
 
 fn parse_durability(text: &str) -> Result<toolgate_store::Durability, String> {
@@ -80,6 +85,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     if let Some(max) = file.max_connections {
         config.max_connections = max;
     }
+    config.retain = args.retain.or(file.retain.map(|retain| retain.0));
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;
