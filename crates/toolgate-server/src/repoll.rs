@@ -18,7 +18,8 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::task::AtomicWaker;
 
-/// Not being polled: a wake goes to the task.
+/// Not being polled: a wake goes to the task (and leaves [`WOKEN`], which the next poll's
+/// first round replaces).
 const IDLE: u8 = 0;
 /// Being polled, not woken yet.
 const POLLING: u8 = 1;
@@ -39,10 +40,11 @@ impl Wake for Shared {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let during_poll =
-            self.state
-                .compare_exchange(POLLING, WOKEN, Ordering::AcqRel, Ordering::Acquire);
-        if during_poll == Err(IDLE) {
+        // Every change of the state is a read-modify-write, so a wake and the end of a poll
+        // are ordered one way or the other: the poll sees the wake and goes round again, or
+        // the wake sees the poll ended and wakes the task. (With a plain store at a round's
+        // start, a wake could read the state from before it and be lost.)
+        if self.state.swap(WOKEN, Ordering::AcqRel) == IDLE {
             self.task.wake();
         }
     }
@@ -77,9 +79,9 @@ impl<F: Future> Future for Repoll<F> {
         this.shared.task.register(cx.waker());
         let mut inner = Context::from_waker(&this.waker);
         for _ in 0..ROUNDS {
-            this.shared.state.store(POLLING, Ordering::Release);
+            this.shared.state.swap(POLLING, Ordering::AcqRel);
             if let Poll::Ready(output) = this.future.as_mut().poll(&mut inner) {
-                this.shared.state.store(IDLE, Ordering::Release);
+                this.shared.state.swap(IDLE, Ordering::AcqRel);
                 return Poll::Ready(output);
             }
             let quiet = this.shared.state.compare_exchange(
@@ -93,7 +95,7 @@ impl<F: Future> Future for Repoll<F> {
             }
         }
         // Woken in every round: the others run first.
-        this.shared.state.store(IDLE, Ordering::Release);
+        this.shared.state.swap(IDLE, Ordering::AcqRel);
         cx.waker().wake_by_ref();
         Poll::Pending
     }
