@@ -392,7 +392,11 @@ pub(crate) async fn submit(
     let ticket = state
         .broker()
         .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
-        .map_err(ApiError::from)?;
+        .map_err(|error| {
+            // (Only a duplicate id: it stays pending in the store, refused at the next start.)
+            state.forget_open(&id);
+            ApiError::from(error)
+        })?;
     state
         .inner
         .timer
