@@ -1167,13 +1167,7 @@ async fn a_session_fills_its_own_share_of_the_pending_budget() {
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "another session still asks");
 
-    let (status, _) = daemon
-        .call(
-            "POST",
-            &format!("/api/approvals/{}", opened[0]),
-            Some(json!({"decision": "reject-once"})),
-        )
-        .await;
+    let (status, _) = daemon.answer(&opened[0], "reject-once").await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = daemon
         .call("POST", "/api/decisions", Some(large_ask(&blob, "flood")))
@@ -1270,13 +1264,7 @@ async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "limit={bad}");
     }
 
-    let (status, _) = daemon
-        .call(
-            "POST",
-            &format!("/api/approvals/{}", opened[0]),
-            Some(json!({"decision": "reject-once"})),
-        )
-        .await;
+    let (status, _) = daemon.answer(&opened[0], "reject-once").await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = daemon
         .call(

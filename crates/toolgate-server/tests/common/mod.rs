@@ -120,6 +120,16 @@ impl Daemon {
         self.send(self.request(method, path, body)).await
     }
 
+    /// Answers request `id` with `decision` (`allow-once`, `reject-once`, …).
+    pub async fn answer(&self, id: &str, decision: &str) -> (StatusCode, Value) {
+        self.call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(serde_json::json!({ "decision": decision })),
+        )
+        .await
+    }
+
     pub async fn pending_ids(&self) -> Vec<String> {
         let (_, body) = self.call("GET", "/api/pending", None).await;
         body["pending"]
