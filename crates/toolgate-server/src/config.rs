@@ -48,8 +48,8 @@ impl<'de> serde::Deserialize<'de> for Retain {
     }
 }
 
-/// How many connections are held at most, by default.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How many connections without credentials are held at most, by default.
+pub const DEFAULT_MAX_ANONYMOUS_CONNECTIONS: usize = 1024;
 
 /// The daemon's settings.
 #[derive(Clone, Debug)]
@@ -69,10 +69,11 @@ pub struct ServerConfig {
     /// its body (default: 30 s each). A head that does not arrive closes the connection; a body
     /// that does not is a 408. Keeps half-sent requests from holding connections.
     pub read_timeout: std::time::Duration,
-    /// The most connections held at once (default: 1,024, and fewer when the process may not
-    /// open that many files). Past it, a new connection takes the place of the oldest one
-    /// that has not shown credentials: connections anyone can open cannot crowd out callers.
-    pub max_connections: usize,
+    /// The most connections held that have not shown credentials (default: 1,024, and fewer
+    /// when the process may not open that many files). Past it, a new connection takes the
+    /// place of the oldest of them: connections anyone can open cannot crowd out callers.
+    /// Connections that have shown credentials do not count.
+    pub max_anonymous_connections: usize,
     /// How long the audit log's events and the decided decisions are kept (default: for
     /// ever). What was recorded longer ago is removed when the daemon starts and every hour,
     /// after an `audit_pruned` event saying what goes.
@@ -89,7 +90,7 @@ impl ServerConfig {
             extra_hosts: Vec::new(),
             durability: toolgate_store::Durability::Full,
             read_timeout: DEFAULT_READ_TIMEOUT,
-            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_anonymous_connections: DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
             retain: None,
         }
     }
@@ -107,6 +108,15 @@ impl ServerConfig {
     /// Checks the settings: a non-loopback address needs `allow_remote`; each extra host is a
     /// name or address with an optional port, as a `Host` header says it.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(retain) = self.retain
+            && retain < MIN_RETAIN
+        {
+            return Err(ConfigError(format!(
+                "`retain` of {} is shorter than the shortest retention, {}",
+                humantime::format_duration(retain),
+                humantime::format_duration(MIN_RETAIN)
+            )));
+        }
         for host in &self.extra_hosts {
             if let Err(why) = check_host_entry(host) {
                 return Err(ConfigError(format!(
@@ -230,8 +240,9 @@ pub struct ConfigFile {
     pub hosts: Vec<String>,
     /// What an acknowledged decision survives.
     pub durability: Option<toolgate_store::Durability>,
-    /// The most connections held at once (see [`ServerConfig::max_connections`]).
-    pub max_connections: Option<usize>,
+    /// The most connections held without credentials (see
+    /// [`ServerConfig::max_anonymous_connections`]).
+    pub max_anonymous_connections: Option<usize>,
     /// How long events and decided decisions are kept (see [`ServerConfig::retain`]).
     pub retain: Option<Retain>,
 }
@@ -259,9 +270,9 @@ impl ConfigFile {
             let base = path.parent().unwrap_or(Path::new("."));
             file.data_dir = Some(base.join(dir));
         }
-        if file.max_connections == Some(0) {
+        if file.max_anonymous_connections == Some(0) {
             return Err(ConfigError(format!(
-                "{}: `max_connections` is at least 1",
+                "{}: `max_anonymous_connections` is at least 1",
                 path.display()
             )));
         }

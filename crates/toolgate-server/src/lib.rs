@@ -41,7 +41,7 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::SqliteStore;
 
 pub use config::{
-    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT,
+    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS, DEFAULT_PORT,
     DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig, default_data_dir,
     parse_retain,
 };
@@ -220,7 +220,7 @@ impl Server {
         // Every connection holds a receiver; when the last is gone, all have ended.
         let (all_ended, alive) = tokio::sync::watch::channel(());
         let connections = connections::Connections::new(connections::budget(
-            self.state.inner.config.max_connections,
+            self.state.inner.config.max_anonymous_connections,
         ));
         let mut listener = wire::Listener(listener);
         let router = self.router();
@@ -230,10 +230,7 @@ impl Server {
                 accepted = axum::serve::Listener::accept(&mut listener) => accepted,
                 () = &mut shutdown => break,
             };
-            // Every held connection is a caller's (see `connections`): this one is closed.
-            let Some(slot) = connections.admit() else {
-                continue;
-            };
+            let slot = connections.admit();
             let (closing, alive, http, router) =
                 (closing.clone(), alive.clone(), http.clone(), router.clone());
             let read_timeout = self.state.inner.config.read_timeout;

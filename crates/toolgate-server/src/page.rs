@@ -53,19 +53,34 @@ pub(crate) async fn style() -> Response {
 /// session: a key (`{"key": …}`) the page sends as `X-Toolgate-Key`.
 pub(crate) async fn login(
     State(state): State<AppState>,
+    connection: Option<axum::Extension<crate::connections::Credentialed>>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
+    // The connection is kept from here on (a code is spent once: a connection closed to make
+    // room after spending it would lose the key), and put back among the anonymous ones if
+    // the login is refused.
+    if let Some(connection) = &connection
+        && !connection.mark()
+    {
+        return Err(crate::connections::evicted());
+    }
     let session = if let Some(code) = body.get("code").and_then(Value::as_str) {
         state.redeem(code)
     } else if let Some(token) = body.get("token").and_then(Value::as_str) {
         same_secret(&state.inner.token, token.trim()).then(|| state.new_page_session())
     } else {
+        if let Some(connection) = &connection {
+            connection.unmark();
+        }
         return Err(ApiError::bad_request(
             "missing_credential",
             "send `{\"code\": …}` (from the address `toolgate serve` printed) or `{\"token\": …}`",
         ));
     };
     let session = session.ok_or_else(|| {
+        if let Some(connection) = &connection {
+            connection.unmark();
+        }
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "login_failed",

@@ -125,15 +125,20 @@ fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool 
         return true;
     }
     query.is_some_and(|query| {
-        decodings(query)
+        let forms = decodings(query);
+        // A credential's name, in the query as sent and as a proxy decoding it once passes it
+        // on (what that proxy reads as a parameter, `%2574oken=` or `x=%26key%3D…` alike); the
+        // token itself, in every form.
+        let named = forms
             .iter()
-            .flat_map(|query| form_urlencoded::parse(query.as_bytes()))
-            .any(|(key, value)| {
-                let key = key.trim().to_ascii_lowercase();
-                CREDENTIAL_KEYS.contains(&key.as_str())
-                    || value.contains(token)
-                    || key.contains(token)
-            })
+            .take(2)
+            .flat_map(|form| form_urlencoded::parse(form.as_bytes()))
+            .any(|(key, _)| CREDENTIAL_KEYS.contains(&key.trim().to_ascii_lowercase().as_str()));
+        named
+            || forms
+                .iter()
+                .flat_map(|form| form_urlencoded::parse(form.as_bytes()))
+                .any(|(key, value)| value.contains(token) || key.contains(token))
     })
 }
 
@@ -268,14 +273,15 @@ pub(crate) async fn guard(
     request: Request<Body>,
     next: Next,
 ) -> Response {
-    let checked = check(&state, request.method(), request.uri(), request.headers());
+    let mut checked = check(&state, request.method(), request.uri(), request.headers());
     if checked.is_ok()
         && !is_public(request.method(), request.uri().path())
         && let Some(connection) = request
             .extensions()
             .get::<crate::connections::Credentialed>()
+        && !connection.mark()
     {
-        connection.mark();
+        checked = Err(crate::connections::evicted());
     }
     let mut response = match checked {
         Ok(()) => contained(next.run(request)).await,

@@ -490,15 +490,15 @@ fn closed(stream: &mut TcpStream) -> bool {
     }
 }
 
-/// Connections anyone can open do not crowd out callers: past the most the daemon holds, a new
-/// connection takes the place of the oldest one that has not shown credentials; when every
-/// held one has (callers' keep-alive connections, long polls), a new one is closed at once and
-/// the callers' connections go on.
+/// Connections anyone can open do not crowd out callers: past the most the daemon holds
+/// without credentials, a new connection takes the place of the oldest of those; connections
+/// that have shown credentials (callers' keep-alive connections, long polls) leave that count
+/// and are never closed to make room.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connections_give_way_to_callers() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = toolgate_server::ServerConfig::new(dir.path());
-    config.max_connections = 4;
+    config.max_anonymous_connections = 4;
     let policy = toolgate_policy::Policy::from_toml("policy.toml", common::POLICY).unwrap();
     let server = toolgate_server::Server::open(config, policy).await.unwrap();
     let token = std::fs::read_to_string(dir.path().join("token"))
@@ -510,21 +510,20 @@ async fn silent_connections_give_way_to_callers() {
             format!("GET {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: Bearer {token}\r\n\r\n")
                 .into_bytes()
         };
+        let settle = || std::thread::sleep(Duration::from_millis(300));
         // Four connections that say nothing fill the table.
         let mut silent: Vec<TcpStream> = (0..4)
             .map(|_| TcpStream::connect(address).unwrap())
             .collect();
-        std::thread::sleep(Duration::from_millis(300));
+        settle();
         // A caller is served at once (not after the silent ones' 30 s), and the oldest silent
         // connection gave it its place.
         let (status, _, body) = exchange(address, &authorized("GET", "/api/pending", &token, ""));
         assert_eq!(status, 200, "{body}");
-        // (Its place is given back once the daemon has closed it.)
-        std::thread::sleep(Duration::from_millis(200));
         assert!(closed(&mut silent[0]), "the oldest silent connection");
         assert!(!closed_now(&mut silent[1]), "the next one is still held");
 
-        // Four callers' keep-alive connections take the silent ones' places.
+        // Four callers' keep-alive connections: each shows the token and leaves the count.
         let mut callers: Vec<TcpStream> = (0..4)
             .map(|_| {
                 let mut caller = TcpStream::connect(address).unwrap();
@@ -535,12 +534,24 @@ async fn silent_connections_give_way_to_callers() {
                 caller
             })
             .collect();
+        settle();
+        for (n, stream) in silent.iter_mut().enumerate().skip(1) {
+            assert!(
+                !closed_now(stream),
+                "silent connection {n} kept: callers do not count"
+            );
+        }
+        // More silent connections push out the older silent ones, never a caller's.
+        let mut late: Vec<TcpStream> = (0..4)
+            .map(|_| TcpStream::connect(address).unwrap())
+            .collect();
+        settle();
         for (n, stream) in silent.iter_mut().enumerate().skip(1) {
             assert!(closed(stream), "silent connection {n}");
         }
-        // Every held connection is a caller's: a new one is closed at once, token or not.
-        let mut late = TcpStream::connect(address).unwrap();
-        assert!(closed(&mut late), "a connection past the callers'");
+        for stream in &mut late {
+            assert!(!closed_now(stream), "the newer silent ones are held");
+        }
         for caller in &mut callers {
             caller
                 .set_read_timeout(Some(Duration::from_secs(10)))

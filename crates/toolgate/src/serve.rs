@@ -20,7 +20,7 @@ the page signs in through the one-time address printed at start. It listens on l
 unless --allow-remote is given. Settings the command line does not give are read from the file
 --config names, else $XDG_CONFIG_HOME/toolgate/daemon.toml or ~/.config/toolgate/daemon.toml when
 it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability,
-max_connections, retain. Stop it with Ctrl-C.")]
+max_anonymous_connections, retain. Stop it with Ctrl-C.")]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -82,8 +82,8 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     config.allow_remote = args.allow_remote || file.allow_remote.unwrap_or(false);
     config.durability = args.durability.or(file.durability).unwrap_or_default();
     config.extra_hosts = file.hosts;
-    if let Some(max) = file.max_connections {
-        config.max_connections = max;
+    if let Some(max) = file.max_anonymous_connections {
+        config.max_anonymous_connections = max;
     }
     config.retain = args.retain.or(file.retain.map(|retain| retain.0));
     config

@@ -1117,18 +1117,18 @@ fn serve_reads_its_settings_file() {
         stderr.contains("bad.toml:1:10: `5m` is shorter than the shortest retention, 1h"),
         "{stderr}"
     );
-    std::fs::write(&bad, "max_connections = 0\n").unwrap();
+    std::fs::write(&bad, "max_anonymous_connections = 0\n").unwrap();
     let output = serve_with(&bad).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("bad.toml: `max_connections` is at least 1"),
+        stderr.contains("bad.toml: `max_anonymous_connections` is at least 1"),
         "{stderr}"
     );
 
     let good = dir.path().join("daemon.toml");
     std::fs::write(
         &good,
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\nmax_connections = 64\nretain = \"90d\"\n",
+        "listen = \"127.0.0.1:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\nmax_anonymous_connections = 64\nretain = \"90d\"\n",
     )
     .unwrap();
     let child = serve_with(&good)
