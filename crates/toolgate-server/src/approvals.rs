@@ -219,11 +219,16 @@ pub(crate) async fn resolve(
         Ok((Committed::Written(_), result)) => {
             // The released call first: it is what the requester waits for.
             let served = state.announce_decided(id, result);
+            let recorded = Recorded {
+                claim: Some(claim),
+                state,
+                id,
+                by,
+            };
             // Its poll answers before anything else is done here (the broker's bookkeeping, this
             // answer's own response): the waiting agent is who the person is waiting for.
             served.wait().await;
-            claim.complete(by);
-            state.inner.timer.release(id);
+            drop(recorded);
             Ok(())
         }
         // (A batch that closes a request revokes and spends nothing.)
@@ -251,6 +256,25 @@ pub(crate) async fn resolve(
             .await;
             Err(error)
         }
+    }
+}
+
+/// The broker's bookkeeping of an answer recorded and announced (its claim completed, its
+/// ticket let go), done when this is dropped: also when the handler is dropped while it waits
+/// for the released poll to be served (the approver hung up).
+struct Recorded<'a> {
+    claim: Option<toolgate_runtime::Claim>,
+    state: &'a AppState,
+    id: &'a str,
+    by: &'a str,
+}
+
+impl Drop for Recorded<'_> {
+    fn drop(&mut self) {
+        if let Some(claim) = self.claim.take() {
+            claim.complete(self.by);
+        }
+        self.state.inner.timer.release(self.id);
     }
 }
 
@@ -384,9 +408,13 @@ mod tests {
         async fn prunable(&self, before: &str) -> Result<toolgate_store::Pruned, StoreError> {
             self.inner.prunable(before).await
         }
-        async fn prune(&self, before: &str) -> Result<toolgate_store::Pruned, StoreError> {
+        async fn prune(
+            &self,
+            before: &str,
+            limit: u32,
+        ) -> Result<toolgate_store::Pruned, StoreError> {
             self.check()?;
-            self.inner.prune(before).await
+            self.inner.prune(before, limit).await
         }
         async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
             self.inner.pending().await

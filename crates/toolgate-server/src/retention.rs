@@ -13,6 +13,9 @@ use toolgate_store::{Batch, EventRecord, Pruned};
 use crate::error::ApiError;
 use crate::state::{AppState, Inner};
 
+/// How many rows of each table one transaction of a prune removes at most.
+const PRUNE_BATCH: u32 = 5_000;
+
 /// How often the store is pruned while the daemon runs.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
@@ -49,7 +52,11 @@ pub(crate) fn start(state: &AppState) {
 /// Removes what was recorded more than `retain` ago, after the `audit_pruned` event that says
 /// what goes. Returns what was removed.
 pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, ApiError> {
-    let Some(cutoff) = SystemTime::now().checked_sub(retain) else {
+    // (A span reaching before 1970 keeps everything: no time of the log is that old.)
+    let Some(cutoff) = SystemTime::now()
+        .checked_sub(retain)
+        .filter(|cutoff| cutoff.duration_since(std::time::UNIX_EPOCH).is_ok())
+    else {
         return Ok(Pruned::default());
     };
     let before = humantime::format_rfc3339_micros(cutoff).to_string();
@@ -73,7 +80,21 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
             ..Batch::default()
         })
         .await?;
-    let pruned = state.store().prune(&before).await?;
+    // A batch at a time, so that commits go on in between; not past the daemon's stop.
+    let mut pruned = Pruned::default();
+    loop {
+        if state.inner.closing.is_cancelled() {
+            break;
+        }
+        let batch = state.store().prune(&before, PRUNE_BATCH).await?;
+        pruned.events += batch.events;
+        pruned.decisions += batch.decisions;
+        let limit = u64::from(PRUNE_BATCH);
+        if batch.events < limit && batch.decisions < limit {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
     eprintln!(
         "toolgate: removed {} events and {} decided decisions recorded before {before} (retain {})",
         pruned.events,
@@ -81,4 +102,54 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
         humantime::format_duration(retain)
     );
     Ok(pruned)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::{Server, ServerConfig};
+    use toolgate_policy::Policy;
+
+    fn policy() -> Policy {
+        Policy::from_toml("p.toml", "version = 1\n").unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_retention_reaching_before_1970_keeps_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::open(ServerConfig::new(dir.path()), policy())
+            .await
+            .unwrap();
+        let centuries = Duration::from_secs(200 * 365 * 86_400);
+        assert_eq!(
+            prune(server.state(), centuries).await.unwrap(),
+            Pruned::default()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_retention_shorter_than_an_hour_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = ServerConfig::new(dir.path());
+        config.retain = Some(Duration::from_secs(60));
+        let error = Server::open(config, policy()).await.err().unwrap();
+        assert!(
+            error
+                .to_string()
+                .contains("shorter than the shortest retention, 1h"),
+            "{error}"
+        );
+        assert!(crate::parse_retain("59m").is_err());
+        assert_eq!(
+            crate::parse_retain("2weeks").unwrap(),
+            Duration::from_secs(14 * 86_400)
+        );
+        assert!(
+            crate::parse_retain("soon")
+                .unwrap_err()
+                .contains("`soon` is not a span of time")
+        );
+    }
 }

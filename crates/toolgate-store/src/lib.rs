@@ -161,11 +161,12 @@ pub trait Store: GrantStore {
     /// How much [`Store::prune`] would remove before `before` (an RFC 3339 time).
     async fn prunable(&self, before: &str) -> Result<Pruned, StoreError>;
 
-    /// Removes what was recorded before `before` (an RFC 3339 time): the events, and the
-    /// decisions decided then (a pending request's stays, whatever its age; grants and
-    /// sessions are not touched). In several transactions when there is much, so that commits
-    /// go on in between. Returns how much was removed.
-    async fn prune(&self, before: &str) -> Result<Pruned, StoreError>;
+    /// Removes, in one transaction, up to `limit` events and up to `limit` decisions recorded
+    /// before `before` (an RFC 3339 time), oldest first: the events, and the decisions decided
+    /// then (a pending request's stays, whatever its age; grants and sessions are not touched).
+    /// Returns how much was removed: less than `limit` of each when nothing older is left.
+    /// Called again and again, a large prune lets commits go on in between.
+    async fn prune(&self, before: &str, limit: u32) -> Result<Pruned, StoreError>;
 
     /// The pending requests, oldest first.
     async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError>;

@@ -136,10 +136,6 @@ const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
 /// How long a write waits for another program's lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
-/// How many rows of each table one transaction of a prune removes at most: commits go on in
-/// between.
-const PRUNE_BATCH: usize = 5_000;
-
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
 
@@ -1308,31 +1304,30 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn prune(&self, before: &str) -> Result<Pruned, StoreError> {
-        let mut pruned = Pruned::default();
-        loop {
-            let (events, decisions) = self.write(|connection| {
+    async fn prune(&self, before: &str, limit: u32) -> Result<Pruned, StoreError> {
+        // Many rows may go: other tasks move to another thread meanwhile, whatever the
+        // durability.
+        let (events, decisions) = blocking(|| {
+            self.write(|connection| {
                 let tx = connection.transaction()?;
                 let events = tx.execute(
                     "DELETE FROM events WHERE seq IN \
                      (SELECT seq FROM events WHERE time < ?1 ORDER BY time LIMIT ?2)",
-                    rusqlite::params![before, PRUNE_BATCH],
+                    rusqlite::params![before, limit],
                 )?;
                 let decisions = tx.execute(
                     "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions \
                      WHERE status = 'decided' AND updated < ?1 ORDER BY updated LIMIT ?2)",
-                    rusqlite::params![before, PRUNE_BATCH],
+                    rusqlite::params![before, limit],
                 )?;
                 tx.commit()?;
                 Ok((events, decisions))
-            })?;
-            pruned.events += events as u64;
-            pruned.decisions += decisions as u64;
-            if events < PRUNE_BATCH && decisions < PRUNE_BATCH {
-                return Ok(pruned);
-            }
-            tokio::task::yield_now().await;
-        }
+            })
+        })?;
+        Ok(Pruned {
+            events: events as u64,
+            decisions: decisions as u64,
+        })
     }
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
@@ -1571,7 +1566,7 @@ mod tests {
             .unwrap();
         let old = "2020-01-01T00:00:00.000000Z";
         let new = "2026-11-22T00:00:00.000000Z";
-        let mut events: Vec<EventRecord> = (0..PRUNE_BATCH + 7)
+        let mut events: Vec<EventRecord> = (0..12)
             .map(|n| {
                 let mut event = event("old", &format!("r{n}"));
                 event.time = old.into();
@@ -1601,12 +1596,35 @@ mod tests {
                 .unwrap();
         }
         let before = "2026-01-01T00:00:00.000000Z";
-        let expected = Pruned {
-            events: PRUNE_BATCH as u64 + 7,
-            decisions: 1,
-        };
-        assert_eq!(store.prunable(before).await.unwrap(), expected);
-        assert_eq!(store.prune(before).await.unwrap(), expected);
+        assert_eq!(
+            store.prunable(before).await.unwrap(),
+            Pruned {
+                events: 12,
+                decisions: 1
+            }
+        );
+        // A batch at a time: at most `limit` of each.
+        let mut batches = Vec::new();
+        for _ in 0..3 {
+            batches.push(store.prune(before, 5).await.unwrap());
+        }
+        assert_eq!(
+            batches,
+            [
+                Pruned {
+                    events: 5,
+                    decisions: 1
+                },
+                Pruned {
+                    events: 5,
+                    decisions: 0
+                },
+                Pruned {
+                    events: 2,
+                    decisions: 0
+                },
+            ]
+        );
         assert_eq!(store.prunable(before).await.unwrap(), Pruned::default());
 
         let left = store
@@ -1627,7 +1645,7 @@ mod tests {
         );
         // The log goes on after what was removed.
         let seq = store.append(&[event("after", "r")]).await.unwrap();
-        assert_eq!(seq, [PRUNE_BATCH as i64 + 9]);
+        assert_eq!(seq, [14]);
     }
 
     /// What a daemon that died before its commits were applied leaves: the database without
