@@ -144,8 +144,8 @@ fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool 
 
 /// `text`, and `text` percent-decoded once and twice, for a second reading: the forms a
 /// proxy or another program may see after decoding what the daemon reads once.
-fn decodings(text: &str) -> Vec<String> {
-    let mut forms = vec![text.to_owned()];
+fn decodings(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    let mut forms = vec![std::borrow::Cow::Borrowed(text)];
     while forms.len() < 3
         && let Some(last) = forms.last()
         && last.contains('%')
@@ -153,10 +153,10 @@ fn decodings(text: &str) -> Vec<String> {
         let decoded = percent_encoding::percent_decode_str(last)
             .decode_utf8_lossy()
             .into_owned();
-        if &decoded == last {
+        if decoded == **last {
             break;
         }
-        forms.push(decoded);
+        forms.push(std::borrow::Cow::Owned(decoded));
     }
     forms
 }
