@@ -45,10 +45,20 @@ impl std::fmt::Debug for Credentialed {
     }
 }
 
+/// What marking a connection did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Marked {
+    /// It left the anonymous ones now.
+    Now,
+    /// An earlier request had shown credentials.
+    Already,
+    /// It had given its place to a newer connection: it is closing.
+    Evicted,
+}
+
 impl Credentialed {
     /// A request on the connection showed credentials: it leaves the anonymous ones for good.
-    /// `false` when it had already given its place to a newer connection (it is closing).
-    pub(crate) fn mark(&self) -> bool {
+    pub(crate) fn mark(&self) -> Marked {
         match self.standing.state.compare_exchange(
             ANONYMOUS,
             CREDENTIALED,
@@ -58,13 +68,15 @@ impl Credentialed {
             Ok(_) => {
                 let place = self.standing.place.load(Ordering::Acquire);
                 self.connections.lock().anonymous.remove(&place);
-                true
+                Marked::Now
             }
-            Err(state) => state == CREDENTIALED,
+            Err(CREDENTIALED) => Marked::Already,
+            Err(_) => Marked::Evicted,
         }
     }
 
-    /// Back among the anonymous ones, as the newest (a login that was refused).
+    /// Back among the anonymous ones, as the newest: for a login that was refused on a
+    /// connection it had marked ([`Marked::Now`]) — never one an earlier request marked.
     pub(crate) fn unmark(&self) {
         let mut table = self.connections.lock();
         if self
@@ -194,12 +206,14 @@ impl Connections {
 /// with room to spare.
 const OTHER_FILES: u64 = 256;
 
-/// The connections held at most: `configured`, and fewer when the process may not open that
-/// many files (a connection is one).
+/// The connections without credentials held at most: `configured`, and fewer when the process
+/// may not open that many files (a connection is one): at most half of those left once the
+/// daemon's own are counted, so that callers' connections always have the other half.
 pub(crate) fn budget(configured: usize) -> usize {
     #[cfg(unix)]
     if let Some(limit) = rustix::process::getrlimit(rustix::process::Resource::Nofile).current {
-        let room = usize::try_from(limit.saturating_sub(OTHER_FILES)).unwrap_or(usize::MAX);
+        // Half of what is left for connections: the other half stays for callers'.
+        let room = usize::try_from(limit.saturating_sub(OTHER_FILES) / 2).unwrap_or(usize::MAX);
         return configured.min(room).max(1);
     }
     configured
@@ -244,7 +258,7 @@ mod tests {
         let first = connections.admit();
         let second = connections.admit();
         let third = connections.admit();
-        assert!(first.credentialed.mark());
+        assert_eq!(first.credentialed.mark(), Marked::Now);
         assert_eq!(connections.anonymous(), 2, "it left the table");
         let fourth = connections.admit();
         assert!(
@@ -254,7 +268,11 @@ mod tests {
         let fifth = connections.admit();
         assert!(!first.evicted.is_cancelled(), "it showed credentials");
         assert!(second.evicted.is_cancelled(), "the oldest without");
-        assert!(!second.credentialed.mark(), "too late: it is closing");
+        assert_eq!(
+            second.credentialed.mark(),
+            Marked::Evicted,
+            "too late: it is closing"
+        );
         assert!(!third.evicted.is_cancelled());
         assert_eq!(connections.anonymous(), 3);
         // An evicted connection's slot, dropped when its task ends, frees nothing twice.
@@ -263,8 +281,9 @@ mod tests {
 
         // Connections with credentials never count: however many, a new one is let in.
         for slot in [&third, &fourth, &fifth] {
-            assert!(slot.credentialed.mark());
+            assert_eq!(slot.credentialed.mark(), Marked::Now);
         }
+        assert_eq!(third.credentialed.mark(), Marked::Already);
         let sixth = connections.admit();
         assert!(!sixth.evicted.is_cancelled());
         assert_eq!(connections.anonymous(), 1);
@@ -292,7 +311,7 @@ mod tests {
             limit >= hard.min(1 << 16),
             "raised to the hard limit: {limit}"
         );
-        let most = usize::try_from(limit - OTHER_FILES).unwrap();
+        let most = usize::try_from((limit - OTHER_FILES) / 2).unwrap();
         assert_eq!(budget(usize::MAX), most);
         assert_eq!(budget(3), 3);
     }

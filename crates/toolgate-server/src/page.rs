@@ -59,28 +59,29 @@ pub(crate) async fn login(
     // The connection is kept from here on (a code is spent once: a connection closed to make
     // room after spending it would lose the key), and put back among the anonymous ones if
     // the login is refused.
-    if let Some(connection) = &connection
-        && !connection.mark()
-    {
+    let marked = connection.as_ref().map(|connection| connection.mark());
+    if marked == Some(crate::connections::Marked::Evicted) {
         return Err(crate::connections::evicted());
     }
+    // Put back only if this login marked it (not if an earlier request had).
+    let unmark = || {
+        if let (Some(connection), Some(crate::connections::Marked::Now)) = (&connection, marked) {
+            connection.unmark();
+        }
+    };
     let session = if let Some(code) = body.get("code").and_then(Value::as_str) {
         state.redeem(code)
     } else if let Some(token) = body.get("token").and_then(Value::as_str) {
         same_secret(&state.inner.token, token.trim()).then(|| state.new_page_session())
     } else {
-        if let Some(connection) = &connection {
-            connection.unmark();
-        }
+        unmark();
         return Err(ApiError::bad_request(
             "missing_credential",
             "send `{\"code\": …}` (from the address `toolgate serve` printed) or `{\"token\": …}`",
         ));
     };
     let session = session.ok_or_else(|| {
-        if let Some(connection) = &connection {
-            connection.unmark();
-        }
+        unmark();
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "login_failed",

@@ -1,7 +1,8 @@
 //! Keeping the audit log to a span of time. With `retain` set, the events and the decided
 //! decisions recorded longer ago are removed when the daemon starts and every hour after; an
 //! `audit_pruned` event, committed first, says what goes (`before`, how many of each), so the
-//! log itself tells where it was cut. Pending requests, grants and sessions are kept whatever
+//! log itself tells where it was cut; if the removal stops short (the daemon stopping, the
+//! store refusing), an `audit_prune_stopped` event says how far it went. Pending requests, grants and sessions are kept whatever
 //! their age. Without `retain`, everything is kept.
 
 use std::sync::{Arc, Weak};
@@ -82,18 +83,43 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
         .await?;
     // A batch at a time, so that commits go on in between; not past the daemon's stop.
     let mut pruned = Pruned::default();
-    loop {
+    let failed = loop {
         if state.inner.closing.is_cancelled() {
-            break;
+            break None;
         }
-        let batch = state.store().prune(&before, PRUNE_BATCH).await?;
+        let batch = match state.store().prune(&before, PRUNE_BATCH).await {
+            Ok(batch) => batch,
+            Err(error) => break Some(ApiError::from(error)),
+        };
         pruned.events += batch.events;
         pruned.decisions += batch.decisions;
         let limit = u64::from(PRUNE_BATCH);
         if batch.events < limit && batch.decisions < limit {
-            break;
+            break None;
         }
         tokio::task::yield_now().await;
+    };
+    if pruned.events < prunable.events || pruned.decisions < prunable.decisions {
+        // Stopped short (the daemon stopping, or the store refusing): the log says how far it
+        // went, and the next turn's `audit_pruned` counts what is left.
+        let stopped = EventRecord::new(
+            "audit_prune_stopped",
+            json!({
+                "before": before,
+                "events": pruned.events,
+                "decisions": pruned.decisions,
+                "actor": "daemon",
+            }),
+        );
+        let _ = state
+            .commit(Batch {
+                events: vec![stopped],
+                ..Batch::default()
+            })
+            .await;
+    }
+    if let Some(error) = failed {
+        return Err(error);
     }
     eprintln!(
         "toolgate: removed {} events and {} decided decisions recorded before {before} (retain {})",
@@ -106,7 +132,7 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
     use crate::{Server, ServerConfig};
@@ -126,6 +152,41 @@ mod tests {
         assert_eq!(
             prune(server.state(), centuries).await.unwrap(),
             Pruned::default()
+        );
+    }
+
+    /// A removal the daemon's stop cuts short says how far it went.
+    #[tokio::test]
+    async fn a_prune_stopped_short_says_how_far_it_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::open(ServerConfig::new(dir.path()), policy())
+            .await
+            .unwrap();
+        let state = server.state();
+        let mut old = EventRecord::new("custom", json!({"note": "old"}));
+        old.time = "2020-01-01T00:00:00.000000Z".into();
+        state
+            .commit(Batch {
+                events: vec![old],
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+        state.inner.closing.cancel();
+        let pruned = prune(state, Duration::from_secs(86_400)).await.unwrap();
+        assert_eq!(pruned, Pruned::default());
+        let log = state
+            .store()
+            .events_after(0, &toolgate_store::EventFilter::default(), 10)
+            .await
+            .unwrap();
+        let kinds: Vec<&str> = log.iter().map(|e| e.kind.as_str()).collect();
+        assert_eq!(kinds, ["custom", "audit_pruned", "audit_prune_stopped"]);
+        let planned = log[1].body.to_value().unwrap();
+        let stopped = log[2].body.to_value().unwrap();
+        assert_eq!(
+            (planned["events"].as_u64(), stopped["events"].as_u64()),
+            (Some(1), Some(0))
         );
     }
 

@@ -109,9 +109,9 @@ const CREDENTIAL_KEYS: &[&str] = &[
     "bearer",
 ];
 
-/// Whether a URL carries a credential: a query key that names one, or the daemon's token
-/// itself anywhere in the path or the query, however many times percent-encoded (up to three:
-/// a proxy or a second program may decode what the daemon reads once). Such a URL ends up in
+/// Whether a URL carries a credential: a query key that names one (as sent, or decoded once
+/// more, as a proxy passes it on), or the daemon's token itself anywhere in the path or the
+/// query, percent-encoded up to three times. Such a URL ends up in
 /// browser histories, proxy logs and `Referer` headers; it is refused even though the daemon
 /// would never accept the credential from it.
 fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool {
@@ -279,7 +279,7 @@ pub(crate) async fn guard(
         && let Some(connection) = request
             .extensions()
             .get::<crate::connections::Credentialed>()
-        && !connection.mark()
+        && connection.mark() == crate::connections::Marked::Evicted
     {
         checked = Err(crate::connections::evicted());
     }
