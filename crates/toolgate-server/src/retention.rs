@@ -65,22 +65,14 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
     if prunable == Pruned::default() {
         return Ok(prunable);
     }
-    let event = EventRecord::new(
+    record(
+        state,
         "audit_pruned",
-        json!({
-            "before": before,
-            "retain": humantime::format_duration(retain).to_string(),
-            "events": prunable.events,
-            "decisions": prunable.decisions,
-            "actor": "daemon",
-        }),
-    );
-    state
-        .commit(Batch {
-            events: vec![event],
-            ..Batch::default()
-        })
-        .await?;
+        &before,
+        prunable,
+        Some(humantime::format_duration(retain).to_string()),
+    )
+    .await?;
     // A batch at a time, so that commits go on in between; not past the daemon's stop.
     let mut pruned = Pruned::default();
     let failed = loop {
@@ -102,21 +94,7 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
     if pruned.events < prunable.events || pruned.decisions < prunable.decisions {
         // Stopped short (the daemon stopping, or the store refusing): the log says how far it
         // went, and the next turn's `audit_pruned` counts what is left.
-        let stopped = EventRecord::new(
-            "audit_prune_stopped",
-            json!({
-                "before": before,
-                "events": pruned.events,
-                "decisions": pruned.decisions,
-                "actor": "daemon",
-            }),
-        );
-        let _ = state
-            .commit(Batch {
-                events: vec![stopped],
-                ..Batch::default()
-            })
-            .await;
+        let _ = record(state, "audit_prune_stopped", &before, pruned, None).await;
     }
     if let Some(error) = failed {
         return Err(error);
@@ -128,6 +106,32 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
         humantime::format_duration(retain)
     );
     Ok(pruned)
+}
+
+/// Commits the daemon's event of `kind` about removing what was recorded before `before`.
+async fn record(
+    state: &AppState,
+    kind: &str,
+    before: &str,
+    counts: Pruned,
+    retain: Option<String>,
+) -> Result<(), ApiError> {
+    let mut fields = json!({
+        "before": before,
+        "events": counts.events,
+        "decisions": counts.decisions,
+        "actor": "daemon",
+    });
+    if let (Some(retain), Some(fields)) = (retain, fields.as_object_mut()) {
+        fields.insert("retain".into(), retain.into());
+    }
+    state
+        .commit(Batch {
+            events: vec![EventRecord::new(kind, fields)],
+            ..Batch::default()
+        })
+        .await?;
+    Ok(())
 }
 
 #[cfg(test)]
