@@ -108,7 +108,8 @@ pub(crate) async fn prune(state: &AppState, retain: Duration) -> Result<Pruned, 
     Ok(pruned)
 }
 
-/// Commits the daemon's event of `kind` about removing what was recorded before `before`.
+/// Commits the daemon's event of `kind` about removing what was recorded before `before`, with
+/// a `reason` in words for the page and `toolgate tail`.
 async fn record(
     state: &AppState,
     kind: &str,
@@ -116,11 +117,20 @@ async fn record(
     counts: Pruned,
     retain: Option<String>,
 ) -> Result<(), ApiError> {
+    let what = format!(
+        "{} events and {} decided decisions recorded before {before}",
+        counts.events, counts.decisions
+    );
+    let reason = match &retain {
+        Some(retain) => format!("removing {what}: older than the retention, {retain}"),
+        None => format!("stopped after removing {what}"),
+    };
     let mut fields = json!({
         "before": before,
         "events": counts.events,
         "decisions": counts.decisions,
         "actor": "daemon",
+        "reason": reason,
     });
     if let (Some(retain), Some(fields)) = (retain, fields.as_object_mut()) {
         fields.insert("retain".into(), retain.into());
@@ -191,6 +201,16 @@ mod tests {
         assert_eq!(
             (planned["events"].as_u64(), stopped["events"].as_u64()),
             (Some(1), Some(0))
+        );
+        let said = |event: &serde_json::Value| event["reason"].as_str().unwrap().to_owned();
+        assert!(
+            said(&planned)
+                .starts_with("removing 1 events and 0 decided decisions recorded before "),
+            "{planned}"
+        );
+        assert!(
+            said(&stopped).starts_with("stopped after removing 0 events"),
+            "{stopped}"
         );
     }
 
