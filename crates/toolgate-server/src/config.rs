@@ -26,9 +26,14 @@ pub fn parse_retain(text: &str) -> Result<std::time::Duration, String> {
     let span = humantime::parse_duration(text.trim()).map_err(|e| {
         format!("`{text}` is not a span of time ({e}); write it as `90d`, `12h` or `2weeks`")
     })?;
+    long_enough(span, text)
+}
+
+/// `span` (written `shown`) when it is at least [`MIN_RETAIN`].
+fn long_enough(span: std::time::Duration, shown: &str) -> Result<std::time::Duration, String> {
     if span < MIN_RETAIN {
         return Err(format!(
-            "`{text}` is shorter than the shortest retention, {}",
+            "`{shown}` is shorter than the shortest retention, {}",
             humantime::format_duration(MIN_RETAIN)
         ));
     }
@@ -108,14 +113,9 @@ impl ServerConfig {
     /// Checks the settings: a non-loopback address needs `allow_remote`; each extra host is a
     /// name or address with an optional port, as a `Host` header says it.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(retain) = self.retain
-            && retain < MIN_RETAIN
-        {
-            return Err(ConfigError(format!(
-                "`retain` of {} is shorter than the shortest retention, {}",
-                humantime::format_duration(retain),
-                humantime::format_duration(MIN_RETAIN)
-            )));
+        if let Some(retain) = self.retain {
+            long_enough(retain, &humantime::format_duration(retain).to_string())
+                .map_err(|why| ConfigError(format!("`retain`: {why}")))?;
         }
         for host in &self.extra_hosts {
             if let Err(why) = check_host_entry(host) {

@@ -379,7 +379,7 @@ pub(crate) async fn submit(
         updated: created,
     };
     // Kept in memory once committed (see `AppState::remember_open`).
-    let kept = (facts.clone(), row.clone());
+    let (kept_facts, kept_row) = (facts.clone(), row.clone());
     state
         .commit(Batch {
             open: Some(pending),
@@ -388,7 +388,7 @@ pub(crate) async fn submit(
             ..Batch::default()
         })
         .await?;
-    state.remember_open(&id, kept.0, kept.1, room);
+    state.remember_open(&id, kept_facts, kept_row, room);
     let ticket = state
         .broker()
         .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))

@@ -161,13 +161,14 @@ fn decodings(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
     forms
 }
 
-/// Checks a request before any handler sees it.
+/// Checks a request before any handler sees it; the credential it showed ([`Credential::None`]
+/// on a public path).
 pub(crate) fn check(
     state: &AppState,
     method: &Method,
     uri: &axum::http::Uri,
     headers: &HeaderMap,
-) -> Result<(), ApiError> {
+) -> Result<Credential, ApiError> {
     let (path, query) = (uri.path(), uri.query());
     let forwarded_host = headers.get_all(header::FORWARDED).iter().any(|v| {
         v.to_str().map_or(true, |v| {
@@ -232,10 +233,10 @@ pub(crate) fn check(
         ));
     }
     if is_public(method, path) {
-        return Ok(());
+        return Ok(Credential::None);
     }
     match credential(state, headers)? {
-        Credential::Token => Ok(()),
+        Credential::Token => Ok(Credential::Token),
         Credential::PageSession => {
             let changes = !matches!(*method, Method::GET | Method::HEAD);
             if changes && origin.is_none() {
@@ -244,7 +245,7 @@ pub(crate) fn check(
                     "changes made with the page's session need an `Origin` header",
                 ));
             }
-            Ok(())
+            Ok(Credential::PageSession)
         }
         Credential::None => Err(ApiError::unauthorized()),
     }
@@ -274,8 +275,7 @@ pub(crate) async fn guard(
     next: Next,
 ) -> Response {
     let mut checked = check(&state, request.method(), request.uri(), request.headers());
-    if checked.is_ok()
-        && !is_public(request.method(), request.uri().path())
+    if matches!(checked, Ok(Credential::Token | Credential::PageSession))
         && let Some(connection) = request
             .extensions()
             .get::<crate::connections::Credentialed>()
@@ -284,7 +284,7 @@ pub(crate) async fn guard(
         checked = Err(crate::connections::evicted());
     }
     let mut response = match checked {
-        Ok(()) => contained(next.run(request)).await,
+        Ok(_) => contained(next.run(request)).await,
         Err(error) => error.into_response(),
     };
     let headers = response.headers_mut();

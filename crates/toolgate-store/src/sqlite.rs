@@ -136,6 +136,10 @@ const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
 /// How long a write waits for another program's lock on the database.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
+/// What a prune removes, counts and deletes alike (`?1`: the time before which).
+const PRUNED_EVENTS: &str = "time < ?1";
+const PRUNED_DECISIONS: &str = "status = 'decided' AND updated < ?1";
+
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
 
@@ -1284,20 +1288,19 @@ impl Store for SqliteStore {
     }
 
     async fn prunable(&self, before: &str) -> Result<Pruned, StoreError> {
-        let events = self.read(Table::Events, |connection| {
-            Ok(connection.query_row(
-                "SELECT COUNT(*) FROM events WHERE time < ?",
-                [before],
-                |row| row.get::<_, i64>(0),
-            )?)
-        })?;
-        let decisions = self.read(Table::Decisions, |connection| {
-            Ok(connection.query_row(
-                "SELECT COUNT(*) FROM decisions WHERE status = 'decided' AND updated < ?",
-                [before],
-                |row| row.get::<_, i64>(0),
-            )?)
-        })?;
+        let count = |table: Table, sql: String| {
+            self.read(table, |connection| {
+                Ok(connection.query_row(&sql, [before], |row| row.get::<_, i64>(0))?)
+            })
+        };
+        let events = count(
+            Table::Events,
+            format!("SELECT COUNT(*) FROM events WHERE {PRUNED_EVENTS}"),
+        )?;
+        let decisions = count(
+            Table::Decisions,
+            format!("SELECT COUNT(*) FROM decisions WHERE {PRUNED_DECISIONS}"),
+        )?;
         Ok(Pruned {
             events: u64::try_from(events).unwrap_or_default(),
             decisions: u64::try_from(decisions).unwrap_or_default(),
@@ -1311,13 +1314,17 @@ impl Store for SqliteStore {
             self.write(|connection| {
                 let tx = connection.transaction()?;
                 let events = tx.execute(
-                    "DELETE FROM events WHERE seq IN \
-                     (SELECT seq FROM events WHERE time < ?1 ORDER BY time LIMIT ?2)",
+                    &format!(
+                        "DELETE FROM events WHERE seq IN \
+                         (SELECT seq FROM events WHERE {PRUNED_EVENTS} ORDER BY time LIMIT ?2)"
+                    ),
                     rusqlite::params![before, limit],
                 )?;
                 let decisions = tx.execute(
-                    "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions \
-                     WHERE status = 'decided' AND updated < ?1 ORDER BY updated LIMIT ?2)",
+                    &format!(
+                        "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions \
+                         WHERE {PRUNED_DECISIONS} ORDER BY updated LIMIT ?2)"
+                    ),
                     rusqlite::params![before, limit],
                 )?;
                 tx.commit()?;
