@@ -165,8 +165,11 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
 }
 
 /// Where and on whose behalf a call is made. Every field is optional.
+///
+/// Its JSON form is an object and nothing else (serde would take an array's items as the fields
+/// in order: `["s1", "main"]` would name a session).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct Context {
     /// The session the call belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +202,30 @@ pub struct Context {
     /// Whether that server's annotations are trusted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted_server: bool,
+}
+
+impl Serialize for Context {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        // The derived form (`remote = "Self"` makes it an inherent function).
+        Context::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Context {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Context, D::Error> {
+        struct ObjectOnly;
+        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+            type Value = Context;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Context, A::Error> {
+                // The derived form, reading the object's fields.
+                Context::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjectOnly)
+    }
 }
 
 fn deserialize_mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {
@@ -350,6 +377,19 @@ mod tests {
             (
                 json!({"tool": "t", "context": null}),
                 "`context`: invalid type: null, expected an object",
+            ),
+            // An array is not read as the fields in order.
+            (
+                json!({"tool": "t", "context": ["s1", "main"]}),
+                "`context`: invalid type: array, expected an object",
+            ),
+            (
+                json!({"tool": "t", "context": []}),
+                "`context`: invalid type: array, expected an object",
+            ),
+            (
+                json!({"tool": "t", "context": {"origin": "user", "trusted_server": 1}}),
+                "`context.trusted_server`: invalid type: integer `1`, expected a boolean",
             ),
             (
                 json!({"tool": "t", "annotations": []}),
