@@ -227,6 +227,7 @@ pub(crate) async fn submit(
         call.context.workspace.as_deref(),
         "the call's `context.workspace`",
     )?;
+    crate::sessions::check_branch(call.context.branch.as_deref())?;
     if let Some(session) = &call.context.session {
         let workspace = crate::sessions::ensure(
             &state,

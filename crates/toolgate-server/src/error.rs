@@ -96,11 +96,13 @@ impl From<Conflict> for ApiError {
             Conflict::AlreadyResolved { .. } => {
                 ApiError::conflict("already_resolved", conflict.to_string())
             }
+            // A well-formed answer the request cannot take: a conflict with what it offers
+            // (AGH's route answers its own 400 before it gets here, as the seed does).
             Conflict::NotOffered { .. } => {
-                ApiError::bad_request("decision_not_offered", conflict.to_string())
+                ApiError::conflict("decision_not_offered", conflict.to_string())
             }
             Conflict::WrongKind { .. } => {
-                ApiError::bad_request("wrong_request_kind", conflict.to_string())
+                ApiError::conflict("wrong_request_kind", conflict.to_string())
             }
         }
     }

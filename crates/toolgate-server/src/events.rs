@@ -45,10 +45,15 @@ impl LogQuery {
                 "`after` is a sequence number (0 or more)",
             ));
         }
-        if self.session.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        if self
+            .session
+            .as_deref()
+            .is_some_and(|s| !crate::sessions::valid_name(s))
+        {
             return Err(ApiError::bad_request(
                 "bad_session",
-                "`session` names a session; leave it out for every session's events",
+                "`session` names a session (1 to 128 ASCII letters, digits and `-_.:/`); leave it \
+                 out for every session's events",
             ));
         }
         let since = match &self.since {
@@ -81,7 +86,8 @@ impl LogQuery {
 const LAST_WRITABLE_SECOND: u64 = 253_402_300_800;
 
 /// `since` as the log writes times (UTC, microseconds, fixed width: they compare as text), from
-/// an RFC 3339 time with any offset; `None` when it is not one.
+/// an RFC 3339 time with any offset; `None` when it is not one. A time before 1970 is every
+/// event's lower bound (the epoch), and one past what the log can write no event's.
 fn since(text: &str) -> Option<String> {
     let text = text.trim();
     // The offset: `Z`, or `+hh:mm` / `-hh:mm` after the time of day.
@@ -96,35 +102,104 @@ fn since(text: &str) -> Option<String> {
             "-" => -1,
             _ => return None,
         };
-        let (hours, minutes) = offset.get(1..)?.split_once(':')?;
-        let two_digits = |part: &str| part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit());
-        if !two_digits(hours) || !two_digits(minutes) {
+        if offset.get(3..4)? != ":" {
             return None;
         }
-        let (hours, minutes): (i64, i64) = (hours.parse().ok()?, minutes.parse().ok()?);
+        let (hours, minutes) = (number(offset, 1..3)?, number(offset, 4..6)?);
         if hours > 23 || minutes > 59 {
             return None;
         }
         (local, sign * (hours * 3600 + minutes * 60))
     };
-    // `YYYY-MM-DDThh:mm:ss[.frac]`, read as UTC, then moved by the offset.
-    if local.len() < 19 || !matches!(local.get(10..11), Some("T" | "t")) || local.ends_with('.') {
+    // `YYYY-MM-DDThh:mm:ss[.frac]`.
+    let separators = [(4, "-"), (7, "-"), (13, ":"), (16, ":")];
+    if separators
+        .iter()
+        .any(|&(at, separator)| local.get(at..at + 1) != Some(separator))
+        || !matches!(local.get(10..11), Some("T" | "t"))
+    {
         return None;
     }
-    let time =
-        humantime::parse_rfc3339(&format!("{}T{}Z", local.get(..10)?, local.get(11..)?)).ok()?;
-    let shift = std::time::Duration::from_secs(offset_seconds.unsigned_abs());
-    let utc = if offset_seconds >= 0 {
-        time.checked_sub(shift)?
-    } else {
-        time.checked_add(shift)?
+    let (year, month, day) = (
+        number(local, 0..4)?,
+        number(local, 5..7)?,
+        number(local, 8..10)?,
+    );
+    let (hour, minute, second) = (
+        number(local, 11..13)?,
+        number(local, 14..16)?,
+        number(local, 17..19)?,
+    );
+    let micros = match local.get(19..)? {
+        "" => 0,
+        fraction => {
+            let digits = fraction.strip_prefix('.')?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            // The first six digits (the log's precision), the rest dropped.
+            digits
+                .bytes()
+                .chain(std::iter::repeat(b'0'))
+                .take(6)
+                .fold(0u32, |micros, digit| micros * 10 + u32::from(digit - b'0'))
+        }
     };
-    // What the log's format can write: 1970 to 9999 (formatting outside panics).
-    let seconds = utc.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
-    if seconds >= LAST_WRITABLE_SECOND {
+    // A leap second (`:60`) is the next second's start, as on a POSIX clock.
+    if !(1..=12).contains(&month)
+        || day < 1
+        || day > days_in_month(year, month)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
-    Some(humantime::format_rfc3339_micros(utc).to_string())
+    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
+        - offset_seconds;
+    let Ok(seconds) = u64::try_from(seconds) else {
+        return Some(humantime::format_rfc3339_micros(std::time::UNIX_EPOCH).to_string());
+    };
+    if seconds >= LAST_WRITABLE_SECOND {
+        // The last microsecond the log can write: no event is at or after it.
+        return Some("9999-12-31T23:59:59.999999Z".to_owned());
+    }
+    let time = std::time::UNIX_EPOCH + Duration::new(seconds, micros * 1000);
+    Some(humantime::format_rfc3339_micros(time).to_string())
+}
+
+/// The decimal number written with exactly the digits at `range` of `text`.
+fn number(text: &str, range: std::ops::Range<usize>) -> Option<i64> {
+    let digits = text.get(range)?;
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse().ok()
+    } else {
+        None
+    }
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (negative before it):
+/// the days of whole 400-year eras, then of the years, months and days in the last one, with
+/// the year taken to start in March (so February's length comes last).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let month_from_march = (month + 9) % 12;
+    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    // 719,468: the days from 0000-03-01 to 1970-01-01.
+    era * 146_097 + day_of_era - 719_468
 }
 
 /// `GET /api/audit`: a page of the audit log, oldest first; `next` is where the next page
@@ -306,9 +381,16 @@ fn stream_events(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+    #![allow(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )]
 
-    use super::since;
+    use std::time::Duration;
+
+    use super::{days_from_civil, days_in_month, since};
 
     #[test]
     fn since_accepts_rfc_3339_with_any_offset_and_writes_it_as_the_log_does() {
@@ -322,6 +404,18 @@ mod tests {
             ("2026-11-22T08:42:33+00:00", "2026-11-22T08:42:33.000000Z"),
             ("1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000000Z"),
             ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59.000000Z"),
+            ("2000-02-29T12:00:00Z", "2000-02-29T12:00:00.000000Z"),
+            (
+                "2024-02-29T23:59:59.9999999Z",
+                "2024-02-29T23:59:59.999999Z",
+            ),
+            ("2016-12-31T23:59:60Z", "2017-01-01T00:00:00.000000Z"),
+            ("1969-12-31T23:00:00-05:00", "1970-01-01T04:00:00.000000Z"),
+            // Before 1970 every event is after it; past 9999 none is.
+            ("1970-01-01T00:00:00+01:00", "1970-01-01T00:00:00.000000Z"),
+            ("1969-07-20T20:17:40Z", "1970-01-01T00:00:00.000000Z"),
+            ("0000-01-01T00:00:00Z", "1970-01-01T00:00:00.000000Z"),
+            ("9999-12-31T23:59:59-00:01", "9999-12-31T23:59:59.999999Z"),
         ] {
             assert_eq!(since(given).as_deref(), Some(expected), "{given}");
         }
@@ -330,6 +424,24 @@ mod tests {
         let bound = since("2026-11-22T08:42:33Z").unwrap();
         assert!("2026-11-22T08:42:33.450840Z" >= bound.as_str());
         assert!("2026-11-22T08:42:32.999999Z" < bound.as_str());
+    }
+
+    #[test]
+    fn days_from_civil_agrees_with_humantime_every_day_from_1970_to_2200() {
+        let mut day = std::time::UNIX_EPOCH;
+        for count in 0..84_000i64 {
+            let text = humantime::format_rfc3339(day).to_string();
+            let (y, m, d) = (
+                text[0..4].parse().unwrap(),
+                text[5..7].parse().unwrap(),
+                text[8..10].parse().unwrap(),
+            );
+            assert_eq!(days_from_civil(y, m, d), count, "{text}");
+            assert!(d <= days_in_month(y, m), "{text}");
+            day += Duration::from_secs(86_400);
+        }
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        assert_eq!(days_from_civil(1900, 3, 1), -25_508);
     }
 
     #[test]
@@ -347,9 +459,16 @@ mod tests {
             "2026-11-22T08:42:33Zjunk",
             "é026-11-22T08:42:33Z",
             "+01:00",
-            // Moved by the offset outside what RFC 3339 can write.
-            "1970-01-01T00:00:00+01:00",
-            "9999-12-31T23:59:59-00:01",
+            // Dates that are not.
+            "2026-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-11-00T00:00:00Z",
+            "2026-11-22T24:00:00Z",
+            "2026-11-22T08:60:00Z",
+            "2026-11-22T08:42:61Z",
+            "-026-11-22T08:42:33Z",
+            "2026-11-22T08:42:33+01:0x",
             // Offsets and fractions that are not digits.
             "2026-11-22T08:42:33++1:00",
             "2026-11-22T08:42:33+-1:00",

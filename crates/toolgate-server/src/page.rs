@@ -69,9 +69,24 @@ pub(crate) async fn login(
             connection.unmark();
         }
     };
-    let session = if let Some(code) = body.get("code").and_then(Value::as_str) {
+    let text = |key: &str| match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ApiError::bad_request(
+            "missing_credential",
+            format!("`{key}` is a string"),
+        )),
+    };
+    let (code, token) = match (text("code"), text("token")) {
+        (Ok(code), Ok(token)) => (code, token),
+        (Err(e), _) | (_, Err(e)) => {
+            unmark();
+            return Err(e);
+        }
+    };
+    let session = if let Some(code) = code {
         state.redeem(code)
-    } else if let Some(token) = body.get("token").and_then(Value::as_str) {
+    } else if let Some(token) = token {
         same_secret(&state.inner.token, token.trim()).then(|| state.new_page_session())
     } else {
         unmark();

@@ -25,7 +25,8 @@ use crate::state::AppState;
 /// The agent id of the daemon's own requests on HPD's route.
 pub const AGENT_ID: &str = SOURCE;
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` can name a session or a branch: 1 to 128 ASCII letters, digits and `-_.:/`.
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 128
         && name
@@ -75,13 +76,20 @@ pub(crate) async fn ensure(
     if !valid_name(id) {
         return Err(invalid_session_id("the call's `context.session`"));
     }
-    if !valid_name(branch.unwrap_or(MAIN_BRANCH)) {
+    check_branch(branch)?;
+    record(state, id, workspace, branch).await
+}
+
+/// Whether a call's `context.branch` can name a branch (with a session or without one: the
+/// audit log keeps it either way).
+pub(crate) fn check_branch(branch: Option<&str>) -> Result<(), ApiError> {
+    if branch.is_some_and(|branch| !valid_name(branch)) {
         return Err(ApiError::bad_request(
             "invalid_branch",
             "the call's `context.branch` is 1 to 128 ASCII letters, digits and `-_.:/`",
         ));
     }
-    record(state, id, workspace, branch).await
+    Ok(())
 }
 
 /// Makes sure a session exists, with `branch`, under the name the program that runs it gave
@@ -173,14 +181,22 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
     Ok(Json(json!({ "sessions": sessions })))
 }
 
+/// Every pending request of `session`, oldest first (read by the session's index).
 async fn pending_of(state: &AppState, session: &str) -> Result<Vec<PendingRecord>, ApiError> {
+    Ok(state.store().pending_page(Some(session), u32::MAX).await?.0)
+}
+
+/// The pending request `id`, when it is `session`'s.
+async fn pending_in(
+    state: &AppState,
+    session: &str,
+    id: &str,
+) -> Result<Option<PendingRecord>, ApiError> {
     Ok(state
         .store()
-        .pending()
+        .pending_request(id)
         .await?
-        .into_iter()
-        .filter(|p| p.session.as_deref() == Some(session))
-        .collect())
+        .filter(|p| p.session.as_deref() == Some(session)))
 }
 
 /// `GET /api/sessions/{id}`: the session and its pending requests.
@@ -231,11 +247,16 @@ pub(crate) async fn fork(
             )
         })?
         .to_owned();
-    let from = body
-        .get("from")
-        .and_then(Value::as_str)
-        .unwrap_or(MAIN_BRANCH)
-        .to_owned();
+    let from = match body.get("from") {
+        None | Some(Value::Null) => MAIN_BRANCH.to_owned(),
+        Some(Value::String(from)) => from.clone(),
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_branch",
+                "`from` names the branch to fork (a string; `main` when left out)",
+            ));
+        }
+    };
     let branches = session
         .get_mut("branches")
         .and_then(Value::as_array_mut)
@@ -308,25 +329,22 @@ pub(crate) async fn agh_approve(
     if state.store().session(&id).await?.is_none() {
         return Err(ApiError::not_found(format!("no session `{id}`")));
     }
-    let pending = pending_of(&state, &id).await?;
     let record = match (&request_id, &turn_id) {
-        (Some(request_id), _) => pending
-            .iter()
-            .find(|p| p.id == *request_id)
-            .ok_or_else(|| {
-                ApiError::conflict(
-                    "not_pending",
-                    format!("no request `{request_id}` is pending in session `{id}`"),
-                )
-            })?,
+        (Some(request_id), _) => pending_in(&state, &id, request_id).await?.ok_or_else(|| {
+            ApiError::conflict(
+                "not_pending",
+                format!("no request `{request_id}` is pending in session `{id}`"),
+            )
+        })?,
         (None, Some(turn)) => {
-            let in_turn: Vec<&PendingRecord> = pending
-                .iter()
+            let mut in_turn: Vec<PendingRecord> = pending_of(&state, &id)
+                .await?
+                .into_iter()
                 .filter(|p| p.request.get("turn").and_then(Value::as_str) == Some(turn.as_str()))
                 .collect();
-            match in_turn.as_slice() {
-                [one] => *one,
-                [] => {
+            match in_turn.len() {
+                1 => in_turn.swap_remove(0),
+                0 => {
                     return Err(ApiError::conflict(
                         "not_pending",
                         format!("no request is pending in turn `{turn}`"),
@@ -349,7 +367,7 @@ pub(crate) async fn agh_approve(
     };
     // AGH's option-kind fallback: an "always" the request does not offer falls back to its
     // "once" sibling, and the reverse.
-    let offered: Vec<Choice> = request_of(record)
+    let offered: Vec<Choice> = request_of(&record)
         .get("choices")
         .and_then(|c| serde_json::from_value(c.clone()).ok())
         .unwrap_or_default();
@@ -376,7 +394,7 @@ pub(crate) async fn agh_approve(
         reason: Answer::reason_of(body.get("reason"))
             .map_err(|e| ApiError::bad_request("invalid_reason", e))?,
     };
-    resolve(&state, &record.id.clone(), answer, &actor(&body, "agh")?).await?;
+    resolve(&state, &record.id, answer, &actor(&body, "agh")?).await?;
     Ok(Json(json!({"status": "approved"})))
 }
 
@@ -409,15 +427,21 @@ pub(crate) async fn hpd_respond(
             "session `{session}` has no branch `{branch}`"
         )));
     }
-    let kind = body
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("PERMISSION_RESPONSE");
-    if kind != "PERMISSION_RESPONSE" {
-        return Err(ApiError::bad_request(
-            "unsupported_response",
-            format!("`{kind}` responses are not handled here; send PERMISSION_RESPONSE"),
-        ));
+    match body.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if kind == "PERMISSION_RESPONSE" => {}
+        Some(Value::String(kind)) => {
+            return Err(ApiError::bad_request(
+                "unsupported_response",
+                format!("`{kind}` responses are not handled here; send PERMISSION_RESPONSE"),
+            ));
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "unsupported_response",
+                "`type` is a string: PERMISSION_RESPONSE",
+            ));
+        }
     }
     let permission_id = body
         .get("permissionId")
@@ -426,30 +450,32 @@ pub(crate) async fn hpd_respond(
         .to_owned();
     let answer =
         Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_response", e))?;
-    let in_branch: Vec<PendingRecord> = pending_of(&state, &session)
+    let branch_of = |p: &PendingRecord| {
+        p.request
+            .get("call")
+            .and_then(|c| c.get("context"))
+            .and_then(|c| c.get("branch"))
+            .and_then(Value::as_str)
+            .unwrap_or(MAIN_BRANCH)
+            == branch
+    };
+    let waiting = pending_in(&state, &session, &permission_id)
         .await?
-        .into_iter()
-        .filter(|p| {
-            p.request
-                .get("call")
-                .and_then(|c| c.get("context"))
-                .and_then(|c| c.get("branch"))
-                .and_then(Value::as_str)
-                .unwrap_or(MAIN_BRANCH)
-                == branch
-        })
-        .collect();
-    if in_branch.is_empty() {
-        return Err(ApiError::conflict(
-            "BranchRuntimeNotActive",
-            format!("nothing is waiting in session `{session}`, branch `{branch}`"),
-        ));
-    }
-    if !in_branch.iter().any(|p| p.id == permission_id) {
-        return Err(ApiError::conflict(
-            "no_waiter",
-            format!("no request `{permission_id}` is waiting in this branch"),
-        ));
+        .is_some_and(|p| branch_of(&p));
+    if !waiting {
+        // Which 409: nothing waits in the branch at all, or not this request.
+        let active = pending_of(&state, &session).await?.iter().any(branch_of);
+        return Err(if active {
+            ApiError::conflict(
+                "no_waiter",
+                format!("no request `{permission_id}` is waiting in this branch"),
+            )
+        } else {
+            ApiError::conflict(
+                "BranchRuntimeNotActive",
+                format!("nothing is waiting in session `{session}`, branch `{branch}`"),
+            )
+        });
     }
     let choice = answer.decision;
     resolve(&state, &permission_id, answer, &actor(&body, "hpd")?).await?;

@@ -133,7 +133,7 @@ async fn answers_are_checked_and_conflicts_change_nothing() {
     let (status, error) = daemon
         .call("POST", &path, Some(json!({"decision": "allow-always"})))
         .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(error["error"]["code"], "decision_not_offered");
     let (status, error) = daemon
         .call("POST", &path, Some(json!({"decision": "allow-sometimes"})))

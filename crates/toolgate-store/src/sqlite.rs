@@ -97,6 +97,10 @@ UPDATE journal SET store = max(1, random() & 9223372036854775807) WHERE id = 1;
 CREATE INDEX events_by_time ON events (time);
 CREATE INDEX decisions_by_status_updated ON decisions (status, updated);
 "#,
+    // A session's pending requests, oldest first (its page, AGH's turns, HPD's branches).
+    r#"
+CREATE INDEX pending_by_session ON pending (session, created, id);
+"#,
 ];
 
 /// How often the applier looks at the journal while commits keep coming. It is not woken by
@@ -1364,18 +1368,33 @@ impl Store for SqliteStore {
         limit: u32,
     ) -> Result<(Vec<PendingRecord>, u64), StoreError> {
         self.read(Table::Pending, |connection| {
-            let page = all(
-                connection,
-                "SELECT id, kind, session, created, request FROM pending \
-                 WHERE ?1 IS NULL OR session = ?1 ORDER BY created, id LIMIT ?2",
-                (session, limit),
-                pending_from_row,
-            )?;
-            let total: i64 = connection.query_row(
-                "SELECT COUNT(*) FROM pending WHERE ?1 IS NULL OR session = ?1",
-                [session],
-                |row| row.get(0),
-            )?;
+            // A session's are read by its index (a `?1 IS NULL OR session = ?1` would not be).
+            let (page, total): (Vec<PendingRecord>, i64) = match session {
+                Some(session) => (
+                    all(
+                        connection,
+                        "SELECT id, kind, session, created, request FROM pending \
+                         WHERE session = ?1 ORDER BY created, id LIMIT ?2",
+                        (session, limit),
+                        pending_from_row,
+                    )?,
+                    connection.query_row(
+                        "SELECT COUNT(*) FROM pending WHERE session = ?1",
+                        [session],
+                        |row| row.get(0),
+                    )?,
+                ),
+                None => (
+                    all(
+                        connection,
+                        "SELECT id, kind, session, created, request FROM pending \
+                         ORDER BY created, id LIMIT ?1",
+                        [limit],
+                        pending_from_row,
+                    )?,
+                    connection.query_row("SELECT COUNT(*) FROM pending", [], |row| row.get(0))?,
+                ),
+            };
             Ok((page, u64::try_from(total).unwrap_or(0)))
         })
     }

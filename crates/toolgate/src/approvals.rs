@@ -140,7 +140,13 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     }
                     // Already answered, or no such request: a conflict. An answer the request
                     // does not take (not offered, a reason too long): not done.
-                    Ok(if reply.status == 400 {
+                    let code =
+                        crate::client::field(crate::client::field(&reply.body, "error"), "code");
+                    let not_taken = matches!(
+                        code.as_str(),
+                        Some("decision_not_offered" | "wrong_request_kind")
+                    );
+                    Ok(if reply.status == 400 || not_taken {
                         EXIT_FAILED
                     } else {
                         EXIT_FOUND
