@@ -73,8 +73,14 @@ impl DaemonProcess {
 
     /// Starts `toolgate serve` with the shipped policy and more arguments.
     pub fn start_with(data: &Path, more: &[&str]) -> DaemonProcess {
+        DaemonProcess::start_with_policy(data, "examples/policy.toml", more)
+    }
+
+    /// Starts `toolgate serve` with `policy` alone (a path from the repository's root) and more
+    /// arguments.
+    pub fn start_with_policy(data: &Path, policy: &str, more: &[&str]) -> DaemonProcess {
         let child = Command::new(BIN)
-            .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
+            .args(["serve", "--isolated", "--policy", policy])
             .args(more)
             .current_dir(root())
             .env("TOOLGATE_DATA_DIR", data)
