@@ -897,8 +897,12 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     // Filters that cannot mean anything are said, not answered with nothing.
     for (query, code) in [
         ("after=-5", "bad_after"),
+        ("after=9223372036854775808", "invalid_query"),
         ("session=", "bad_session"),
+        ("session=a%20b", "bad_session"),
+        ("session=%5Bx%5D", "bad_session"),
         ("last=2&after=5", "bad_limit"),
+        ("since=2026-02-29T00:00:00Z", "bad_since"),
     ] {
         let (status, body) = daemon
             .call("GET", &format!("/api/audit?{query}"), None)
@@ -942,11 +946,28 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     let long = json!({"tool": "read", "args": {}, "context": {"session": "s".repeat(200)}});
     let (status, _) = daemon.call("POST", "/api/decisions", Some(long)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let branch = json!({"tool": "read", "args": {}, "context": {"session": "ok", "branch": ""}});
-    let (status, body) = daemon.call("POST", "/api/decisions", Some(branch)).await;
+    // A branch is a name with a session or without one (the log keeps it either way).
+    for context in [
+        json!({"session": "ok", "branch": ""}),
+        json!({"branch": ""}),
+        json!({"branch": "a b"}),
+    ] {
+        let branch = json!({"tool": "read", "args": {}, "context": context});
+        let (status, body) = daemon.call("POST", "/api/decisions", Some(branch)).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_branch")),
+            "{context}: {body}"
+        );
+    }
+    // A context is an object: an array's items are not taken as its fields in order.
+    let positional = json!({"tool": "read", "context": ["s2", "main"]});
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(positional))
+        .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_branch")),
+        (StatusCode::BAD_REQUEST, Some("invalid_call")),
         "{body}"
     );
     for (body, code) in [
@@ -971,6 +992,45 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         .filter_map(|s| s["id"].as_str())
         .collect();
     assert_eq!(names, ["s1"], "nothing was created by the refused requests");
+    // A fork names the branch it starts from with a string.
+    let (status, answer) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s1/branches",
+            Some(json!({"name": "b2", "from": 5})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_branch")),
+        "{answer}"
+    );
+    // HPD's envelope names its type with a string.
+    let (status, answer) = daemon
+        .call(
+            "POST",
+            "/agents/toolgate/sessions/s1/branches/main/responses",
+            Some(json!({"type": 5, "permissionId": id, "approved": true})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unsupported_response")),
+        "{answer}"
+    );
+    // A login's code and token are strings.
+    for body in [
+        json!({"code": 5}),
+        json!({"token": ["x"]}),
+        json!({"code": null, "token": {}}),
+    ] {
+        let (status, answer) = daemon.call("POST", "/api/login", Some(body.clone())).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("missing_credential")),
+            "{body}: {answer}"
+        );
+    }
     // AGH names requests and turns with strings.
     for body in [
         json!({"turn_id": 1, "decision": "allow-once"}),

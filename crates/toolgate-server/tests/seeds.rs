@@ -74,6 +74,34 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
             "{error}"
         );
     }
+    // A request of another session is not this session's to answer, by AGH's route or HPD's.
+    let elsewhere = ask(&daemon, "pay", "s2", "main").await;
+    let (status, error) = approve(json!({"request_id": elsewhere, "decision": "allow-once"})).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("not_pending")),
+        "{error}"
+    );
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/agents/toolgate/sessions/s1/branches/main/responses",
+            Some(json!({"permissionId": elsewhere, "approved": true})),
+        )
+        .await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("no_waiter")),
+        "{error}"
+    );
+    let still_pending = || async {
+        let mut waiting = daemon.pending_ids().await;
+        waiting.sort();
+        waiting
+    };
+    let mut expected = vec![id.clone(), elsewhere];
+    expected.sort();
+    assert_eq!(still_pending().await, expected);
     let (status, error) = daemon
         .call(
             "POST",
@@ -85,11 +113,7 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
     );
-    assert_eq!(
-        daemon.pending_ids().await,
-        std::slice::from_ref(&id),
-        "still pending"
-    );
+    assert_eq!(still_pending().await, expected, "still pending");
 
     // " reject-once " (trimmed) is approved too: AGH's naming quirk. A reason sent along (not
     // AGH's) is what the agent reads.
