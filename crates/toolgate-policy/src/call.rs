@@ -37,8 +37,24 @@ pub struct Call {
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub annotations: Map<String, Value>,
     /// Where and on whose behalf the call is made.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "object_only")]
     pub context: Context,
+}
+
+/// A call's context, from an object and nothing else: serde would take an array's items as the
+/// fields in order (`["s1", "main"]` would name a session).
+fn object_only<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Context, D::Error> {
+    struct ObjectOnly;
+    impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+        type Value = Context;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Context, A::Error> {
+            Context::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    deserializer.deserialize_map(ObjectOnly)
 }
 
 fn empty_object() -> Value {
@@ -165,11 +181,8 @@ pub(crate) fn json_type(value: &Value) -> &'static str {
 }
 
 /// Where and on whose behalf a call is made. Every field is optional.
-///
-/// Its JSON form is an object and nothing else (serde would take an array's items as the fields
-/// in order: `["s1", "main"]` would name a session).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, remote = "Self")]
+#[serde(deny_unknown_fields)]
 pub struct Context {
     /// The session the call belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,30 +215,6 @@ pub struct Context {
     /// Whether that server's annotations are trusted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted_server: bool,
-}
-
-impl Serialize for Context {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // The derived form (`remote = "Self"` makes it an inherent function).
-        Context::serialize(self, serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Context {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Context, D::Error> {
-        struct ObjectOnly;
-        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
-            type Value = Context;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Context, A::Error> {
-                // The derived form, reading the object's fields.
-                Context::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer.deserialize_map(ObjectOnly)
-    }
 }
 
 fn deserialize_mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {
