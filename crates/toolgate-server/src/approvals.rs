@@ -150,7 +150,7 @@ pub(crate) async fn resolve(
     };
     let Some(Request::Permission(request)) = claim.request().cloned() else {
         claim.fail("the request is not a permission request");
-        return Err(ApiError::bad_request(
+        return Err(ApiError::conflict(
             "wrong_request_kind",
             format!("request `{id}` is not a permission request"),
         ));

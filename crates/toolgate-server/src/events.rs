@@ -45,15 +45,12 @@ impl LogQuery {
                 "`after` is a sequence number (0 or more)",
             ));
         }
-        if self
-            .session
-            .as_deref()
-            .is_some_and(|s| !crate::sessions::valid_name(s))
-        {
+        // Not held to the rules of names a client gives: a hosted agent's session may be
+        // named anything.
+        if self.session.as_deref() == Some("") {
             return Err(ApiError::bad_request(
                 "bad_session",
-                "`session` names a session (1 to 128 ASCII letters, digits and `-_.:/`); leave it \
-                 out for every session's events",
+                "`session` names a session; leave it out for every session's events",
             ));
         }
         let since = match &self.since {

@@ -326,6 +326,11 @@ pub(crate) async fn agh_approve(
                 "`decision` is one of allow-once, allow-always, reject-once, reject-always",
             )
         })?;
+    // AGH's body has no reason; one sent all the same is kept (a refusal's is what the agent
+    // reads).
+    let reason = Answer::reason_of(body.get("reason"))
+        .map_err(|e| ApiError::bad_request("invalid_reason", e))?;
+    let by = actor(&body, "agh")?;
     if state.store().session(&id).await?.is_none() {
         return Err(ApiError::not_found(format!("no session `{id}`")));
     }
@@ -387,14 +392,11 @@ pub(crate) async fn agh_approve(
             format!("`{decision}` (or its sibling) was not offered; the request stays pending"),
         ));
     };
-    // AGH's body has no reason; one sent all the same is kept (a refusal's is what the agent
-    // reads).
     let answer = Answer {
         decision: applied,
-        reason: Answer::reason_of(body.get("reason"))
-            .map_err(|e| ApiError::bad_request("invalid_reason", e))?,
+        reason,
     };
-    resolve(&state, &record.id, answer, &actor(&body, "agh")?).await?;
+    resolve(&state, &record.id, answer, &by).await?;
     Ok(Json(json!({"status": "approved"})))
 }
 
@@ -448,8 +450,17 @@ pub(crate) async fn hpd_respond(
         .and_then(Value::as_str)
         .ok_or_else(|| ApiError::bad_request("missing_permission_id", "send `permissionId`"))?
         .to_owned();
+    // HPD's envelope answers with `approved` and `choice` (toolgate's `decision` is for
+    // `POST /api/approvals/{id}`).
+    if body.get("decision").is_some() {
+        return Err(ApiError::bad_request(
+            "invalid_response",
+            "HPD's route takes `approved` and `choice`, not `decision`",
+        ));
+    }
     let answer =
         Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_response", e))?;
+    let by = actor(&body, "hpd")?;
     let branch_of = |p: &PendingRecord| {
         p.request
             .get("call")
@@ -478,7 +489,7 @@ pub(crate) async fn hpd_respond(
         });
     }
     let choice = answer.decision;
-    resolve(&state, &permission_id, answer, &actor(&body, "hpd")?).await?;
+    resolve(&state, &permission_id, answer, &by).await?;
     Ok(Json(
         json!({"accepted": true, "permissionId": permission_id, "decision": choice}),
     ))

@@ -422,6 +422,19 @@ async fn a_hosted_session_keeps_the_name_its_program_gave() {
     let (status, body) = daemon.call("GET", "/api/sessions/team%20a", None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let id = listed[0]["id"].as_str().unwrap();
+    // Its part of the log is read by that name too.
+    let (status, body) = daemon
+        .call("GET", "/api/audit?session=team%20a", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["request_id"] == id),
+        "{body}"
+    );
     let (status, body) = daemon
         .call(
             "POST",
