@@ -94,6 +94,34 @@ pub(crate) async fn approve(
     ))
 }
 
+/// How a request that is no longer pending was decided (`: deny, <reason>`; empty when the
+/// store cannot say more than that it was), if it was: an external requester's from its
+/// decision, a hosted run's (which has none) from the log.
+pub(crate) async fn how_resolved(state: &AppState, id: &str) -> Result<Option<String>, ApiError> {
+    let said = |result: &Value| {
+        let decision = result.get("decision")?.as_str()?;
+        let reason = result.get("reason")?.as_str()?;
+        Some(format!(": {decision}, {reason}"))
+    };
+    if let Some(row) = state.store().decision(id).await? {
+        if row.status != toolgate_store::DecisionStatus::Decided {
+            return Ok(None);
+        }
+        let result = row.result.to_value().ok();
+        return Ok(Some(result.as_ref().and_then(said).unwrap_or_default()));
+    }
+    let filter = toolgate_store::EventFilter {
+        request_id: Some(id.to_owned()),
+        kinds: vec!["permission_resolved".to_owned()],
+        ..Default::default()
+    };
+    let resolved = state.store().events_after(0, &filter, 1).await?;
+    Ok(resolved.first().map(|event| {
+        let body = event.body.to_value().ok();
+        body.as_ref().and_then(said).unwrap_or_default()
+    }))
+}
+
 /// Answers a pending request: takes the answer from the broker, records it (event, decision,
 /// grants) and only then releases the waiter. A store failure denies the request.
 pub(crate) async fn resolve(
@@ -112,19 +140,8 @@ pub(crate) async fn resolve(
     // said as resolved (as it would have been before the restart), not as unknown.
     if open.is_none()
         && record.is_none()
-        && let Some(row) = state.store().decision(id).await?
-        && row.status == toolgate_store::DecisionStatus::Decided
+        && let Some(how) = how_resolved(state, id).await?
     {
-        let how = row
-            .result
-            .to_value()
-            .ok()
-            .and_then(|result| {
-                let decision = result.get("decision")?.as_str()?.to_owned();
-                let reason = result.get("reason")?.as_str()?.to_owned();
-                Some(format!(": {decision}, {reason}"))
-            })
-            .unwrap_or_default();
         return Err(ApiError::conflict(
             "already_resolved",
             format!("request `{id}` is no longer pending: it was resolved{how}"),

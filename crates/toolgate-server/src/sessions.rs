@@ -16,7 +16,7 @@ use toolgate_policy::Choice;
 use toolgate_runtime::{Answer, MAIN_BRANCH};
 use toolgate_store::PendingRecord;
 
-use crate::approvals::{actor, resolve};
+use crate::approvals::{actor, how_resolved, resolve};
 use crate::body::JsonBody;
 use crate::decisions::{SOURCE, now};
 use crate::error::ApiError;
@@ -335,12 +335,19 @@ pub(crate) async fn agh_approve(
         return Err(ApiError::not_found(format!("no session `{id}`")));
     }
     let record = match (&request_id, &turn_id) {
-        (Some(request_id), _) => pending_in(&state, &id, request_id).await?.ok_or_else(|| {
-            ApiError::conflict(
-                "not_pending",
-                format!("no request `{request_id}` is pending in session `{id}`"),
-            )
-        })?,
+        (Some(request_id), _) => match pending_in(&state, &id, request_id).await? {
+            Some(record) => record,
+            // AGH's 409; a late answer (after another, or after a restart) hears how it went.
+            None => {
+                let message = match how_resolved(&state, request_id).await? {
+                    Some(how) => {
+                        format!("request `{request_id}` is no longer pending: it was resolved{how}")
+                    }
+                    None => format!("no request `{request_id}` is pending in session `{id}`"),
+                };
+                return Err(ApiError::conflict("not_pending", message));
+            }
+        },
         (None, Some(turn)) => {
             let mut in_turn: Vec<PendingRecord> = pending_of(&state, &id)
                 .await?
@@ -474,17 +481,22 @@ pub(crate) async fn hpd_respond(
         .await?
         .is_some_and(|p| branch_of(&p));
     if !waiting {
-        // Which 409: nothing waits in the branch at all, or not this request.
+        // Which 409: nothing waits in the branch at all, or not this request (HPD's codes);
+        // a late answer (after another, or after a restart) hears how it went.
         let active = pending_of(&state, &session).await?.iter().any(branch_of);
+        let late = how_resolved(&state, &permission_id)
+            .await?
+            .map(|how| format!("; request `{permission_id}` was resolved{how}"))
+            .unwrap_or_default();
         return Err(if active {
             ApiError::conflict(
                 "no_waiter",
-                format!("no request `{permission_id}` is waiting in this branch"),
+                format!("no request `{permission_id}` is waiting in this branch{late}"),
             )
         } else {
             ApiError::conflict(
                 "BranchRuntimeNotActive",
-                format!("nothing is waiting in session `{session}`, branch `{branch}`"),
+                format!("nothing is waiting in session `{session}`, branch `{branch}`{late}"),
             )
         });
     }

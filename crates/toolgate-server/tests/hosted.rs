@@ -312,6 +312,32 @@ async fn a_restart_refuses_what_a_hosted_run_left_waiting() {
         toolgate_server::ABANDONED
     );
     assert!(log.lock().unwrap().is_empty());
+    // A late answer over HPD's route, AGH's or toolgate's hears that route's 409, and how the
+    // request went.
+    drop(restarted);
+    let daemon = Daemon::open(dir).await;
+    for (path, body) in [
+        (
+            "/agents/toolgate/sessions/s4/branches/main/responses",
+            json!({"permissionId": id, "approved": true}),
+        ),
+        (
+            "/api/sessions/s4/approve",
+            json!({"request_id": id, "decision": "allow-once"}),
+        ),
+        (
+            &format!("/api/approvals/{id}"),
+            json!({"decision": "allow-once"}),
+        ),
+    ] {
+        let (status, error) = daemon.call("POST", path, Some(body)).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("resolved: deny, {}", toolgate_server::ABANDONED)),
+            "{path}: {message}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

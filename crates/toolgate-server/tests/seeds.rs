@@ -135,6 +135,12 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::CONFLICT, Some("not_pending"))
     );
+    // A late answer hears how the request went.
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no longer pending: it was resolved: deny, use the staging key"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -233,7 +239,7 @@ async fn hpd_responses_are_routed_by_agent_session_and_branch() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["decision"], "allow-always");
     assert_eq!(decision(&daemon, &id).await["decision"], "allow");
-    let (status, _) = daemon
+    let (status, error) = daemon
         .call(
             "POST",
             &route("toolgate", "s1", "main"),
@@ -241,6 +247,10 @@ async fn hpd_responses_are_routed_by_agent_session_and_branch() {
         )
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "nothing waits any more");
+    // HPD's code, and how the request went for the late answer.
+    assert_eq!(error["error"]["code"], "BranchRuntimeNotActive", "{error}");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("was resolved: allow, "), "{message}");
 }
 
 #[tokio::test]
