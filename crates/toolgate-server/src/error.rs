@@ -19,13 +19,27 @@ pub struct ApiError {
     pub message: String,
 }
 
+/// The longest message an error carries, in bytes: what it quotes of the request (an id, a
+/// name) is cut there, so an error never echoes a large request back.
+pub(crate) const MAX_MESSAGE: usize = 1024;
+
 impl ApiError {
-    /// An error with this status, code and message.
+    /// An error with this status, code and message (cut to 1,024 bytes).
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        let mut message = message.into();
+        if message.len() > MAX_MESSAGE {
+            let end = (0..=MAX_MESSAGE)
+                .rev()
+                .find(|&at| message.is_char_boundary(at))
+                .unwrap_or(0);
+            let cut = message.len().saturating_sub(end);
+            message.truncate(end);
+            message.push_str(&format!("… ({cut} more bytes)"));
+        }
         ApiError {
             status,
             code,
-            message: message.into(),
+            message,
         }
     }
 

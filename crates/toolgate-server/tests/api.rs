@@ -1051,6 +1051,17 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
             "{body}: {answer}"
         );
     }
+    // An error quotes at most a kilobyte of what it was sent.
+    let long = "é".repeat(3000);
+    let (status, answer) = daemon
+        .call("GET", &format!("/api/decisions/{long}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.len() <= 1100 && message.ends_with("… (4991 more bytes)"),
+        "{message}"
+    );
     // A login's code and token are strings.
     for body in [
         json!({"code": 5}),
