@@ -94,21 +94,30 @@ pub(crate) async fn approve(
     ))
 }
 
-/// How a request that is no longer pending was decided (`: deny, <reason>`; empty when the
-/// store cannot say more than that it was), if it was: an external requester's from its
-/// decision, a hosted run's (which has none) from the log.
-pub(crate) async fn how_resolved(state: &AppState, id: &str) -> Result<Option<String>, ApiError> {
-    let said = |result: &Value| {
-        let decision = result.get("decision")?.as_str()?;
-        let reason = result.get("reason")?.as_str()?;
-        Some(format!(": {decision}, {reason}"))
+/// What a late answer hears when the request was resolved (`request … is no longer pending: it
+/// was resolved: deny, <reason>`, the decision left out when the store cannot say it): an
+/// external requester's from its decision, a hosted run's (which has none) from the log.
+/// `None` when the request was not resolved.
+pub(crate) async fn no_longer_pending(
+    state: &AppState,
+    id: &str,
+) -> Result<Option<String>, ApiError> {
+    let said = |result: Option<Value>| {
+        let how = result
+            .as_ref()
+            .and_then(|result| {
+                let decision = result.get("decision")?.as_str()?;
+                let reason = result.get("reason")?.as_str()?;
+                Some(format!(": {decision}, {reason}"))
+            })
+            .unwrap_or_default();
+        format!("request `{id}` is no longer pending: it was resolved{how}")
     };
     if let Some(row) = state.store().decision(id).await? {
         if row.status != toolgate_store::DecisionStatus::Decided {
             return Ok(None);
         }
-        let result = row.result.to_value().ok();
-        return Ok(Some(result.as_ref().and_then(said).unwrap_or_default()));
+        return Ok(Some(said(row.result.to_value().ok())));
     }
     let filter = toolgate_store::EventFilter {
         request_id: Some(id.to_owned()),
@@ -116,10 +125,9 @@ pub(crate) async fn how_resolved(state: &AppState, id: &str) -> Result<Option<St
         ..Default::default()
     };
     let resolved = state.store().events_after(0, &filter, 1).await?;
-    Ok(resolved.first().map(|event| {
-        let body = event.body.to_value().ok();
-        body.as_ref().and_then(said).unwrap_or_default()
-    }))
+    Ok(resolved
+        .first()
+        .map(|event| said(event.body.to_value().ok())))
 }
 
 /// Answers a pending request: takes the answer from the broker, records it (event, decision,
@@ -140,12 +148,9 @@ pub(crate) async fn resolve(
     // said as resolved (as it would have been before the restart), not as unknown.
     if open.is_none()
         && record.is_none()
-        && let Some(how) = how_resolved(state, id).await?
+        && let Some(message) = no_longer_pending(state, id).await?
     {
-        return Err(ApiError::conflict(
-            "already_resolved",
-            format!("request `{id}` is no longer pending: it was resolved{how}"),
-        ));
+        return Err(ApiError::conflict("already_resolved", message));
     }
     let claim = match state
         .broker()

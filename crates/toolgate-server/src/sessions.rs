@@ -16,7 +16,7 @@ use toolgate_policy::Choice;
 use toolgate_runtime::{Answer, MAIN_BRANCH};
 use toolgate_store::PendingRecord;
 
-use crate::approvals::{actor, how_resolved, resolve};
+use crate::approvals::{actor, no_longer_pending, resolve};
 use crate::body::JsonBody;
 use crate::decisions::{SOURCE, now};
 use crate::error::ApiError;
@@ -66,7 +66,8 @@ fn workspace_of(snapshot: &Value) -> Option<String> {
 }
 
 /// Makes sure a session named by an external call exists, with the call's branch, and returns
-/// its workspace; names that break the session id rules are refused.
+/// its workspace; a session name that breaks the id rules is refused (the branch was checked
+/// with the call, by [`check_branch`]).
 pub(crate) async fn ensure(
     state: &AppState,
     id: &str,
@@ -76,7 +77,6 @@ pub(crate) async fn ensure(
     if !valid_name(id) {
         return Err(invalid_session_id("the call's `context.session`"));
     }
-    check_branch(branch)?;
     record(state, id, workspace, branch).await
 }
 
@@ -339,12 +339,11 @@ pub(crate) async fn agh_approve(
             Some(record) => record,
             // AGH's 409; a late answer (after another, or after a restart) hears how it went.
             None => {
-                let message = match how_resolved(&state, request_id).await? {
-                    Some(how) => {
-                        format!("request `{request_id}` is no longer pending: it was resolved{how}")
-                    }
-                    None => format!("no request `{request_id}` is pending in session `{id}`"),
-                };
+                let message = no_longer_pending(&state, request_id)
+                    .await?
+                    .unwrap_or_else(|| {
+                        format!("no request `{request_id}` is pending in session `{id}`")
+                    });
                 return Err(ApiError::conflict("not_pending", message));
             }
         },
@@ -484,9 +483,9 @@ pub(crate) async fn hpd_respond(
         // Which 409: nothing waits in the branch at all, or not this request (HPD's codes);
         // a late answer (after another, or after a restart) hears how it went.
         let active = pending_of(&state, &session).await?.iter().any(branch_of);
-        let late = how_resolved(&state, &permission_id)
+        let late = no_longer_pending(&state, &permission_id)
             .await?
-            .map(|how| format!("; request `{permission_id}` was resolved{how}"))
+            .map(|message| format!("; {message}"))
             .unwrap_or_default();
         return Err(if active {
             ApiError::conflict(
