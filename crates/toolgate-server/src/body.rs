@@ -270,6 +270,24 @@ where
         parts: &mut axum::http::request::Parts,
         state: &S,
     ) -> Result<Query<T>, ApiError> {
+        // A parameter is text: bytes that are no UTF-8 once percent-decoded are refused, as in
+        // a path, instead of being read with U+FFFD in their place (`?session=%FF` would filter
+        // by a name nobody gave).
+        if let Some(query) = parts.uri.query()
+            && let Some(part) = query
+                .split('&')
+                .flat_map(|pair| pair.splitn(2, '='))
+                .find(|part| {
+                    percent_encoding::percent_decode_str(part)
+                        .decode_utf8()
+                        .is_err()
+                })
+        {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                format!("`{part}` is not UTF-8 once percent-decoded; send parameters as UTF-8"),
+            ));
+        }
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Query(value)| Query(value))

@@ -746,6 +746,12 @@ async fn malformed_queries_and_paths_get_json_errors() {
             "invalid_query",
         ),
         (
+            "/api/audit?session=%FF",
+            StatusCode::BAD_REQUEST,
+            "invalid_query",
+        ),
+        ("/api/audit?%C3=x", StatusCode::BAD_REQUEST, "invalid_query"),
+        (
             "/api/sessions/%FF%FE",
             StatusCode::BAD_REQUEST,
             "invalid_path",
@@ -769,6 +775,11 @@ async fn malformed_queries_and_paths_get_json_errors() {
             "{path}: {body}"
         );
     }
+    // UTF-8, percent-encoded or `+` for a space, is read.
+    let (status, body) = daemon
+        .call("GET", "/api/audit?session=caf%C3%A9+au+lait", None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let (status, body) = daemon
         .call(
             "POST",
