@@ -39,8 +39,8 @@ fn the_api_keeps_every_promise_its_openapi_document_makes() {
     let st = schemathesis();
     if !st.exists() {
         let what = format!(
-            "{} (python3 -m venv tests/api/.venv && tests/api/.venv/bin/pip install --require-hashes -r \
-             tests/api/requirements.txt)",
+            "{} (python3 -m venv tests/api/.venv && tests/api/.venv/bin/pip install \
+             --require-hashes -r tests/api/requirements.txt)",
             st.display()
         );
         assert!(
