@@ -35,7 +35,7 @@ pub(crate) struct Entry {
     pub(crate) batch: Batch,
 }
 
-const HEADER: usize = 8;
+pub(crate) const HEADER: usize = 8;
 
 fn is_zero(n: &u64) -> bool {
     *n == 0

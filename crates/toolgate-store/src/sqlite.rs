@@ -119,6 +119,11 @@ const APPLY_EVERY: Duration = Duration::from_secs(1);
 /// holds more than this.
 const TRUNCATE_ABOVE: u64 = 1 << 20;
 
+/// Past this, an apply that leaves commits queued (they came while it ran) applies those too,
+/// holding commits off meanwhile, so that writing can start again from the top: under steady
+/// load the file would otherwise grow without end (see `SqliteStore::catch_up`).
+const WRAP_ABOVE: u64 = if cfg!(test) { 2 << 20 } else { 8 << 20 };
+
 /// The most commits journaled and not yet applied. Past it, a commit first waits for them to be
 /// applied: a burst the applier is behind on slows down, and while another program holds the
 /// database's write lock (which stops the applier), commits are refused after the busy
@@ -281,7 +286,9 @@ struct Journal {
 impl Journal {
     /// Writes one record where the last one ended (allocating more of the file first when it
     /// does not fit). A write that fails is not acknowledged, and the next record is written in
-    /// its place: reading stops at whatever it left.
+    /// its place; its header is zeroed meanwhile, so that a restart before then stops reading
+    /// there instead of applying a commit its caller was told failed (a flush can fail after
+    /// the write put the whole record in the file).
     fn append(&mut self, record: &[u8], flush: bool) -> Result<(), StoreError> {
         let end = self.length + record.len() as u64;
         let written = self.grow(end).and_then(|()| {
@@ -297,9 +304,29 @@ impl Journal {
                 self.length = end;
                 Ok(())
             }
-            Err(error) => Err(StoreError(format!(
-                "the commit journal could not be written: {error}"
-            ))),
+            Err(error) => {
+                self.unwrite(flush);
+                Err(StoreError(format!(
+                    "the commit journal could not be written: {error}"
+                )))
+            }
+        }
+    }
+
+    /// Zeroes the header where the next record goes, as far as the file lets it (best effort:
+    /// the disk may be what failed): whatever a failed append left there is then not read.
+    fn unwrite(&mut self, flush: bool) {
+        let zeros = [0u8; journal::HEADER];
+        if self.length + zeros.len() as u64 > self.allocated {
+            return;
+        }
+        let zeroed = if self.mapped {
+            self.copy(&zeros, self.length)
+        } else {
+            self.file.write_all_at(&zeros, self.length)
+        };
+        if zeroed.is_ok() && flush {
+            let _ = self.file.sync_data();
         }
     }
 
@@ -346,6 +373,12 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+/// The journal's queue, emptied, and its records' bytes.
+fn take_queue(journal: &mut Journal) -> (Vec<Entry>, usize) {
+    let bytes = std::mem::take(&mut journal.queued_bytes);
+    (journal.queue.drain(..).collect(), bytes)
 }
 
 fn journal_path(path: &Path) -> PathBuf {
@@ -472,6 +505,14 @@ fn recover(
             journal_path.display()
         ))
     };
+    // What else leaves the journal and the database out of step: with `process`, neither file
+    // waits for the disk, and the kernel writes them back each at its own time.
+    let out_of_step = |why: String| {
+        refused(format!(
+            "{why} (a restored backup does this, and so does a power loss or system crash while \
+             the daemon ran with durability = \"process\", which does not wait for the disk)"
+        ))
+    };
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -515,16 +556,16 @@ fn recover(
         expected += 1;
     }
     if let Some(damage) = reader.damaged().iter().find(|d| d.lsn > applied) {
-        return Err(refused(format!(
+        return Err(out_of_step(format!(
             "the record at byte {} (commit {}) is damaged, and commits after it follow",
             damage.offset, damage.lsn
         )));
     }
     if let Some(ahead) = ahead {
-        return Err(refused(format!(
+        return Err(out_of_step(format!(
             "it continues from commit {ahead}, and the database ({}) has commits up to \
-             {applied} only; the database is older than its journal (restored from a backup?), \
-             so the commits in between are missing",
+             {applied} only; the database is older than its journal, so the commits in between \
+             are missing",
             path.display()
         )));
     }
@@ -535,7 +576,7 @@ fn recover(
     } = reader.end()
         && found > applied
     {
-        return Err(refused(format!(
+        return Err(out_of_step(format!(
             "the record at byte {offset} is commit {found}, where commit {expected} was due"
         )));
     }
@@ -545,7 +586,7 @@ fn recover(
         journal::whole_record_after(&file, reader.stopped_at(), size, expected - 1)
             .map_err(|e| named(&e))?
     {
-        return Err(refused(format!(
+        return Err(out_of_step(format!(
             "reading stopped at byte {} (a damaged or cut record), and a whole record of commit \
              {lsn}, which the database lacks, follows at byte {at}",
             reader.stopped_at()
@@ -878,24 +919,67 @@ impl SqliteStore {
             .is_some_and(|count| count.load(Ordering::Acquire) > 0)
     }
 
-    /// Applies the journal's queue (the writer is held).
+    /// Applies the journal's queue (the writer is held), and starts the journal again from
+    /// the top when it can.
+    ///
+    /// Writing goes back to the top of the journal when the queue is empty after an apply. While
+    /// commits keep coming, new ones are queued during every apply and it seldom is, so past
+    /// [`WRAP_ABOVE`] what was queued meanwhile (an apply's worth of milliseconds) is applied
+    /// again with the journal held, commits waiting, and then it is: the file stays bounded.
     fn catch_up(&self, writer: &mut Connection) -> Result<(), StoreError> {
-        let (entries, bytes) = {
-            let mut journal = lock(&self.shared.journal);
-            let bytes = std::mem::take(&mut journal.queued_bytes);
-            (journal.queue.drain(..).collect::<Vec<Entry>>(), bytes)
-        };
+        self.apply_queue(writer)?;
+        self.start_again(writer)
+    }
+
+    /// Applies what the journal's queue holds now (the writer is held).
+    fn apply_queue(&self, writer: &mut Connection) -> Result<(), StoreError> {
+        let (entries, bytes) = take_queue(&mut lock(&self.shared.journal));
         if entries.is_empty() {
             return Ok(());
         }
-        if let Err(error) = apply(writer, &entries) {
-            // Back to the front of the queue, in order: nothing journaled is dropped.
-            let mut journal = lock(&self.shared.journal);
+        let applied = apply(writer, &entries);
+        self.count_applied(&mut lock(&self.shared.journal), entries, bytes, &applied);
+        applied
+    }
+
+    /// After an apply: writing goes back to the top of the journal if everything is applied,
+    /// past [`WRAP_ABOVE`] applying first what came meanwhile, with the journal held (the
+    /// writer is held).
+    fn start_again(&self, writer: &mut Connection) -> Result<(), StoreError> {
+        let mut journal = lock(&self.shared.journal);
+        if journal.length > WRAP_ABOVE && !journal.queue.is_empty() {
+            let (entries, bytes) = take_queue(&mut journal);
+            // The database was written a moment ago; should another program take its lock now,
+            // commits do not wait for it: what was taken goes back to the queue.
+            let patience: i64 =
+                writer.pragma_query_value(None, "busy_timeout", |row| row.get(0))?;
+            writer.busy_timeout(Duration::ZERO)?;
+            let applied = apply(writer, &entries);
+            writer.busy_timeout(Duration::from_millis(u64::try_from(patience).unwrap_or(0)))?;
+            self.count_applied(&mut journal, entries, bytes, &applied);
+        }
+        if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
+            // Everything it holds is applied: the next record goes at the top.
+            journal.length = 0;
+        }
+        Ok(())
+    }
+
+    /// Counts `entries` (taken from the queue, `bytes` of records) applied; when `applied` is
+    /// an error they go back to the front of the queue, in order: nothing journaled is dropped.
+    fn count_applied(
+        &self,
+        journal: &mut Journal,
+        entries: Vec<Entry>,
+        bytes: usize,
+        applied: &Result<(), StoreError>,
+    ) {
+        if applied.is_err() {
             for entry in entries.into_iter().rev() {
                 journal.queue.push_front(entry);
             }
             journal.queued_bytes += bytes;
-            return Err(error);
+            return;
         }
         for table in entries
             .iter()
@@ -905,14 +989,8 @@ impl SqliteStore {
                 count.fetch_sub(1, Ordering::Release);
             }
         }
-        let mut journal = lock(&self.shared.journal);
         journal.unapplied = journal.unapplied.saturating_sub(entries.len());
         journal.unapplied_bytes = journal.unapplied_bytes.saturating_sub(bytes);
-        if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
-            // Everything it holds is applied: the next record goes at the top.
-            journal.length = 0;
-        }
-        Ok(())
     }
 
     /// Runs `work`, a read of `table`, on an idle reader (opening one when none is idle), once
@@ -1867,6 +1945,140 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(kinds(read), ["kept", "after"]);
+    }
+
+    /// A commit whose flush failed after its record was written (the caller told it failed)
+    /// is not applied by the next start: its header is zeroed.
+    #[tokio::test]
+    async fn a_failed_append_is_not_applied_at_the_next_start() {
+        for durability in [Durability::Full, Durability::Process] {
+            for unwritten in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("toolgate.db");
+                let store = SqliteStore::open_with(&path, durability).await.unwrap();
+                store.append(&[event("kept", "a")]).await.unwrap();
+                {
+                    // What a failed flush leaves: the next record, whole, where it goes, and
+                    // the journal's state as it was.
+                    let mut journal = lock(&store.shared.journal);
+                    let entry = Entry {
+                        lsn: journal.next_lsn,
+                        store: journal.store,
+                        seqs: vec![journal.next_seq],
+                        batch: Batch {
+                            events: vec![event("failed", "b")],
+                            ..Batch::default()
+                        },
+                    };
+                    let record = journal::encode(&entry).unwrap();
+                    let at = journal.length;
+                    if journal.mapped {
+                        journal.copy(&record, at).unwrap();
+                    } else {
+                        journal.file.write_all_at(&record, at).unwrap();
+                    }
+                    if unwritten {
+                        journal.unwrite(durability == Durability::Full);
+                    }
+                }
+                store.close().await;
+                drop(store);
+                let reopened = SqliteStore::open_with(&path, durability).await.unwrap();
+                let kinds: Vec<String> = reopened
+                    .events_after(0, &EventFilter::default(), 10)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|e| e.kind)
+                    .collect();
+                // Left as it was, the record is read as a commit (what zeroing prevents).
+                let expected = if unwritten {
+                    vec!["kept"]
+                } else {
+                    vec!["kept", "failed"]
+                };
+                assert_eq!(kinds, expected, "{durability:?}");
+            }
+        }
+    }
+
+    /// Under steady load commits come during every apply, so the queue is seldom empty after
+    /// one: past WRAP_ABOVE, what came meanwhile is applied too and writing starts again from
+    /// the top (the file would grow without end otherwise); below it, a queued commit keeps the
+    /// journal where it is.
+    #[tokio::test]
+    async fn a_journal_under_steady_load_starts_again_from_the_top() {
+        for durability in [Durability::Full, Durability::Process] {
+            a_journal_under_steady_load_starts_again_from_the_top_with(durability).await;
+        }
+    }
+
+    // The writer is held across commits on purpose: the test applies by hand, as the applier
+    // does, and commits in between.
+    #[allow(clippy::await_holding_lock)]
+    async fn a_journal_under_steady_load_starts_again_from_the_top_with(durability: Durability) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, durability).await.unwrap();
+        let long = "x".repeat(4096);
+        let mut writer = lock(&store.shared.writer);
+        let mut written = 0;
+        let commit_during_an_apply = async |store: &SqliteStore, writer: &mut Connection| {
+            store
+                .append(&[EventRecord::new("long", json!({"text": long}))])
+                .await
+                .unwrap();
+            store.apply_queue(writer).unwrap();
+            // This one comes while the apply runs.
+            store.append(&[event("short", "a")]).await.unwrap();
+            store.start_again(writer).unwrap();
+        };
+        // Past TRUNCATE_ABOVE, below WRAP_ABOVE: the queued commit is left to the next apply,
+        // and the journal keeps growing.
+        while lock(&store.shared.journal).length <= TRUNCATE_ABOVE {
+            commit_during_an_apply(&store, &mut writer).await;
+            written += 2;
+            assert_eq!(lock(&store.shared.journal).unapplied, 1);
+            assert!(written < 2000, "the journal grows");
+        }
+        let mut longest = 0;
+        loop {
+            let before = lock(&store.shared.journal).length;
+            longest = longest.max(before);
+            commit_during_an_apply(&store, &mut writer).await;
+            written += 2;
+            let journal = lock(&store.shared.journal);
+            if journal.length == 0 {
+                // Everything was applied, the last commit too, once this round passed WRAP_ABOVE.
+                assert!(
+                    before + 2 * 5000 > WRAP_ABOVE,
+                    "started again at {before} bytes"
+                );
+                assert_eq!((journal.unapplied, journal.queue.len()), (0, 0));
+                break;
+            }
+            assert_eq!(journal.unapplied, 1);
+            assert!(
+                written < 4000,
+                "the journal grows past {} bytes",
+                journal.length
+            );
+        }
+        assert!(longest <= WRAP_ABOVE + 2 * 4096 + 1024, "{longest}");
+        drop(writer);
+        // And it goes on from the top, every commit in the database once.
+        store.append(&[event("short", "b")]).await.unwrap();
+        assert_eq!(store.last_seq().await.unwrap(), written + 1);
+        store.close().await;
+        drop(store);
+        let reopened = SqliteStore::open_with(&path, durability).await.unwrap();
+        assert_eq!(reopened.last_seq().await.unwrap(), written + 1);
+        let events = reopened
+            .events_after(0, &EventFilter::default(), u32::MAX)
+            .await
+            .unwrap();
+        assert_eq!(events.len(), usize::try_from(written + 1).unwrap());
+        assert!(events.windows(2).all(|w| w[1].seq == w[0].seq + 1));
     }
 
     /// Once everything is applied, writing starts again from the top of the journal: the older
