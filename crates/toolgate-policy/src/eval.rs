@@ -381,14 +381,20 @@ fn reason_for(rule: &Rule, subject: &Subject, facts: &Facts<'_>) -> Arc<str> {
 }
 
 pub(crate) fn strictest_index(decided: &[Decided<'_>]) -> usize {
-    let rank = |d: &Decided<'_>| (d.outcome.decision, d.outcome.layer == Layer::Guard);
-    let mut best = 0;
-    for (i, d) in decided.iter().enumerate() {
-        if decided.get(best).is_some_and(|b| rank(d) > rank(b)) {
-            best = i;
+    strictest(decided.iter().map(|d| &d.outcome))
+}
+
+/// The place of the subject that decides a call: the strictest decision, a guard's before a
+/// rule's or the default's of the same decision, the first of equals.
+pub(crate) fn strictest<'a>(outcomes: impl Iterator<Item = &'a SubjectOutcome>) -> usize {
+    let rank = |o: &SubjectOutcome| (o.decision, o.layer == Layer::Guard);
+    let mut best: Option<(usize, &SubjectOutcome)> = None;
+    for (i, outcome) in outcomes.enumerate() {
+        if best.is_none_or(|(_, b)| rank(outcome) > rank(b)) {
+            best = Some((i, outcome));
         }
     }
-    best
+    best.map_or(0, |(i, _)| i)
 }
 
 /// Rejects what no rule should ever see.

@@ -67,6 +67,13 @@ impl Evaluation {
     pub fn rule_name(&self) -> Option<&str> {
         self.rule.as_deref().map(|r| r.name.as_str())
     }
+
+    /// The subject whose outcome decided the call (its reason is the call's, unless a run
+    /// option changed the decision afterwards): the strictest, a guard's first among equals.
+    pub fn deciding_subject(&self) -> Option<&SubjectOutcome> {
+        self.subjects
+            .get(crate::eval::strictest(self.subjects.iter()))
+    }
 }
 
 /// How one subject was decided.

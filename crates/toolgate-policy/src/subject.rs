@@ -124,6 +124,21 @@ pub enum Subject {
 }
 
 impl Subject {
+    /// What the subject touches, as one line for a log: a path (resolved, when it could be),
+    /// a simple command, a URL; none for the call as a whole.
+    pub fn resource(&self) -> Option<String> {
+        match self {
+            Subject::Call => None,
+            Subject::Path(p) => Some(
+                p.resolved
+                    .as_ref()
+                    .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
+            ),
+            Subject::Command(c) => Some(c.command.text.clone()),
+            Subject::Url(u) => Some(u.given.clone()),
+        }
+    }
+
     /// The subject's kind, as written in results (`call`, `path`, `command`, `url`).
     pub const fn kind(&self) -> &'static str {
         match self {

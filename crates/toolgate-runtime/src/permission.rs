@@ -24,7 +24,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolgate_policy::{
     Call, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy, RunOptions,
-    Subject,
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
@@ -467,19 +466,8 @@ impl Judge<'_> {
             return;
         }
         let resource = evaluation
-            .subjects
-            .iter()
-            .find(|s| s.decision == evaluation.decision && !matches!(s.subject, Subject::Call))
-            .and_then(|s| match &s.subject {
-                Subject::Call => None,
-                Subject::Path(p) => Some(
-                    p.resolved
-                        .as_ref()
-                        .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
-                ),
-                Subject::Command(c) => Some(c.command.text.clone()),
-                Subject::Url(u) => Some(u.given.clone()),
-            });
+            .deciding_subject()
+            .and_then(|s| s.subject.resource());
         run.emit_for_call(
             &self.call.id,
             EventKind::Decision(DecisionRecord {

@@ -70,19 +70,8 @@ pub(crate) struct Facts {
 impl Facts {
     pub(crate) fn new(call: &Call, evaluation: &Evaluation) -> Facts {
         let resource = evaluation
-            .subjects
-            .iter()
-            .find(|s| s.decision == evaluation.decision)
-            .and_then(|s| match &s.subject {
-                toolgate_policy::Subject::Call => None,
-                toolgate_policy::Subject::Path(p) => Some(
-                    p.resolved
-                        .as_ref()
-                        .map_or_else(|| p.given.clone(), |r| r.resolved.display().to_string()),
-                ),
-                toolgate_policy::Subject::Command(c) => Some(c.command.text.clone()),
-                toolgate_policy::Subject::Url(u) => Some(u.given.clone()),
-            });
+            .deciding_subject()
+            .and_then(|s| s.subject.resource());
         Facts {
             session: call.context.session.clone(),
             branch: call.context.branch.clone(),
