@@ -33,6 +33,23 @@ impl StoredAnswer {
         let targets: Vec<String> = self.grants.iter().map(|g| g.target.to_string()).collect();
         targets.join("; ")
     }
+
+    /// What the model reads when deny grants refuse a call of `tool`: HPD's sentence, then
+    /// the words the person gave when they made the grants, if they gave any.
+    pub fn refusal(&self, tool: &str) -> String {
+        let mut said: Vec<&str> = Vec::new();
+        for reason in self.grants.iter().filter_map(|g| g.reason.as_deref()) {
+            if !said.contains(&reason) {
+                said.push(reason);
+            }
+        }
+        let denial = crate::messages::stored_denial(tool);
+        if said.is_empty() {
+            denial
+        } else {
+            format!("{denial} Their reason: {}", said.join("; "))
+        }
+    }
 }
 
 /// What the stored grants say about an ask of `tool`: a deny grant covering any asking subject,
@@ -218,5 +235,36 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    #[test]
+    fn a_stored_refusal_says_each_reason_its_grants_keep_once() {
+        let context = GrantContext {
+            session: "s".into(),
+            branch: "main".into(),
+            turn: 0,
+            workspace: None,
+        };
+        let grant = |reason: Option<&str>| {
+            Grant::new(
+                Effect::Deny,
+                "bash",
+                GrantTarget::Tool,
+                context.scope(ScopeKind::Session),
+                "me",
+            )
+            .with_reason(reason)
+        };
+        let stored = |reasons: &[Option<&str>]| StoredAnswer {
+            effect: Effect::Deny,
+            grants: reasons.iter().map(|r| grant(*r)).collect(),
+        };
+        let plain = "Execution of 'bash' was denied by a stored user preference.";
+        assert_eq!(stored(&[None]).refusal("bash"), plain);
+        assert_eq!(stored(&[Some("   ")]).refusal("bash"), plain, "blank words");
+        assert_eq!(
+            stored(&[Some(" use pnpm "), None, Some("use pnpm"), Some("not here")]).refusal("bash"),
+            format!("{plain} Their reason: use pnpm; not here")
+        );
     }
 }

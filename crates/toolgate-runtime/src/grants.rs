@@ -236,6 +236,10 @@ pub struct Grant {
     /// The request it answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
+    /// The answerer's words, when they gave some: a deny grant repeats them to the model each
+    /// time it refuses, as the answer itself did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 impl Grant {
@@ -259,7 +263,18 @@ impl Grant {
             created_by: created_by.into(),
             created_at: SystemTime::now(),
             request_id: None,
+            reason: None,
         }
+    }
+
+    /// The grant, keeping `reason` (trimmed; nothing when it is blank).
+    #[must_use]
+    pub fn with_reason(mut self, reason: Option<&str>) -> Grant {
+        self.reason = reason
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned);
+        self
     }
 
     /// Whether the grant applies to a call of `tool` in `context` at `now`.

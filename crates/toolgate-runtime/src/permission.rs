@@ -313,7 +313,7 @@ impl PermissionMiddleware {
                     Effect::Deny => judge.refuse(
                         Outcome::Denied,
                         Layer::Grant,
-                        messages::stored_denial(&call.name),
+                        stored.refusal(&call.name),
                         &actor,
                     ),
                     Effect::Allow => {
@@ -373,6 +373,7 @@ impl PermissionMiddleware {
                 let grants =
                     offer.grants_for(answer.decision, &call.name, &grant_cx, &by, &request_id);
                 for grant in grants {
+                    let grant = grant.with_reason(answer.reason.as_deref());
                     if let Err(e) = run.grants().insert(grant).await {
                         report(
                             run,

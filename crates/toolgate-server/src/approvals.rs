@@ -88,9 +88,9 @@ pub(crate) async fn approve(
     })?;
     let by = actor(&body, "api")?;
     let choice = answer.decision;
-    resolve(&state, &id, answer, &by).await?;
+    let grants = resolve(&state, &id, answer, &by).await?;
     Ok(Json(
-        json!({"status": "resolved", "id": id, "decision": choice}),
+        json!({"status": "resolved", "id": id, "decision": choice, "grants": grants}),
     ))
 }
 
@@ -137,7 +137,7 @@ pub(crate) async fn resolve(
     id: &str,
     answer: Answer,
     by: &str,
-) -> Result<(), ApiError> {
+) -> Result<Vec<Grant>, ApiError> {
     // What answering needs: kept in memory for requests this process opened.
     let open = state.open_request(id);
     let record = match &open {
@@ -194,12 +194,15 @@ pub(crate) async fn resolve(
             (&fallback, None)
         }
     };
-    let grants = match &record {
+    let grants: Vec<Grant> = match &record {
         Some(record) if record.kind == crate::hosted::HOSTED => {
             crate::hosted::grants_for(record, &request, answer.decision, by)
         }
         _ => grants_for(&request, call, answer.decision, by),
-    };
+    }
+    .into_iter()
+    .map(|grant| grant.with_reason(answer.reason.as_deref()))
+    .collect();
     let (decision, reason) = if answer.decision.allows() {
         // The approver's words, when they gave some, are kept with the approval.
         let said = match answer.reason.as_deref().map(str::trim) {
@@ -219,10 +222,12 @@ pub(crate) async fn resolve(
         (Decision::Deny, reason)
     };
     if open.is_none() && record.is_none() {
-        // Not a request of this daemon's store (an in-process run's): nothing to close.
+        // Not a request of this daemon's store (an in-process run's): nothing to close (the
+        // run stores what an "always" makes).
         claim.complete(by);
-        return Ok(());
+        return Ok(Vec::new());
     }
+    let made = grants.clone();
     let closed = close(
         state,
         id,
@@ -251,7 +256,7 @@ pub(crate) async fn resolve(
             // answer's own response): the waiting agent is who the person is waiting for.
             served.wait().await;
             drop(recorded);
-            Ok(())
+            Ok(made)
         }
         // (A batch that closes a request revokes and spends nothing.)
         Ok((Committed::NotPending | Committed::NoGrant, _)) => {

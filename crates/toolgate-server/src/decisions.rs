@@ -291,7 +291,7 @@ pub(crate) async fn submit(
                 Decision::Allow,
                 format!("allowed by a stored grant ({})", stored.describe()),
             ),
-            Effect::Deny => (Decision::Deny, messages::stored_denial(&call.tool)),
+            Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
         };
         let (row, event, response) = decided(
             &evaluation,

@@ -238,6 +238,63 @@ async fn an_always_answer_is_a_grant_that_answers_the_next_call_until_revoked() 
     );
 }
 
+/// A person's words on an "always deny" are kept with the grant, and the model reads them each
+/// time the grant refuses (after HPD's sentence); without words, HPD's sentence alone.
+#[tokio::test]
+async fn an_always_deny_repeats_the_persons_reason() {
+    let daemon = Daemon::start().await;
+    for (session, said, expected) in [
+        (
+            "s1",
+            Some("  use pnpm in this repo "),
+            "Execution of 'pay' was denied by a stored user preference. Their reason: use pnpm \
+             in this repo",
+        ),
+        (
+            "s2",
+            None,
+            "Execution of 'pay' was denied by a stored user preference.",
+        ),
+    ] {
+        let ask = json!({"tool": "pay", "args": {}, "context": {"session": session}});
+        let (_, body) = daemon
+            .call("POST", "/api/decisions", Some(ask.clone()))
+            .await;
+        let id = body["id"].as_str().unwrap().to_owned();
+        let mut answer = json!({"decision": "reject-always"});
+        if let Some(said) = said {
+            answer["reason"] = json!(said);
+        }
+        let (status, answered) = daemon
+            .call("POST", &format!("/api/approvals/{id}"), Some(answer))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let (_, grants) = daemon
+            .call("GET", &format!("/api/grants?session={session}"), None)
+            .await;
+        let grant = grants["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["session"] == session)
+            .unwrap()
+            .clone();
+        assert_eq!(grant["reason"].as_str(), said.map(str::trim), "{grant}");
+        // The answer's response names the grants it made.
+        assert_eq!(answered["grants"], json!([grant]), "{answered}");
+        let (status, next) = daemon.call("POST", "/api/decisions", Some(ask)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            (
+                next["decision"].as_str(),
+                next["layer"].as_str(),
+                next["reason"].as_str()
+            ),
+            (Some("deny"), Some("grant"), Some(expected))
+        );
+    }
+}
+
 /// A call that names no session has nothing an "always" could be scoped to: every other
 /// session-less caller would share the grant. Only "once" answers are offered, and an
 /// "always" answer is refused with the request left pending.
