@@ -37,7 +37,9 @@ try {
   // A call arrives and waits.
   const submitted = await api("/api/decisions", {
     method: "POST",
-    body: JSON.stringify({ tool: "bash", args: { command: "git push origin main", note: "x".repeat(600) },
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin main",
+                                                 script: `echo ${"y".repeat(700)} && git push --force`,
+                                                 note: `start-${"x".repeat(3000)}-the-end` },
                            context: { workspace: "/tmp/project", session: "web" } }),
   });
   if (submitted.decision !== "ask") fail(`expected an ask, got ${JSON.stringify(submitted)}`);
@@ -51,7 +53,14 @@ try {
                           "Always deny commands starting with `git push` of `bash` in this session"]) {
     if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
   }
+  // Text up to 1,000 characters is shown whole (the end of a long command too); longer text is
+  // folded, its fold showing how it starts and how it ends.
+  if (!text.includes("&& git push --force")) fail(`a 720-character argument is not shown whole:\n${text}`);
   if (await card.locator("details summary").count() !== 1) fail("the long argument is not folded");
+  const fold = await card.locator("details summary").innerText();
+  if (!fold.startsWith("start-xx") || !fold.endsWith("xx-the-end") || !fold.includes("2694 more characters"))
+    fail(`the fold does not show both ends: ${fold}`);
+  if (!(await page.title()).startsWith("(1) ")) fail(`the title does not count the request: ${await page.title()}`);
   // What a person opened stays open while other events come and go.
   await card.locator("details summary").click();
   const passing = await api("/api/decisions", {
@@ -60,6 +69,9 @@ try {
   });
   if (passing.decision !== "allow") fail(`expected git status to be allowed: ${JSON.stringify(passing)}`);
   await page.locator("#decisions tbody tr").first().waitFor({ timeout: 15_000 });
+  // A decision says what it was about.
+  const recent = await page.locator("#decisions tbody tr").first().innerText();
+  if (!recent.includes("git status")) fail(`the recent decision does not say what it allowed: ${recent}`);
   if (!(await card.locator("details").evaluate((d) => d.open))) fail("an opened argument closed when another event came");
   if (text.includes("Always allow")) fail("an allow-always was shown though the rule does not offer it");
   const count = await page.locator("#pending-count").innerText();
@@ -99,9 +111,22 @@ try {
   // Right-to-left letters cannot reorder what is around them: shown in the order written.
   const bidi = await next.locator("pre").first().evaluate((node) => getComputedStyle(node).unicodeBidi);
   if (bidi !== "bidi-override") fail(`arguments are shown with unicode-bidi ${bidi}`);
+  // A person may say why, or what to do instead; the agent hears it.
+  await next.getByRole("textbox", { name: "reason" }).fill("push to a branch instead");
   await next.getByRole("button", { name: "Deny once" }).click();
   const denied = await refused;
   if (denied.decision !== "deny") fail(`the second call was not refused: ${JSON.stringify(denied)}`);
+  if (!JSON.stringify(denied).includes("push to a branch instead")) fail(`the reason was not passed on: ${JSON.stringify(denied)}`);
+  await page.waitForFunction(() => document.title === "toolgate — approvals", null, { timeout: 15_000 })
+    .catch(async () => fail(`the title still counts: ${await page.title()}`));
+
+  // A spent or unknown sign-in address says so (another tab: its own, empty, storage).
+  const other = await context.newPage();
+  await other.goto(`${base}/#login=${login}`);
+  await other.locator("#signin:not([hidden])").waitFor({ timeout: 20_000 });
+  const said = await other.locator("#signin-error").innerText();
+  if (!said.includes("spent or expired")) fail(`a spent sign-in address says: ${JSON.stringify(said)}`);
+  await other.close();
   if (problems.length) fail(problems.join("\n"));
   if (!process.exitCode) console.log(`OK ${submitted.id} ${decided.decision}`);
 } catch (error) {

@@ -1,7 +1,9 @@
 // toolgate's approval page. Everything shown comes from the API as text (never as HTML).
 "use strict";
 
-const LONG = 240; // values longer than this are folded
+const LONG = 240; // names and places longer than this are cut, structured values folded
+const LONG_TEXT = 1000; // text longer than this is folded (a command up to it is shown whole)
+const END = 160; // a folded text shows this much of its start and of its end
 const SHOWN = 50; // the oldest this many pending requests are shown
 const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
 
@@ -40,10 +42,13 @@ async function api(method, path, body) {
     init.body = JSON.stringify(body);
   }
   const response = await fetch(path, init);
-  if (response.status === 401) throw Object.assign(new Error("signed out"), { status: 401 });
   const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new Error((data && data.error && data.error.message) || response.statusText);
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (error) { /* said below */ }
+  const said = data && data.error && data.error.message;
+  // The daemon's own words (a login code spent or expired says so), else what happened.
+  if (response.status === 401) throw Object.assign(new Error(said || "signed out"), { status: 401 });
+  if (!response.ok) throw new Error(said || response.statusText);
   return data;
 }
 
@@ -74,10 +79,24 @@ function label(choice, request) {
   }
 }
 
+// A value of the call: text is shown whole up to LONG_TEXT characters (a person approves the
+// command they read, all of it); longer text, and long structured values, are folded, the fold
+// showing the start and the end (where a `&& …` would be) and how much lies between.
 function folded(value) {
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
-  if (text.length <= LONG) return el("pre", {}, text);
-  return el("details", {}, el("summary", {}, `${text.slice(0, 80)}… (${text.length} characters)`), el("pre", {}, text));
+  if (text.length <= (typeof value === "string" ? LONG_TEXT : LONG)) return el("pre", {}, text);
+  const [start, end] = [[...text].slice(0, END).join(""), [...text].slice(-END).join("")];
+  const between = [...text].length - 2 * END;
+  return el("details", {},
+    el("summary", {}, el("span", { class: "shown" }, start), ` … ${between} more characters (open to read them all) … `, el("span", { class: "shown" }, end)),
+    el("pre", {}, text));
+}
+
+// When a request gives up waiting, as local time.
+function deadline(item, request) {
+  const created = Date.parse(item.created);
+  if (!request.timeout_ms || Number.isNaN(created)) return "—";
+  return new Date(created + request.timeout_ms).toLocaleTimeString();
 }
 
 // A name or place, at most LONG characters on the card (the rest is said, not shown).
@@ -99,6 +118,8 @@ function argumentsList(args) {
 function renderPending(pending, total) {
   const box = document.getElementById("pending");
   document.getElementById("pending-count").textContent = String(total);
+  // A tab in the background says it too.
+  document.title = total > 0 ? `(${total}) toolgate — approvals` : "toolgate — approvals";
   const wanted = new Set(pending.map((item) => item.id));
   const kept = new Map();
   for (const node of [...box.children]) {
@@ -127,6 +148,7 @@ function card_for(item) {
   const call = (item.request && item.request.call) || {};
   const context = call.context || {};
   const buttons = el("div", { class: "choices" });
+  const why = el("input", { class: "why", type: "text", maxlength: "500", placeholder: "a word for the agent (optional): why, or what to do instead", "aria-label": "reason" });
   for (const choice of request.choices || []) {
     const allows = choice.startsWith("allow");
     buttons.append(el("button", {
@@ -135,7 +157,9 @@ function card_for(item) {
       onclick: async () => {
         for (const b of buttons.querySelectorAll("button")) b.disabled = true;
         try {
-          await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, { decision: choice, by: "web" });
+          const answer = { decision: choice, by: "web" };
+          if (why.value.trim()) answer.reason = why.value.trim();
+          await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, answer);
         } catch (error) {
           buttons.querySelectorAll(".error").forEach((e) => e.remove());
           buttons.append(el("span", { class: "error" }, ` ${error.message}`));
@@ -152,9 +176,11 @@ function card_for(item) {
       el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
       el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
       el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
-      el("dt", {}, "requested"), el("dd", {}, item.created)),
+      el("dt", {}, "requested"), el("dd", {}, item.created),
+      el("dt", {}, "waits until"), el("dd", {}, `${deadline(item, request)} (then it is refused)`)),
     el("h4", {}, "arguments"),
     argumentsList(request.arguments),
+    why,
     buttons);
 }
 
@@ -163,10 +189,17 @@ function renderDecisions(events) {
   body.replaceChildren();
   for (const e of events) {
     body.append(el("tr", {},
-      el("td", {}, e.timestamp || ""), el("td", {}, e.action || ""),
+      el("td", {}, e.timestamp || ""), el("td", {}, e.action || ""), el("td", {}, e.resource ? short(e.resource) : ""),
       el("td", { class: e.decision || "" }, e.decision || ""), el("td", {}, e.actor || ""),
       el("td", {}, e.reason || "")));
   }
+}
+
+// Where a grant holds: its scope and the session or workspace it names.
+function where(g) {
+  if (g.session) return `${g.scope}: ${short(g.session)}${g.branch ? ` (${short(g.branch)}, turn ${g.turn})` : ""}`;
+  if (g.root) return `${g.scope}: ${short(g.root)}`;
+  return g.scope || "";
 }
 
 function renderGrants(grants) {
@@ -175,7 +208,7 @@ function renderGrants(grants) {
   for (const g of grants) {
     body.append(el("tr", { "data-id": g.id },
       el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
-      el("td", {}, target(g.target)), el("td", {}, g.scope), el("td", {}, g.created_by),
+      el("td", {}, target(g.target)), el("td", {}, where(g)), el("td", {}, g.created_by),
       el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}`); refresh(); } }, "Revoke"))));
   }
 }
