@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolgate_runtime::terminal_text;
 
-use crate::client::{Client, ClientArgs, field, folded};
+use crate::client::{Client, ClientArgs, argument, covers, field, folded, grant_line};
 use crate::{EXIT_FAILED, EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the requests waiting for a person, or answers one.
@@ -72,11 +72,25 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 };
                 writeln!(
                     out,
-                    "{}  {}  {}",
+                    "{}  {}",
                     line(field(&item, "id")),
-                    line(field(request, "tool")),
-                    line(field(request, "arguments"))
+                    line(field(request, "tool"))
                 )?;
+                // Each argument on its line, text shown whole up to 1,000 characters.
+                match field(request, "arguments") {
+                    Value::Object(arguments) => {
+                        for (key, value) in arguments {
+                            writeln!(
+                                out,
+                                "    {}: {}",
+                                line(&key.as_str().into()),
+                                argument(value)
+                            )?;
+                        }
+                    }
+                    Value::Null => {}
+                    other => writeln!(out, "    arguments: {}", argument(other))?,
+                }
                 let rule = match field(request, "rule").as_str() {
                     Some(rule) => format!(" (rule {})", terminal_text(rule)),
                     None => String::new(),
@@ -102,7 +116,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         out,
                         "    {} covers: {}",
                         line(field(always, "choice")),
-                        line(field(always, "targets"))
+                        covers(field(always, "targets"), field(always, "scope"))
                     )?;
                 }
             }
@@ -125,7 +139,20 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
             match reply.status {
                 200 => {
                     if !args.json {
-                        writeln!(out, "{}: {decision}", answer.id)?;
+                        writeln!(out, "{}: {decision}", terminal_text(&answer.id))?;
+                        // What an "always" now answers by itself.
+                        for grant in field(&reply.body, "grants")
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                        {
+                            writeln!(
+                                out,
+                                "    remembered: {} (grant {})",
+                                grant_line(grant),
+                                line(field(grant, "id"))
+                            )?;
+                        }
                     }
                     Ok(EXIT_OK)
                 }

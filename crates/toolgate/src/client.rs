@@ -68,6 +68,88 @@ pub(crate) enum Streamed {
     Refused(String),
 }
 
+/// An argument of a call a person is asked about, as terminal-safe text: text up to 1,000
+/// characters whole (a person approves the command they read, all of it), longer text as its
+/// start and its end (where a `&& …` would be) and how much lies between; other values as
+/// one line of JSON, folded to 300 characters.
+pub(crate) fn argument(value: &Value) -> String {
+    const WHOLE: usize = 1000;
+    const END: usize = 160;
+    let Value::String(text) = value else {
+        return folded(value, 300);
+    };
+    let count = text.chars().count();
+    if count <= WHOLE {
+        return toolgate_runtime::terminal_text(text);
+    }
+    let start: String = text.chars().take(END).collect();
+    let end: String = text.chars().skip(count - END).collect();
+    format!(
+        "{} … ({} more characters; --json shows them) … {}",
+        toolgate_runtime::terminal_text(&start),
+        count - 2 * END,
+        toolgate_runtime::terminal_text(&end)
+    )
+}
+
+/// What grants cover, in words: `commands starting with `npm install` in this session`
+/// (`targets` and `scope` as the API writes them; JSON when they are not what this client
+/// knows).
+pub(crate) fn covers(targets: &Value, scope: &Value) -> String {
+    let words: Option<Vec<String>> = targets.as_array().and_then(|targets| {
+        targets
+            .iter()
+            .map(|t| {
+                serde_json::from_value::<toolgate_runtime::GrantTarget>(t.clone())
+                    .ok()
+                    .map(|t| t.to_string())
+            })
+            .collect()
+    });
+    let Some(words) = words else {
+        return folded(targets, 300);
+    };
+    let place = match scope.as_str() {
+        Some("once") => " for the next call only",
+        Some("turn") => " for the rest of this turn",
+        Some("session") => " in this session",
+        Some("workspace") => " in this workspace",
+        Some("user") => " everywhere",
+        _ => "",
+    };
+    toolgate_runtime::terminal_text(&format!("{}{place}", words.join("; ")))
+}
+
+/// A grant in words: `allow commands starting with `npm install` of `bash` in session `s1``,
+/// and the answerer's reason when they gave one.
+pub(crate) fn grant_line(grant: &Value) -> String {
+    let target = Value::Array(vec![field(grant, "target").clone()]);
+    let name = |key: &str| folded(field(grant, key), 100);
+    let within = match field(grant, "scope").as_str() {
+        Some("once") => format!("for the next call in session `{}`", name("session")),
+        Some("turn") => format!(
+            "for turn {} of branch `{}` in session `{}`",
+            field(grant, "turn"),
+            name("branch"),
+            name("session")
+        ),
+        Some("session") => format!("in session `{}`", name("session")),
+        Some("workspace") => format!("in the workspace `{}`", name("root")),
+        Some("user") => "everywhere".to_owned(),
+        _ => folded(field(grant, "scope"), 100),
+    };
+    let reason = match field(grant, "reason").as_str() {
+        Some(reason) => format!(" — \"{}\"", folded(&reason.into(), 300)),
+        None => String::new(),
+    };
+    format!(
+        "{} {} of `{}` {within}{reason}",
+        name("effect"),
+        covers(&target, &Value::Null),
+        name("tool")
+    )
+}
+
 /// A value as one line of terminal-safe text, folded to `width` characters (what the agent
 /// wrote can neither fake nor hide a line, nor flood the terminal).
 pub(crate) fn folded(value: &Value, width: usize) -> String {

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use serde_json::json;
 
-use crate::client::{Client, ClientArgs, field, folded};
+use crate::client::{Client, ClientArgs, field, folded, grant_line};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the remembered answers, or revokes one.
@@ -46,21 +46,13 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 writeln!(out, "no grants")?;
             }
             for g in grants {
-                // Where it applies: the scope, and what it is scoped to.
-                let scope = field(&g, "scope").as_str().unwrap_or("");
-                let within = ["session", "root"]
-                    .iter()
-                    .find_map(|key| field(&g, key).as_str())
-                    .map_or(String::new(), |place| format!(" {place}"));
-                let shown = format!(
-                    "{}  {:5}  {}  {}  {scope}{within}  by {}",
-                    field(&g, "id").as_str().unwrap_or(""),
-                    field(&g, "effect").as_str().unwrap_or(""),
-                    folded(field(&g, "tool"), 100),
-                    folded(field(&g, "target"), 300),
-                    field(&g, "created_by").as_str().unwrap_or("")
-                );
-                writeln!(out, "{}", toolgate_runtime::terminal_text(&shown))?;
+                writeln!(
+                    out,
+                    "{}  {}  (by {})",
+                    folded(field(&g, "id"), 100),
+                    grant_line(&g),
+                    folded(field(&g, "created_by"), 100)
+                )?;
             }
             Ok(EXIT_OK)
         }

@@ -849,17 +849,29 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     let o = daemon.client(&["approvals"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let listed = stdout(&o);
+    // Each argument on its line, in words what an "always" covers.
     assert!(
-        listed.contains("bash  {\"command\":\"cargo publish\"}"),
+        listed.contains("  bash\n    command: cargo publish\n"),
         "{listed}"
     );
     assert!(listed.contains("answers: allow-once, allow-always, reject-once, reject-always"));
+    assert!(
+        listed.contains(
+            "allow-always covers: commands starting with `cargo publish` in this session"
+        ),
+        "{listed}"
+    );
     let id = listed.split_whitespace().next().unwrap().to_owned();
 
-    let o = daemon.client(&["approvals", "allow", &id, "--always"]);
-    assert_eq!(
-        (o.status.code(), stdout(&o)),
-        (Some(0), format!("{id}: allow-always\n"))
+    let o = daemon.client(&["approvals", "allow", &id, "--always", "--reason", "ok here"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let answered = stdout(&o);
+    assert!(
+        answered.starts_with(&format!(
+            "{id}: allow-always\n    remembered: allow commands starting with `cargo publish` of \
+             `bash` in session `s1` — \"ok here\" (grant "
+        )),
+        "{answered}"
     );
     let o = daemon.client(&["approvals", "deny", &id]);
     assert_eq!(o.status.code(), Some(1), "a second answer is a conflict");
@@ -881,7 +893,13 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     assert_eq!((status, body["layer"].as_str()), (200, Some("grant")));
     let o = daemon.client(&["grants"]);
     let grants = stdout(&o);
-    assert!(grants.contains("allow  bash  {\"kind\":\"command\",\"prefix\":[\"cargo\",\"publish\"]}  session s1  by cli"), "{grants}");
+    assert!(
+        grants.contains(
+            "  allow commands starting with `cargo publish` of `bash` in session `s1` — \"ok \
+             here\"  (by cli)"
+        ),
+        "{grants}"
+    );
     let grant = grants.split_whitespace().next().unwrap().to_owned();
     let o = daemon.client(&["grants", "revoke", &grant, "--json"]);
     assert_eq!(o.status.code(), Some(0));
@@ -950,20 +968,30 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
 }
 
-/// The terminal list folds what the agent wrote, says where a request comes from, and an
+/// The terminal list folds what the agent wrote (showing its start and its end), says where a
+/// request comes from, and an
 /// answer the daemon refuses, or a token it refuses, is said on stderr with exit code 2.
 #[test]
 fn the_terminal_list_folds_long_values_and_refusals_are_said_on_stderr() {
     let data = tempfile::tempdir().unwrap();
     let daemon = DaemonProcess::start(data.path());
-    let long = format!("cargo publish {}", "x".repeat(5000));
+    let long = format!("cargo publish {} && git push -f", "x".repeat(5000));
     let call = json!({"tool": "bash", "args": {"command": long}, "context": {"workspace": "/tmp"}});
     let (status, body) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
     assert_eq!(status, 202, "{body}");
     let id = body["id"].as_str().unwrap().to_owned();
 
     let listed = stdout(&daemon.client(&["approvals"]));
-    assert!(listed.contains("… (4728 more characters)"), "{listed}");
+    // Its start and its end, where a `&& …` would be.
+    assert!(
+        listed.contains("    command: cargo publish xxx"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("xxx … (4709 more characters; --json shows them) … xxx"),
+        "{listed}"
+    );
+    assert!(listed.contains("xxx && git push -f\n"), "{listed}");
     assert!(listed.len() < 1000, "{listed}");
     assert!(listed.contains("    in: workspace /tmp"), "{listed}");
     assert!(
