@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 /// The port the daemon listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 7811;
 
+/// The file in the data directory where `toolgate serve` writes the address it listens on
+/// (`http://127.0.0.1:7811`), so that a client given the data directory finds the daemon too.
+pub const ADDRESS_FILE: &str = "address";
+
 /// The default address: loopback only.
 pub const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), DEFAULT_PORT);
@@ -108,6 +112,11 @@ impl ServerConfig {
     /// The token file.
     pub fn token_file(&self) -> PathBuf {
         self.data_dir.join("token")
+    }
+
+    /// Where the address the daemon listens on is written ([`ADDRESS_FILE`]).
+    pub fn address_file(&self) -> PathBuf {
+        self.data_dir.join(ADDRESS_FILE)
     }
 
     /// Checks the settings: a non-loopback address needs `allow_remote`; each extra host is a

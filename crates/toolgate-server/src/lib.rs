@@ -41,9 +41,9 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::SqliteStore;
 
 pub use config::{
-    ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS, DEFAULT_PORT,
-    DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig, default_data_dir,
-    parse_retain,
+    ADDRESS_FILE, ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
+    DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig,
+    default_data_dir, parse_retain,
 };
 pub use connections::raise_open_file_limit;
 pub use decisions::MAX_WAIT;

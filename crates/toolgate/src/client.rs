@@ -15,13 +15,18 @@ use crate::Failure;
 /// Where the daemon is, and how to prove who we are.
 #[derive(Debug, Args)]
 pub(crate) struct ClientArgs {
-    /// The daemon's address [default: the settings file's `listen`, else
-    /// http://127.0.0.1:7811].
-    #[arg(long, value_name = "URL", env = "TOOLGATE_URL")]
+    /// The daemon's data directory, where it keeps its token and writes its address (as given
+    /// to `toolgate serve --data-dir`) [default: $TOOLGATE_DATA_DIR, else the settings file's
+    /// `data_dir`, else $XDG_DATA_HOME/toolgate, else ~/.local/share/toolgate]
+    #[arg(long, value_name = "DIR", global = true)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// The daemon's address [default: the one it wrote in its data directory, else the
+    /// settings file's `listen`, else http://127.0.0.1:7811].
+    #[arg(long, value_name = "URL", env = "TOOLGATE_URL", global = true)]
     pub(crate) url: Option<String>,
     /// The token file [default: the data directory's `token`]; `$TOOLGATE_TOKEN` gives the
     /// token itself.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     pub(crate) token_file: Option<PathBuf>,
 }
 
@@ -180,7 +185,16 @@ impl Client {
         // The daemon's own settings say where it listens and keeps its token.
         let file =
             ConfigFile::load_default().map_err(|e| Failure::Message(format!("error: {e}")))?;
-        let url = args.url.clone().unwrap_or_else(|| {
+        let data_dir = args.data_dir.clone().or_else(|| file.resolved_data_dir());
+        // The address the daemon of that data directory wrote when it started (it may have
+        // been given another --listen than the settings say).
+        let written = data_dir.as_ref().and_then(|dir| {
+            std::fs::read_to_string(dir.join(toolgate_server::ADDRESS_FILE))
+                .ok()
+                .map(|text| text.trim().to_owned())
+                .filter(|url| url.starts_with("http://"))
+        });
+        let url = args.url.clone().or(written).unwrap_or_else(|| {
             let mut listen = file.listen.unwrap_or(DEFAULT_LISTEN);
             if listen.ip().is_unspecified() {
                 listen.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
@@ -205,16 +219,19 @@ impl Client {
                 let file = args
                     .token_file
                     .clone()
-                    .or_else(|| file.resolved_data_dir().map(|d| d.join("token")))
+                    .or_else(|| data_dir.map(|d| d.join("token")))
                     .ok_or_else(|| {
                         Failure::Message(
-                            "no token: pass --token-file or set $TOOLGATE_TOKEN".into(),
+                            "no token: pass --data-dir or --token-file, or set $TOOLGATE_TOKEN"
+                                .into(),
                         )
                     })?;
                 std::fs::read_to_string(&file)
                     .map_err(|e| {
                         Failure::Message(format!(
-                            "cannot read the token file {}: {e} (is the daemon started? `toolgate serve`)",
+                            "cannot read the token file {}: {e} (is the daemon started, with \
+                             this data directory? a daemon started with `--data-dir DIR` is \
+                             reached with `--data-dir DIR` here too)",
                             file.display()
                         ))
                     })?

@@ -32,8 +32,9 @@ pub(crate) struct ServeArgs {
     /// $XDG_DATA_HOME/toolgate, else ~/.local/share/toolgate].
     #[arg(long, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
-    /// The address to listen on [default: 127.0.0.1:7811].
-    #[arg(long, value_name = "ADDR", env = "TOOLGATE_LISTEN")]
+    /// The address to listen on, an IP address and port (`localhost:PORT` is 127.0.0.1:PORT)
+    /// [default: 127.0.0.1:7811].
+    #[arg(long, value_name = "ADDR", env = "TOOLGATE_LISTEN", value_parser = listen_address)]
     pub(crate) listen: Option<SocketAddr>,
     /// Allow listening on a non-loopback address.
     #[arg(long)]
@@ -105,10 +106,15 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         // The Host and Origin checks name the port really bound (`--listen 127.0.0.1:0`).
         config.listen = address;
         let token_file = config.token_file();
+        let address_file = config.address_file();
         let database = config.database();
         let server = Server::open(config, policy)
             .await
             .map_err(|e| Failure::Message(e.to_string()))?;
+        // For clients given the data directory (`toolgate approvals --data-dir DIR`).
+        write_private(&address_file, &format!("http://{address}\n")).map_err(|e| {
+            Failure::Message(format!("cannot write {}: {e}", address_file.display()))
+        })?;
         let code = server.state().login_code();
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "toolgate is listening on http://{address}");
@@ -136,8 +142,35 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
             .serve(listener, shutdown)
             .await
             .map_err(|e| Failure::Message(format!("the server failed: {e}")))?;
+        let _ = writeln!(
+            std::io::stdout(),
+            "toolgate stopped (requests still waiting are refused at the next start)"
+        );
         Ok(EXIT_OK)
     })
+}
+
+/// `--listen`: an IP address and port; `localhost:PORT` is taken as 127.0.0.1:PORT (a name is
+/// not looked up: what it resolves to could change under the Host checks).
+fn listen_address(text: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        return port
+            .parse::<u16>()
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .map_err(|_| format!("`{port}` is not a port (0 to 65535)"));
+    }
+    text.parse().map_err(|_| {
+        format!("`{text}` is not an IP address and port, like 127.0.0.1:7811 or [::1]:7811")
+    })
+}
+
+/// Replaces `path` with `text`, readable by its owner only.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(text.as_bytes())
 }
 
 /// Completes when the daemon is asked to stop: Ctrl-C (SIGINT), or SIGTERM (what `kill` and
@@ -155,4 +188,24 @@ async fn stop_signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listen_address;
+
+    #[test]
+    fn listen_takes_addresses_and_localhost() {
+        assert_eq!(
+            listen_address("localhost:7900").map(|a| a.to_string()),
+            Ok("127.0.0.1:7900".to_owned())
+        );
+        assert_eq!(
+            listen_address("[::1]:7811").map(|a| a.to_string()),
+            Ok("[::1]:7811".to_owned())
+        );
+        for refused in ["localhost", "localhost:70000", "example.com:80", "7811", ""] {
+            assert!(listen_address(refused).is_err(), "{refused}");
+        }
+    }
 }

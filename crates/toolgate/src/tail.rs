@@ -22,8 +22,11 @@ pub(crate) struct TailArgs {
     #[arg(long)]
     pub(crate) session: Option<String>,
     /// Start after this sequence number (default: the beginning).
-    #[arg(long, value_name = "SEQ", default_value_t = 0)]
+    #[arg(long, value_name = "SEQ", default_value_t = 0, conflicts_with = "last")]
     pub(crate) after: i64,
+    /// Start with the newest N events (1 to 1000), as `tail -n` does, instead of the whole log.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(crate) last: Option<u32>,
     /// Print what is logged so far and stop, instead of following.
     #[arg(long)]
     pub(crate) no_follow: bool,
@@ -113,8 +116,35 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             _ => return Err(Failure::Message(reply.error())),
         }
     }
+    let mut start = args.after;
+    if let Some(last) = args.last {
+        let mut path = format!("/api/audit?last={last}");
+        if let Some(session) = &args.session {
+            path.push_str(&format!("&session={}", crate::client::encode(session)));
+        }
+        let reply = client.send("GET", &path, None)?;
+        if reply.status != 200 {
+            return Err(Failure::Message(reply.error()));
+        }
+        // Newest first as the API gives them; printed in order.
+        let mut events = field(&reply.body, "events")
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        events.reverse();
+        for event in &events {
+            print(event)?;
+        }
+        start = events
+            .last()
+            .and_then(|e| field(e, "seq").as_i64())
+            .unwrap_or(0);
+        if args.no_follow {
+            return Ok(EXIT_OK);
+        }
+    }
     if args.no_follow {
-        let mut after = args.after;
+        let mut after = start;
         loop {
             let mut path = format!("/api/audit?after={after}&limit=1000");
             if let Some(session) = &args.session {
@@ -137,18 +167,19 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             }
         }
     }
-    follow(args, &client, &mut print)
+    follow(args, start, &client, &mut print)
 }
 
 /// Follows the live stream; when it ends (the daemon stopped or restarted, the connection
 /// broke), reconnects and resumes after the last event printed, for up to `--retry-for`.
 fn follow(
     args: &TailArgs,
+    after: i64,
     client: &Client,
     print: &mut impl FnMut(&Value) -> Result<(), Failure>,
 ) -> Result<u8, Failure> {
     let retry_for = Duration::from_secs_f64(args.retry_for);
-    let mut after = args.after;
+    let mut after = after;
     let mut lost: Option<Instant> = None;
     let mut pause = Duration::from_millis(100);
     let mut first = true;

@@ -940,6 +940,24 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{}",
         stdout(&o)
     );
+    // The newest events only, in order, as `tail -n` shows them.
+    let o = daemon.client(&["tail", "--no-follow", "--json", "--last", "2"]);
+    let kinds: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["type"].to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["\"decision\"", "\"grant_revoked\""],
+        "{}",
+        stderr(&o)
+    );
+    let o = daemon.client(&["tail", "--last", "2", "--after", "1"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--last and --after exclude each other"
+    );
     // One session's events; an unknown session is said, not waited on.
     let o = daemon.client(&["tail", "--no-follow", "--json", "--session", "s1"]);
     assert_eq!(o.status.code(), Some(0));
@@ -1320,4 +1338,54 @@ fn the_terminal_clients_print_what_agents_wrote_escaped() {
     assert!(tail.contains("\\u{1b}[2Jgone\\rfake line"), "{tail}");
     let grants = stdout(&daemon.client(&["grants"]));
     assert!(!hostile(&grants), "{grants:?}");
+}
+
+/// A daemon started with its own data directory and port is reached with `--data-dir` alone
+/// (it writes its address there, readable by its owner only), and the clients' flags may follow
+/// the subcommand; without them, the message says how.
+#[test]
+fn the_clients_find_a_daemon_by_its_data_directory() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let written = std::fs::read_to_string(data.path().join("address")).unwrap();
+    assert_eq!(written, format!("http://{}\n", daemon.address));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data.path().join("address"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("TOOLGATE_URL")
+            .env_remove("TOOLGATE_TOKEN")
+            .env_remove("TOOLGATE_DATA_DIR")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap()
+    };
+    let dir = data.path().to_str().unwrap();
+    for args in [
+        &["approvals", "--data-dir", dir][..],
+        &["approvals", "list", "--data-dir", dir],
+        &["grants", "list", "--data-dir", dir, "--json"],
+        &["tail", "--no-follow", "--data-dir", dir],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    }
+    let o = run(&["approvals"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("reached with `--data-dir DIR` here too"),
+        "{}",
+        stderr(&o)
+    );
 }
