@@ -56,7 +56,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let (body, pending) = client.list("/api/pending", "pending")?;
+            let (body, pending) = client.list("/api/pending", "pending", args.json)?;
             if args.json {
                 writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);

@@ -43,6 +43,22 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// The failure an error response is: with `json`, the daemon's error body is printed on
+    /// stdout as it is first (what a script reading stdout parses), its message said on stderr
+    /// either way.
+    pub(crate) fn failure(&self, json: bool) -> Failure {
+        if json && self.body.get("error").is_some() {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{}", self.body)
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return Failure::BrokenPipe;
+            }
+        }
+        Failure::Message(self.error())
+    }
+
     /// The API's error message (safe to print: it may quote what an agent wrote), or the
     /// status.
     pub(crate) fn error(&self) -> String {
@@ -69,8 +85,8 @@ pub(crate) enum Streamed {
     Ended,
     /// The caller stopped reading.
     Stopped,
-    /// The daemon refused it: its message.
-    Refused(String),
+    /// The daemon refused it: its answer.
+    Refused(Reply),
 }
 
 /// An argument of a call a person is asked about, as terminal-safe text: text up to 1,000
@@ -324,10 +340,17 @@ impl Client {
 
     /// `GET path`, which answers an object holding the array `key`: the whole body, and the
     /// array.
-    pub(crate) fn list(&self, path: &str, key: &str) -> Result<(Value, Vec<Value>), Failure> {
+    /// A list the daemon answers with, its items under `key` (with `json`, an error body is
+    /// printed as it is).
+    pub(crate) fn list(
+        &self,
+        path: &str,
+        key: &str,
+        json: bool,
+    ) -> Result<(Value, Vec<Value>), Failure> {
         let reply = self.send("GET", path, None)?;
         if reply.status != 200 {
-            return Err(Failure::Message(reply.error()));
+            return Err(reply.failure(json));
         }
         let items = field(&reply.body, key)
             .as_array()
@@ -364,15 +387,13 @@ impl Client {
             let mut rest = String::new();
             let _ = reader.read_to_string(&mut rest);
             let body = rest.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-            let message = serde_json::from_str::<Value>(body.trim())
-                .ok()
-                .and_then(|v| {
-                    field(field(&v, "error"), "message")
-                        .as_str()
-                        .map(str::to_owned)
-                })
-                .unwrap_or_else(|| status.trim().to_owned());
-            return Ok(Streamed::Refused(message));
+            let code = status
+                .split(' ')
+                .nth(1)
+                .and_then(|code| code.parse().ok())
+                .unwrap_or(0);
+            let body = serde_json::from_str::<Value>(body.trim()).unwrap_or(Value::Null);
+            return Ok(Streamed::Refused(Reply { status: code, body }));
         }
         // Headers, then the event stream, chunked.
         let mut line = String::new();

@@ -37,7 +37,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let (body, grants) = client.list("/api/grants", "grants")?;
+            let (body, grants) = client.list("/api/grants", "grants", args.json)?;
             if args.json {
                 writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
@@ -84,7 +84,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                     }
                     Ok(EXIT_FOUND)
                 }
-                _ => Err(Failure::Message(reply.error())),
+                _ => Err(reply.failure(args.json)),
             }
         }
     }

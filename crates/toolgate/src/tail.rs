@@ -110,10 +110,12 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
         match reply.status {
             200 => {}
             404 => {
-                let _ = writeln!(std::io::stderr(), "error: {}", reply.error());
+                if let Failure::Message(message) = reply.failure(args.json) {
+                    let _ = writeln!(std::io::stderr(), "error: {message}");
+                }
                 return Ok(EXIT_FOUND);
             }
-            _ => return Err(Failure::Message(reply.error())),
+            _ => return Err(reply.failure(args.json)),
         }
     }
     let mut start = args.after;
@@ -124,7 +126,7 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
         }
         let reply = client.send("GET", &path, None)?;
         if reply.status != 200 {
-            return Err(Failure::Message(reply.error()));
+            return Err(reply.failure(args.json));
         }
         // Newest first as the API gives them; printed in order.
         let mut events = field(&reply.body, "events")
@@ -152,7 +154,7 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             }
             let reply = client.send("GET", &path, None)?;
             if reply.status != 200 {
-                return Err(Failure::Message(reply.error()));
+                return Err(reply.failure(args.json));
             }
             let events = field(&reply.body, "events")
                 .as_array()
@@ -212,7 +214,7 @@ fn follow(
         }
         let why = match streamed {
             Ok(Streamed::Stopped) => return Ok(EXIT_OK),
-            Ok(Streamed::Refused(message)) => return Err(Failure::Message(message)),
+            Ok(Streamed::Refused(reply)) => return Err(reply.failure(args.json)),
             // Not reachable at the start: said at once.
             Err(error) if first => return Err(error),
             Ok(Streamed::Ended) => {

@@ -1037,6 +1037,33 @@ fn the_terminal_list_folds_long_values_and_refusals_are_said_on_stderr() {
         "{}",
         stderr(&o)
     );
+    // With --json, every client prints the daemon's error body on stdout as it is (what a
+    // script parses), and says what went wrong on stderr.
+    for args in [
+        &["approvals", "--json"][..],
+        &["approvals", "allow", &id, "--json"],
+        &["grants", "--json"],
+        &["grants", "revoke", "x", "--json"],
+        &["tail", "--json"],
+        &["tail", "--json", "--no-follow"],
+        &["tail", "--json", "--last", "3"],
+    ] {
+        let o = Command::new(BIN)
+            .args(args)
+            .env("TOOLGATE_URL", format!("http://{}", daemon.address))
+            .env("TOOLGATE_TOKEN", "not-the-token")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let body: Value = serde_json::from_str(&stdout(&o))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", stdout(&o)));
+        assert_eq!(body["error"]["code"], "unauthorized", "{args:?}: {body}");
+        assert!(
+            stderr(&o).contains("the daemon refused the token"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 /// `toolgate tail` follows the daemon across a restart, resuming after the last event it
