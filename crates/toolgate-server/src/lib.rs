@@ -52,8 +52,8 @@ pub use events::MAX_PAGE;
 pub use page::CSP;
 pub use sessions::AGENT_ID;
 pub use state::{
-    AppState, LOGIN_CODE_LIFETIME, MAX_PENDING, MAX_PENDING_BYTES, MAX_PENDING_BYTES_PER_SESSION,
-    MAX_PENDING_PER_SESSION,
+    AppState, LOGIN_CODE_LIFETIME, MAX_LOGIN_CODES, MAX_PENDING, MAX_PENDING_BYTES,
+    MAX_PENDING_BYTES_PER_SESSION, MAX_PENDING_PER_SESSION,
 };
 
 /// The reason a request gets when the daemon stopped before anyone answered it.
@@ -69,6 +69,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/health"),
     ("GET", "/api/openapi.json"),
     ("POST", "/api/login"),
+    ("POST", "/api/login/codes"),
     ("POST", "/api/logout"),
     ("POST", "/api/decisions"),
     ("GET", "/api/decisions/{id}"),
@@ -109,6 +110,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/health", get(health))
         .route("/api/openapi.json", get(openapi))
         .route("/api/login", post(page::login))
+        .route("/api/login/codes", post(page::new_login_code))
         .route("/api/logout", post(page::logout))
         .route("/api/decisions", post(decisions::submit))
         .route("/api/decisions/{id}", get(decisions::get))

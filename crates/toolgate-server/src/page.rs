@@ -111,6 +111,25 @@ pub(crate) async fn login(
     Ok(response)
 }
 
+/// `POST /api/login/codes`: a new one-time sign-in code for the page (`toolgate page` prints
+/// the address that spends it), good for [`crate::LOGIN_CODE_LIFETIME`]. Only a caller who has
+/// credentials already gets one.
+pub(crate) async fn new_login_code(State(state): State<AppState>) -> Response {
+    let code = state.login_code();
+    let mut response = (
+        StatusCode::CREATED,
+        axum::Json(serde_json::json!({
+            "code": code,
+            "expires_in": crate::LOGIN_CODE_LIFETIME.as_secs(),
+        })),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
 /// `POST /api/logout`: forgets the page session.
 pub(crate) async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(key) = headers

@@ -16,7 +16,10 @@ use crate::config::{ServerConfig, secret};
 use crate::decisions::Facts;
 use crate::error::ApiError;
 
-/// How long a login code printed by `toolgate serve` stays valid.
+/// The most one-time sign-in codes alive at once (`POST /api/login/codes` makes them).
+pub const MAX_LOGIN_CODES: usize = 64;
+
+/// How long a login code (printed by `toolgate serve` or `toolgate page`) stays valid.
 pub const LOGIN_CODE_LIFETIME: Duration = Duration::from_secs(600);
 
 /// The most page sessions kept (the oldest are forgotten first).
@@ -326,6 +329,17 @@ impl AppState {
         let mut codes = lock(&self.inner.login_codes);
         let now = Instant::now();
         codes.retain(|_, made| now.duration_since(*made) < LOGIN_CODE_LIFETIME);
+        // A bounded number live at once: a new one takes the oldest's place.
+        while codes.len() >= MAX_LOGIN_CODES {
+            let Some(oldest) = codes
+                .iter()
+                .min_by_key(|(_, made)| **made)
+                .map(|(code, _)| code.clone())
+            else {
+                break;
+            };
+            codes.remove(&oldest);
+        }
         codes.insert(code.clone(), now);
         code
     }

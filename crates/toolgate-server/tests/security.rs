@@ -763,3 +763,57 @@ async fn a_configured_proxy_name_is_accepted_over_http_and_https() {
         assert!(error.contains("is not a host name"), "{bad}: {error}");
     }
 }
+
+/// A caller with the token gets a fresh one-time sign-in code (`toolgate page`); without
+/// credentials, or from another origin, none. A code signs in once; at most MAX_LOGIN_CODES
+/// live at once, a new one taking the oldest's place.
+#[tokio::test]
+async fn fresh_sign_in_codes_need_credentials_and_are_spent_once() {
+    let (daemon, id) = with_pending().await;
+    let mint = || {
+        Request::builder()
+            .method("POST")
+            .uri("/api/login/codes")
+            .header(header::HOST, HOST)
+    };
+    refused(
+        &daemon,
+        &id,
+        mint().body(Body::empty()).unwrap(),
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    )
+    .await;
+    refused(
+        &daemon,
+        &id,
+        mint()
+            .header(header::AUTHORIZATION, format!("Bearer {}", daemon.token))
+            .header(header::ORIGIN, "http://evil.example")
+            .body(Body::empty())
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+        "origin_not_allowed",
+    )
+    .await;
+    let mut codes = Vec::new();
+    for _ in 0..=toolgate_server::MAX_LOGIN_CODES {
+        let (status, body) = daemon.call("POST", "/api/login/codes", None).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert_eq!(
+            body["expires_in"],
+            toolgate_server::LOGIN_CODE_LIFETIME.as_secs()
+        );
+        codes.push(body["code"].as_str().unwrap().to_owned());
+    }
+    // The oldest gave its place to the newest.
+    let (status, _, _) = login(&daemon, json!({"code": codes[0]})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let newest = codes.last().unwrap();
+    let (status, _, key) = login(&daemon, json!({"code": newest})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(key.is_some());
+    let (status, _, _) = login(&daemon, json!({"code": newest})).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "a code signs in once");
+    assert_eq!(daemon.pending_ids().await, [id]);
+}

@@ -8,6 +8,7 @@ mod explain;
 mod grants;
 mod lines;
 mod lint;
+mod page;
 mod serve;
 mod tail;
 mod test;
@@ -55,6 +56,7 @@ enum Command {
     Approvals(approvals::ApprovalsArgs),
     Grants(grants::GrantsArgs),
     Tail(tail::TailArgs),
+    Page(page::PageArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Approvals(args) => approvals::run(&args),
         Command::Grants(args) => grants::run(&args),
         Command::Tail(args) => tail::run(&args),
+        Command::Page(args) => page::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1408,6 +1408,29 @@ fn the_clients_find_a_daemon_by_its_data_directory() {
         let o = run(args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
     }
+    // A fresh sign-in address for the page, spent by signing in.
+    let o = run(&["page", "--data-dir", dir]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let printed = stdout(&o);
+    let prefix = format!("open the approval page: http://{}/#login=", daemon.address);
+    let code = printed
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("{printed}"))
+        .to_owned();
+    assert!(
+        printed.contains("signs you in once, within 10 minutes"),
+        "{printed}"
+    );
+    let (status, body) = daemon
+        .http("POST", "/api/login", Some(&json!({"code": code})))
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = daemon
+        .http("POST", "/api/login", Some(&json!({"code": code})))
+        .unwrap();
+    assert_eq!(status, 401, "spent");
     let o = run(&["approvals"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
