@@ -203,6 +203,26 @@ pub(crate) async fn resolve(
     .into_iter()
     .map(|grant| grant.with_reason(answer.reason.as_deref()))
     .collect();
+    // A grant like one already stored is not made twice (revoking one would leave the other
+    // answering); the answer names the one stored. (Unread, the store makes them all.)
+    let mut already = Vec::new();
+    let grants = if grants.is_empty() {
+        grants
+    } else {
+        let stored = state
+            .store()
+            .for_tool(&request.tool)
+            .await
+            .unwrap_or_default();
+        let mut new = Vec::new();
+        for grant in grants {
+            match stored.iter().find(|s| same_lasting_grant(s, &grant)) {
+                Some(existing) => already.push(existing.clone()),
+                None => new.push(grant),
+            }
+        }
+        new
+    };
     let (decision, reason) = if answer.decision.allows() {
         // The approver's words, when they gave some, are kept with the approval.
         let said = match answer.reason.as_deref().map(str::trim) {
@@ -227,7 +247,7 @@ pub(crate) async fn resolve(
         claim.complete(by);
         return Ok(Vec::new());
     }
-    let made = grants.clone();
+    let made: Vec<Grant> = grants.iter().chain(&already).cloned().collect();
     let closed = close(
         state,
         id,
@@ -284,6 +304,18 @@ pub(crate) async fn resolve(
             Err(error)
         }
     }
+}
+
+/// Whether `stored` answers every call `new` would, for as long: the same effect, tool, target
+/// and scope, neither counting uses nor (the stored one) expiring.
+fn same_lasting_grant(stored: &Grant, new: &Grant) -> bool {
+    stored.effect == new.effect
+        && stored.tool == new.tool
+        && stored.target == new.target
+        && stored.scope == new.scope
+        && stored.uses_left.is_none()
+        && new.uses_left.is_none()
+        && stored.expires_at.is_none()
 }
 
 /// The broker's bookkeeping of an answer recorded and announced (its claim completed, its

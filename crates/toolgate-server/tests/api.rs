@@ -238,6 +238,49 @@ async fn an_always_answer_is_a_grant_that_answers_the_next_call_until_revoked() 
     );
 }
 
+/// Two "always" answers for the same thing make one grant, not two that a revocation would
+/// have to find both of: the second answer names the grant already stored.
+#[tokio::test]
+async fn the_same_always_twice_is_one_grant() {
+    let daemon = Daemon::start().await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = daemon
+            .call("POST", "/api/decisions", Some(call("pay")))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let mut answered = Vec::new();
+    for id in &ids {
+        let (status, body) = daemon
+            .call(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(json!({"decision": "allow-always"})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        answered.push(body["grants"].clone());
+    }
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(grants["grants"].as_array().unwrap().len(), 1, "{grants}");
+    assert_eq!(
+        answered[0], answered[1],
+        "the second names the first's grant"
+    );
+    assert_eq!(answered[0], grants["grants"]);
+    let grant = grants["grants"][0]["id"].as_str().unwrap();
+    let (status, _) = daemon
+        .call("DELETE", &format!("/api/grants/{grant}"), None)
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "one revocation is enough");
+}
+
 /// A person's words on an "always deny" are kept with the grant, and the model reads them each
 /// time the grant refuses (after HPD's sentence); without words, HPD's sentence alone.
 #[tokio::test]
