@@ -33,7 +33,8 @@ pub(crate) enum Action {
 
 #[derive(Debug, Args)]
 pub(crate) struct Answer {
-    /// The request's id.
+    /// The request's id, or its start (4 characters or more) when that names one waiting
+    /// request.
     pub(crate) id: String,
     /// Remember the answer for what the request says "always" covers.
     #[arg(long)]
@@ -42,6 +43,9 @@ pub(crate) struct Answer {
     #[arg(long)]
     pub(crate) reason: Option<String>,
 }
+
+/// The fewest characters of an id that name a waiting request by its start.
+const SHORT_ID: usize = 4;
 
 /// How much of one value a line shows (`--json` shows everything).
 const SHOWN: usize = 300;
@@ -131,15 +135,51 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 (false, true) => "reject-always",
             };
             let body = json!({"decision": decision, "reason": answer.reason, "by": "cli"});
-            let path = format!("/api/approvals/{}", crate::client::encode(&answer.id));
-            let reply = client.send("POST", &path, Some(&body))?;
+            let send = |id: &str| {
+                let path = format!("/api/approvals/{}", crate::client::encode(id));
+                client.send("POST", &path, Some(&body))
+            };
+            let mut reply = send(&answer.id)?;
+            // No such request: the start of one waiting request's id names it, as a short
+            // commit id does (of the oldest 1,000 waiting).
+            let mut id = answer.id.clone();
+            let unknown =
+                field(field(&reply.body, "error"), "code").as_str() == Some("not_pending");
+            if unknown && answer.id.chars().count() >= SHORT_ID {
+                let (_, pending) = client.list("/api/pending?limit=1000", "pending", args.json)?;
+                let named: Vec<&str> = pending
+                    .iter()
+                    .filter_map(|item| field(item, "id").as_str())
+                    .filter(|full| full.starts_with(answer.id.as_str()))
+                    .collect();
+                match named.as_slice() {
+                    [full] => {
+                        id = (*full).to_owned();
+                        reply = send(full)?;
+                    }
+                    [] => {}
+                    several => {
+                        return Err(Failure::Message(format!(
+                            "`{}` starts {} waiting requests' ids ({}); give more of it",
+                            terminal_text(&answer.id),
+                            several.len(),
+                            several
+                                .iter()
+                                .take(5)
+                                .map(|s| terminal_text(s))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                }
+            }
             if args.json {
                 writeln!(out, "{}", reply.body)?;
             }
             match reply.status {
                 200 => {
                     if !args.json {
-                        writeln!(out, "{}: {decision}", terminal_text(&answer.id))?;
+                        writeln!(out, "{}: {decision}", terminal_text(&id))?;
                         // What an "always" now answers by itself.
                         for grant in field(&reply.body, "grants")
                             .as_array()
@@ -161,7 +201,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         let _ = writeln!(
                             std::io::stderr(),
                             "{}: {}",
-                            terminal_text(&answer.id),
+                            terminal_text(&id),
                             reply.error()
                         );
                     }

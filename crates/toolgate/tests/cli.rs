@@ -863,7 +863,18 @@ fn people_answer_list_and_revoke_from_the_command_line() {
     );
     let id = listed.split_whitespace().next().unwrap().to_owned();
 
-    let o = daemon.client(&["approvals", "allow", &id, "--always", "--reason", "ok here"]);
+    // The start of an id names the request, as a short commit id does (from 4 characters).
+    let o = daemon.client(&["approvals", "deny", &id[..3]]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is pending"), "{}", stderr(&o));
+    let o = daemon.client(&[
+        "approvals",
+        "allow",
+        &id[..8],
+        "--always",
+        "--reason",
+        "ok here",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let answered = stdout(&o);
     assert!(
