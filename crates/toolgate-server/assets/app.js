@@ -1,9 +1,10 @@
 // toolgate's approval page. Everything shown comes from the API as text (never as HTML).
 "use strict";
 
-const LONG = 240; // names and places longer than this are cut, structured values folded
+const LONG = 240; // names and places longer than this are cut
 const LONG_TEXT = 1000; // text longer than this is folded (a command up to it is shown whole)
-const END = 160; // a folded text shows this much of its start and of its end
+const LONG_VALUE = 400; // structured values longer than this (as JSON) are folded
+const END = 160; // a fold shows this much of its start and of its end (less than half of either)
 const SHOWN = 50; // the oldest this many pending requests are shown
 const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
 
@@ -84,9 +85,10 @@ function label(choice, request) {
 // showing the start and the end (where a `&& …` would be) and how much lies between.
 function folded(value) {
   const text = typeof value === "string" ? value : JSON.stringify(value, null, 2);
-  if (text.length <= (typeof value === "string" ? LONG_TEXT : LONG)) return el("pre", {}, text);
-  const [start, end] = [[...text].slice(0, END).join(""), [...text].slice(-END).join("")];
-  const between = [...text].length - 2 * END;
+  const chars = [...text]; // code points, as the counts say them
+  if (chars.length <= (typeof value === "string" ? LONG_TEXT : LONG_VALUE)) return el("pre", {}, text);
+  const [start, end] = [chars.slice(0, END).join(""), chars.slice(-END).join("")];
+  const between = chars.length - 2 * END;
   return el("details", {},
     el("summary", {}, el("span", { class: "shown" }, start), ` … ${between} more characters (open to read them all) … `, el("span", { class: "shown" }, end)),
     el("pre", {}, text));

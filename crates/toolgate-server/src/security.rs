@@ -238,6 +238,14 @@ pub(crate) fn check(
     match credential(state, headers)? {
         Credential::Token => Ok(Credential::Token),
         Credential::PageSession => {
+            // A page session that made sign-in codes could sign itself in again forever:
+            // its 12 hours, and signing out, would end nothing.
+            if (method.as_str(), path) == ("POST", "/api/login/codes") {
+                return Err(ApiError::forbidden(
+                    "token_required",
+                    "a new sign-in code takes the token (`toolgate page`), not a page's session",
+                ));
+            }
             let changes = !matches!(*method, Method::GET | Method::HEAD);
             if changes && origin.is_none() {
                 return Err(ApiError::forbidden(

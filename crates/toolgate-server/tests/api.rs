@@ -382,8 +382,6 @@ async fn a_call_without_a_session_is_offered_no_always() {
     assert_eq!(grants["grants"], json!([]));
 }
 
-/// A call that names a session but no workspace is judged in the session's workspace, not in
-/// the folder the daemon happened to start in; a relative workspace is refused.
 /// An event's `resource` is the subject that decided the call, the one its reason speaks of:
 /// in a shell line, the sub-command or path that made it ask or refused it, not the first.
 #[tokio::test]
@@ -420,6 +418,8 @@ async fn an_events_resource_is_the_subject_that_decided() {
     }
 }
 
+/// A call that names a session but no workspace is judged in the session's workspace, not in
+/// the folder the daemon happened to start in; a relative workspace is refused.
 #[tokio::test]
 async fn a_call_is_judged_in_its_sessions_workspace() {
     let daemon = Daemon::start().await;

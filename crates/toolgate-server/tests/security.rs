@@ -796,6 +796,22 @@ async fn fresh_sign_in_codes_need_credentials_and_are_spent_once() {
         "origin_not_allowed",
     )
     .await;
+    // A page's session cannot make codes: it would sign itself in again past its 12 hours,
+    // and past signing out.
+    let page_code = daemon.server.state().login_code();
+    let (_, _, key) = login(&daemon, json!({"code": page_code})).await;
+    refused(
+        &daemon,
+        &id,
+        mint()
+            .header("x-toolgate-key", key.unwrap())
+            .header(header::ORIGIN, ORIGIN)
+            .body(Body::empty())
+            .unwrap(),
+        StatusCode::FORBIDDEN,
+        "token_required",
+    )
+    .await;
     let mut codes = Vec::new();
     for _ in 0..=toolgate_server::MAX_LOGIN_CODES {
         let (status, body) = daemon.call("POST", "/api/login/codes", None).await;

@@ -946,17 +946,29 @@ impl SqliteStore {
     /// past [`WRAP_ABOVE`] applying first what came meanwhile, with the journal held (the
     /// writer is held).
     fn start_again(&self, writer: &mut Connection) -> Result<(), StoreError> {
+        let past = |journal: &Journal| journal.length > WRAP_ABOVE && !journal.queue.is_empty();
+        // Read first, while nothing is taken: an error here leaves the queue as it is.
+        let patience = if past(&lock(&self.shared.journal)) {
+            let ms: i64 = writer.pragma_query_value(None, "busy_timeout", |row| row.get(0))?;
+            Some(Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+        } else {
+            None
+        };
         let mut journal = lock(&self.shared.journal);
-        if journal.length > WRAP_ABOVE && !journal.queue.is_empty() {
+        if let Some(patience) = patience
+            && past(&journal)
+        {
             let (entries, bytes) = take_queue(&mut journal);
             // The database was written a moment ago; should another program take its lock now,
             // commits do not wait for it: what was taken goes back to the queue.
-            let patience: i64 =
-                writer.pragma_query_value(None, "busy_timeout", |row| row.get(0))?;
-            writer.busy_timeout(Duration::ZERO)?;
-            let applied = apply(writer, &entries);
-            writer.busy_timeout(Duration::from_millis(u64::try_from(patience).unwrap_or(0)))?;
+            let applied = writer
+                .busy_timeout(Duration::ZERO)
+                .map_err(StoreError::from)
+                .and_then(|()| apply(writer, &entries));
+            let restored = writer.busy_timeout(patience);
+            // Counted (or put back) whatever happens next.
             self.count_applied(&mut journal, entries, bytes, &applied);
+            restored?;
         }
         if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
             // Everything it holds is applied: the next record goes at the top.

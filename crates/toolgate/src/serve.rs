@@ -111,8 +111,10 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         let server = Server::open(config, policy)
             .await
             .map_err(|e| Failure::Message(e.to_string()))?;
-        // For clients given the data directory (`toolgate approvals --data-dir DIR`).
-        write_private(&address_file, &format!("http://{address}\n")).map_err(|e| {
+        // For clients given the data directory (`toolgate approvals --data-dir DIR`): where
+        // they reach it on this machine (loopback when it listens on every address).
+        let written = format!("http://{}\n", reached(address));
+        write_private(&address_file, &written).map_err(|e| {
             Failure::Message(format!("cannot write {}: {e}", address_file.display()))
         })?;
         let code = server.state().login_code();
@@ -138,10 +140,13 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         let _ = out.flush();
         drop(out);
         let shutdown = stop_signal();
-        server
-            .serve(listener, shutdown)
-            .await
-            .map_err(|e| Failure::Message(format!("the server failed: {e}")))?;
+        let served = server.serve(listener, shutdown).await;
+        // A stopped daemon's address is not left for clients to send the token to (another
+        // program may take the port), unless another daemon has written its own since.
+        if std::fs::read_to_string(&address_file).is_ok_and(|text| text == written) {
+            let _ = std::fs::remove_file(&address_file);
+        }
+        served.map_err(|e| Failure::Message(format!("the server failed: {e}")))?;
         let _ = writeln!(
             std::io::stdout(),
             "toolgate stopped (requests still waiting are refused at the next start)"
@@ -164,13 +169,38 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// Replaces `path` with `text`, readable by its owner only.
+/// Where a client on this machine reaches a daemon bound to `address`: loopback when it is
+/// bound to every address (whose Host it takes; `0.0.0.0:PORT` is no Host it accepts).
+fn reached(address: SocketAddr) -> SocketAddr {
+    let mut reached = address;
+    if reached.ip().is_unspecified() {
+        reached.set_ip(match reached {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    reached
+}
+
+/// Replaces `path` with `text`, readable by its owner only: written to a new file beside it,
+/// then renamed over it (a reader sees the old text or the new, and whatever mode the old
+/// file had is gone with it).
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".{}.new", std::process::id()));
+    let fresh = std::path::PathBuf::from(name);
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)?.write_all(text.as_bytes())
+    let written = options
+        .open(&fresh)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&fresh, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&fresh);
+    }
+    written
 }
 
 /// Completes when the daemon is asked to stop: Ctrl-C (SIGINT), or SIGTERM (what `kill` and
@@ -192,7 +222,19 @@ async fn stop_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::listen_address;
+    use super::{listen_address, reached};
+
+    #[test]
+    fn clients_reach_a_daemon_on_every_address_through_loopback() {
+        for (bound, expected) in [
+            ("0.0.0.0:7811", "127.0.0.1:7811"),
+            ("[::]:7811", "[::1]:7811"),
+            ("127.0.0.1:9", "127.0.0.1:9"),
+            ("192.168.1.5:80", "192.168.1.5:80"),
+        ] {
+            assert_eq!(reached(bound.parse().unwrap()).to_string(), expected);
+        }
+    }
 
     #[test]
     fn listen_takes_addresses_and_localhost() {

@@ -1449,4 +1449,17 @@ fn the_clients_find_a_daemon_by_its_data_directory() {
         "{}",
         stderr(&o)
     );
+    // A daemon that stops takes its address away: the port may be another program's next.
+    let mut daemon = daemon;
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(Duration::from_secs(30)).is_some());
+    assert!(!data.path().join("address").exists());
+    assert!(
+        std::fs::read_dir(data.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(".new")),
+        "no file is left half written"
+    );
 }
