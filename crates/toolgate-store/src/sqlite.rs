@@ -1625,6 +1625,17 @@ mod tests {
         EventRecord::new(kind, json!({"request_id": request}))
     }
 
+    /// The types of the (first ten) events after `after`, in order.
+    async fn kinds_after(store: &SqliteStore, after: i64) -> Vec<String> {
+        store
+            .events_after(after, &EventFilter::default(), 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.kind)
+            .collect()
+    }
+
     fn pending(id: &str) -> PendingRecord {
         PendingRecord {
             id: id.into(),
@@ -1996,13 +2007,7 @@ mod tests {
                 store.close().await;
                 drop(store);
                 let reopened = SqliteStore::open_with(&path, durability).await.unwrap();
-                let kinds: Vec<String> = reopened
-                    .events_after(0, &EventFilter::default(), 10)
-                    .await
-                    .unwrap()
-                    .into_iter()
-                    .map(|e| e.kind)
-                    .collect();
+                let kinds = kinds_after(&reopened, 0).await;
                 // Left as it was, the record is read as a commit (what zeroing prevents).
                 let expected = if unwritten {
                     vec!["kept"]
@@ -2151,13 +2156,7 @@ mod tests {
         let recovered = SqliteStore::open_with(&copied, durability).await.unwrap();
         assert_eq!(applied_lsn(&copied), written_lsn + 1);
         assert_eq!(recovered.last_seq().await.unwrap(), written + 1);
-        let kinds: Vec<String> = recovered
-            .events_after(written - 1, &EventFilter::default(), 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect();
+        let kinds = kinds_after(&recovered, written - 1).await;
         assert_eq!(kinds, ["long", "short"]);
     }
 
@@ -2334,13 +2333,7 @@ mod tests {
         let store = SqliteStore::open(&path).await.unwrap();
         assert_eq!(applied_lsn(&path), 4);
         assert_eq!(store.append(&[event("next", "r")]).await.unwrap(), [5]);
-        let kinds: Vec<String> = store
-            .events_after(0, &EventFilter::default(), 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect();
+        let kinds = kinds_after(&store, 0).await;
         assert_eq!(
             kinds,
             ["applied", "applied", "applied", "journaled", "next"]
@@ -2386,13 +2379,7 @@ mod tests {
         );
         outside.execute_batch("ROLLBACK").unwrap();
         drop(outside);
-        let kinds: Vec<String> = store
-            .events_after(0, &EventFilter::default(), 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect();
+        let kinds = kinds_after(&store, 0).await;
         assert_eq!(kinds, ["first", "queued"]);
     }
 
@@ -2499,13 +2486,7 @@ mod tests {
         let store = SqliteStore::open_with(&path, Durability::Process)
             .await
             .unwrap();
-        let kinds: Vec<String> = store
-            .events_after(0, &EventFilter::default(), 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.kind)
-            .collect();
+        let kinds = kinds_after(&store, 0).await;
         assert_eq!(kinds, ["first", "queued"]);
     }
 
