@@ -118,9 +118,9 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             _ => return Err(reply.failure(args.json)),
         }
     }
-    let mut start = args.after;
-    if let Some(last) = args.last {
-        let mut path = format!("/api/audit?last={last}");
+    // A page of the audit log (`query`, and the session's filter when one is given).
+    let audit = |query: String| -> Result<Value, Failure> {
+        let mut path = format!("/api/audit?{query}");
         if let Some(session) = &args.session {
             path.push_str(&format!("&session={}", crate::client::encode(session)));
         }
@@ -128,11 +128,18 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
         if reply.status != 200 {
             return Err(reply.failure(args.json));
         }
-        // Newest first as the API gives them; printed in order.
-        let mut events = field(&reply.body, "events")
+        Ok(reply.body)
+    };
+    let events_of = |page: &Value| {
+        field(page, "events")
             .as_array()
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    let mut start = args.after;
+    if let Some(last) = args.last {
+        // Newest first as the API gives them; printed in order.
+        let mut events = events_of(&audit(format!("last={last}"))?);
         events.reverse();
         for event in &events {
             print(event)?;
@@ -148,22 +155,12 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
     if args.no_follow {
         let mut after = start;
         loop {
-            let mut path = format!("/api/audit?after={after}&limit=1000");
-            if let Some(session) = &args.session {
-                path.push_str(&format!("&session={}", crate::client::encode(session)));
-            }
-            let reply = client.send("GET", &path, None)?;
-            if reply.status != 200 {
-                return Err(reply.failure(args.json));
-            }
-            let events = field(&reply.body, "events")
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
+            let page = audit(format!("after={after}&limit=1000"))?;
+            let events = events_of(&page);
             for event in &events {
                 print(event)?;
             }
-            match field(&reply.body, "next").as_i64() {
+            match field(&page, "next").as_i64() {
                 Some(next) if !events.is_empty() => after = next,
                 _ => return Ok(EXIT_OK),
             }
