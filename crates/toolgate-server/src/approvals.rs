@@ -168,6 +168,23 @@ pub(crate) async fn resolve(
                 ),
             ));
         }
+        // An "always" a session-less call was not offered: said why.
+        Err(conflict @ toolgate_runtime::Conflict::NotOffered { .. })
+            if matches!(answer.decision, Choice::AllowAlways | Choice::RejectAlways)
+                && open.as_ref().map_or_else(
+                    || record.as_ref().is_some_and(|r| r.session.is_none()),
+                    |open| open.facts.session.is_none(),
+                ) =>
+        {
+            return Err(ApiError::conflict(
+                "decision_not_offered",
+                format!(
+                    "{conflict}; a call that names no session (`context.session`) is offered \
+                     no \"always\": a grant for it would answer every other caller that names \
+                     none"
+                ),
+            ));
+        }
         Err(conflict) => return Err(conflict.into()),
     };
     let Some(Request::Permission(request)) = claim.request().cloned() else {

@@ -51,7 +51,7 @@ pub(crate) fn check_workspace(workspace: Option<&str>, what: &str) -> Result<(),
     match workspace {
         Some(path) if !std::path::Path::new(path).is_absolute() => Err(ApiError::bad_request(
             "invalid_workspace",
-            format!("{what} is an absolute path (the workspace's root), not `{path}`"),
+            format!("{what} must be an absolute path (the workspace's root), not `{path}`"),
         )),
         _ => Ok(()),
     }

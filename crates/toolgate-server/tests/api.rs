@@ -368,6 +368,14 @@ async fn a_call_without_a_session_is_offered_no_always() {
             (StatusCode::CONFLICT, Some("decision_not_offered")),
             "{refused}"
         );
+        // Why is said.
+        assert!(
+            refused["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("a call that names no session (`context.session`) is offered no"),
+            "{refused}"
+        );
         assert!(daemon.pending_ids().await.contains(&id));
         let (status, _) = daemon
             .call(

@@ -134,6 +134,11 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 (false, false) => "reject-once",
                 (false, true) => "reject-always",
             };
+            if answer.id.trim().is_empty() {
+                return Err(Failure::Message(
+                    "a request's id is needed (`toolgate approvals` lists them)".into(),
+                ));
+            }
             let body = json!({"decision": decision, "reason": answer.reason, "by": "cli"});
             let send = |id: &str| {
                 let path = format!("/api/approvals/{}", crate::client::encode(id));

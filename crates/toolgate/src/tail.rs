@@ -73,6 +73,14 @@ pub(crate) fn human(event: &Value) -> String {
     if !resource.is_empty() {
         out.push_str(&format!(" `{}`", folded(&Value::String(resource), 120)));
     }
+    // A revocation says which grant, in words.
+    if let Some(grant) = event.get("grant").filter(|g| g.is_object()) {
+        out.push_str(&format!(
+            " grant {}: {}",
+            folded(field(grant, "id"), 100),
+            crate::client::grant_line(grant)
+        ));
+    }
     for key in ["decision", "answer", "actor"] {
         let value = text(event, key);
         if !value.is_empty() {

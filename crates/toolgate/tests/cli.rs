@@ -951,6 +951,22 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{}",
         stdout(&o)
     );
+    // A revocation says which grant, in words.
+    assert!(
+        stdout(&o).contains(&format!(
+            "grant_revoked        [s1] bash grant {grant}: allow commands starting with `cargo \
+             publish` of `bash` in session `s1`"
+        )),
+        "{}",
+        stdout(&o)
+    );
+    let o = daemon.client(&["approvals", "allow", " "]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a request's id is needed"),
+        "{}",
+        stderr(&o)
+    );
     // The newest events only, in order, as `tail -n` shows them.
     let o = daemon.client(&["tail", "--no-follow", "--json", "--last", "2"]);
     let kinds: Vec<String> = stdout(&o)
