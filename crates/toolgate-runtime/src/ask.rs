@@ -4,7 +4,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use toolgate_policy::{Choice, DEFAULT_APPROVAL_TIMEOUT, Evaluation, GrantKind, Layer};
+use toolgate_policy::{
+    Choice, DEFAULT_APPROVAL_TIMEOUT, Evaluation, GrantKind, Layer, SubjectOutcome,
+};
 
 use crate::broker::AlwaysCovers;
 use crate::grants::{
@@ -82,6 +84,35 @@ pub async fn stored_answer(
     }))
 }
 
+/// The subjects of an ask that an "always" answer is for: those that asked and no live allow
+/// grant answers yet, so that "always deny" on `npm install x && curl … | sh` does not also deny
+/// the `npm install` a grant already allows. All that asked when grants answer every one (a
+/// guard's ask, which grants never allow) or none.
+pub async fn unanswered(
+    store: &dyn GrantStore,
+    tool: &str,
+    evaluation: &Evaluation,
+    context: &GrantContext,
+) -> Result<Vec<SubjectOutcome>, StoreError> {
+    let grants = store.for_tool(tool).await?;
+    let now = SystemTime::now();
+    let allowing: Vec<&Grant> = grants
+        .iter()
+        .filter(|g| g.effect == Effect::Allow && g.is_live(tool, context, now))
+        .collect();
+    let asked: Vec<&SubjectOutcome> = asking(&evaluation.subjects).collect();
+    let open: Vec<SubjectOutcome> = asked
+        .iter()
+        .filter(|s| !allowing.iter().any(|g| g.target.covers(&s.subject)))
+        .map(|s| (*s).clone())
+        .collect();
+    Ok(if open.is_empty() || open.len() == asked.len() {
+        evaluation.subjects.clone()
+    } else {
+        open
+    })
+}
+
 /// What a person is offered for an ask.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Offer {
@@ -102,6 +133,16 @@ impl Offer {
     /// The offer for an evaluation that asked: the policy's choices, less "allow-always" for a
     /// guard's ask, and less both "always" answers when their subject cannot be named exactly.
     pub fn new(evaluation: &Evaluation, scope: ScopeKind) -> Offer {
+        Offer::for_subjects(evaluation, scope, &evaluation.subjects)
+    }
+
+    /// The offer for an evaluation that asked, its "always" answers covering `subjects` (those
+    /// of the evaluation no stored grant answers yet: see [`unanswered`]).
+    pub fn for_subjects(
+        evaluation: &Evaluation,
+        scope: ScopeKind,
+        subjects: &[SubjectOutcome],
+    ) -> Offer {
         let (timeout, kind, offered) = match &evaluation.ask {
             Some(ask) => (ask.timeout, ask.grant, ask.choices.to_vec()),
             None => (
@@ -110,7 +151,7 @@ impl Offer {
                 Choice::ALL.to_vec(),
             ),
         };
-        let targets = targets_for(kind, &evaluation.subjects);
+        let targets = targets_for(kind, subjects);
         let guard_asked = asking(&evaluation.subjects).any(|s| s.layer == Layer::Guard);
         let mut choices = offered.clone();
         if guard_asked || targets.is_none() {
@@ -235,6 +276,63 @@ mod tests {
                     .is_empty()
             );
         }
+    }
+
+    /// "Always" is offered for the sub-commands no allow grant answers yet; for all of them
+    /// when grants answer none, or every one (a guard asked).
+    #[tokio::test]
+    async fn always_is_for_what_no_grant_answers_yet() {
+        let policy =
+            toolgate_policy::Policy::from_toml("p.toml", "version = 1\nmode = \"approve-reads\"\n")
+                .unwrap();
+        let evaluate = |line: &str| {
+            policy.evaluate(
+                &toolgate_policy::Call::from_value(serde_json::json!({
+                    "tool": "bash", "args": {"command": line}, "context": {"workspace": "/tmp"}
+                }))
+                .unwrap(),
+            )
+        };
+        let context = GrantContext {
+            session: "s".into(),
+            branch: "main".into(),
+            turn: 0,
+            workspace: None,
+        };
+        let store = crate::grants::MemoryGrants::new();
+        let offered = async |line: &str| -> Vec<GrantTarget> {
+            let evaluation = evaluate(line);
+            let open = unanswered(&store, "bash", &evaluation, &context)
+                .await
+                .unwrap();
+            Offer::for_subjects(&evaluation, ScopeKind::Session, &open)
+                .targets
+                .unwrap()
+        };
+        let npm = GrantTarget::Command {
+            prefix: vec!["npm".into(), "install".into()],
+            exact: false,
+        };
+        assert!(offered("npm install x && make").await.contains(&npm));
+        store
+            .insert(Grant::new(
+                Effect::Allow,
+                "bash",
+                npm.clone(),
+                context.scope(ScopeKind::Session),
+                "me",
+            ))
+            .await
+            .unwrap();
+        let targets = offered("npm install x && make").await;
+        assert!(!targets.contains(&npm), "{targets:?}");
+        assert_eq!(targets.len(), 1, "{targets:?}");
+        // A guard's ask that grants answer every subject of: all of them, as before.
+        let evaluation = evaluate("npm install $X");
+        let open = unanswered(&store, "bash", &evaluation, &context)
+            .await
+            .unwrap();
+        assert_eq!(open, evaluation.subjects);
     }
 
     #[test]

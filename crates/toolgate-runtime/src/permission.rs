@@ -340,7 +340,11 @@ impl PermissionMiddleware {
             return judge.refuse(Outcome::Denied, Layer::Handler, text, "nobody");
         };
 
-        let offer = Offer::new(evaluation, self.grant_scope);
+        // "Always" covers what no grant answers yet (the store failing: all that asked).
+        let open = crate::ask::unanswered(&**run.grants(), &call.name, evaluation, &grant_cx)
+            .await
+            .unwrap_or_else(|_| evaluation.subjects.clone());
+        let offer = Offer::for_subjects(evaluation, self.grant_scope, &open);
         let request = PermissionRequest {
             reason: evaluation.reason.to_string(),
             rule: evaluation.rule_name().map(str::to_owned),

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Choice, Decision, Evaluation, Layer};
-use toolgate_runtime::ask::{Offer, stored_answer};
+use toolgate_runtime::ask::{Offer, stored_answer, unanswered};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
 };
@@ -314,7 +314,11 @@ pub(crate) async fn submit(
     // nothing to scope it to (every other session-less caller would share it), so it is not
     // offered.
     let offer = match call.context.session.as_deref() {
-        Some(session) if !session.is_empty() => Offer::new(&evaluation, ScopeKind::Session),
+        Some(session) if !session.is_empty() => {
+            // "Always" covers what no grant answers yet.
+            let open = unanswered(&**state.store(), &call.tool, &evaluation, &grant_cx).await?;
+            Offer::for_subjects(&evaluation, ScopeKind::Session, &open)
+        }
         _ => Offer::new(&evaluation, ScopeKind::Session).once_only(),
     };
     let request = PermissionRequest {
