@@ -42,6 +42,9 @@ pub(crate) struct Answer {
     /// Why (a refusal's reason is what the agent reads).
     #[arg(long)]
     pub(crate) reason: Option<String>,
+    /// Who answers, as the audit log says it (`approved by NAME`).
+    #[arg(long, value_name = "NAME", default_value = "cli")]
+    pub(crate) by: String,
 }
 
 /// The fewest characters of an id that name a waiting request by its start.
@@ -139,7 +142,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     "a request's id is needed (`toolgate approvals` lists them)".into(),
                 ));
             }
-            let body = json!({"decision": decision, "reason": answer.reason, "by": "cli"});
+            let body = json!({"decision": decision, "reason": answer.reason, "by": answer.by});
             let send = |id: &str| {
                 let path = format!("/api/approvals/{}", crate::client::encode(id));
                 client.send("POST", &path, Some(&body))

@@ -884,7 +884,7 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         )),
         "{answered}"
     );
-    let o = daemon.client(&["approvals", "deny", &id]);
+    let o = daemon.client(&["approvals", "deny", &id, "--by", "alice"]);
     assert_eq!(o.status.code(), Some(1), "a second answer is a conflict");
     assert!(stderr(&o).contains("no longer pending"), "{}", stderr(&o));
     assert_eq!(stdout(&o), "");
@@ -1383,6 +1383,8 @@ fn the_terminal_clients_print_what_agents_wrote_escaped() {
         &id,
         "--reason",
         "\u{1b}[2Jgone\rfake line",
+        "--by",
+        "alice\u{1b}[2J",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
@@ -1390,6 +1392,8 @@ fn the_terminal_clients_print_what_agents_wrote_escaped() {
     assert!(!hostile(&tail), "{tail:?}");
     assert!(!tail.contains('\r'), "{tail:?}");
     assert!(tail.contains("\\u{1b}[2Jgone\\rfake line"), "{tail}");
+    // Who answered, as they said it (the daemon drops control characters from a name).
+    assert!(tail.contains(" deny reject-once alice[2J — "), "{tail}");
     let grants = stdout(&daemon.client(&["grants"]));
     assert!(!hostile(&grants), "{grants:?}");
 }
