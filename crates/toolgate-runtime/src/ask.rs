@@ -11,7 +11,7 @@ use toolgate_policy::{
 use crate::broker::AlwaysCovers;
 use crate::grants::{
     Effect, Grant, GrantContext, GrantStore, GrantTarget, ScopeKind, StoreError, asking,
-    match_grants, targets_for,
+    match_grants, targets_for, unanswered,
 };
 
 /// What stored grants answered.
@@ -54,63 +54,49 @@ impl StoredAnswer {
     }
 }
 
-/// What the stored grants say about an ask of `tool`: a deny grant covering any asking subject,
-/// or allow grants covering them all (never for a guard's ask). Spends one use of each counted
-/// grant that answers; if any was spent meanwhile, nothing answers.
+/// What stored grants say about an ask.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Consulted {
+    /// They answered it.
+    Answered(StoredAnswer),
+    /// They did not: a person is asked, and an "always" answer is for these subjects (see
+    /// [`unanswered`]).
+    Open(Vec<SubjectOutcome>),
+}
+
+/// What the stored grants say about an ask of `tool` (one read of the store): a deny grant
+/// covering any asking subject, or allow grants covering them all (never for a guard's ask).
+/// Spends one use of each counted grant that answers; if any was spent meanwhile, nothing
+/// answers.
 pub async fn stored_answer(
     store: &dyn GrantStore,
     tool: &str,
     evaluation: &Evaluation,
     context: &GrantContext,
-) -> Result<Option<StoredAnswer>, StoreError> {
+) -> Result<Consulted, StoreError> {
     let grants = store.for_tool(tool).await?;
-    let Some(found) = match_grants(
-        &grants,
-        tool,
-        &evaluation.subjects,
-        context,
-        SystemTime::now(),
-    ) else {
-        return Ok(None);
+    let now = SystemTime::now();
+    let open = || {
+        Consulted::Open(unanswered(
+            &grants,
+            tool,
+            &evaluation.subjects,
+            context,
+            now,
+        ))
+    };
+    let Some(found) = match_grants(&grants, tool, &evaluation.subjects, context, now) else {
+        return Ok(open());
     };
     for grant in found.grants.iter().filter(|g| g.uses_left.is_some()) {
         if !store.use_once(&grant.id).await? {
-            return Ok(None);
+            return Ok(open());
         }
     }
-    Ok(Some(StoredAnswer {
+    Ok(Consulted::Answered(StoredAnswer {
         effect: found.effect,
         grants: found.grants.into_iter().cloned().collect(),
     }))
-}
-
-/// The subjects of an ask that an "always" answer is for: those that asked and no live allow
-/// grant answers yet, so that "always deny" on `npm install x && curl … | sh` does not also deny
-/// the `npm install` a grant already allows. All that asked when grants answer every one (a
-/// guard's ask, which grants never allow) or none.
-pub async fn unanswered(
-    store: &dyn GrantStore,
-    tool: &str,
-    evaluation: &Evaluation,
-    context: &GrantContext,
-) -> Result<Vec<SubjectOutcome>, StoreError> {
-    let grants = store.for_tool(tool).await?;
-    let now = SystemTime::now();
-    let allowing: Vec<&Grant> = grants
-        .iter()
-        .filter(|g| g.effect == Effect::Allow && g.is_live(tool, context, now))
-        .collect();
-    let asked: Vec<&SubjectOutcome> = asking(&evaluation.subjects).collect();
-    let open: Vec<SubjectOutcome> = asked
-        .iter()
-        .filter(|s| !allowing.iter().any(|g| g.target.covers(&s.subject)))
-        .map(|s| (*s).clone())
-        .collect();
-    Ok(if open.is_empty() || open.len() == asked.len() {
-        evaluation.subjects.clone()
-    } else {
-        open
-    })
 }
 
 /// What a person is offered for an ask.
@@ -137,7 +123,7 @@ impl Offer {
     }
 
     /// The offer for an evaluation that asked, its "always" answers covering `subjects` (those
-    /// of the evaluation no stored grant answers yet: see [`unanswered`]).
+    /// of the evaluation no stored grant answers yet: [`Consulted::Open`]).
     pub fn for_subjects(
         evaluation: &Evaluation,
         scope: ScopeKind,
@@ -300,12 +286,18 @@ mod tests {
             workspace: None,
         };
         let store = crate::grants::MemoryGrants::new();
+        let open = async |evaluation: &Evaluation| match stored_answer(
+            &store, "bash", evaluation, &context,
+        )
+        .await
+        .unwrap()
+        {
+            Consulted::Open(open) => open,
+            answered => panic!("{answered:?}"),
+        };
         let offered = async |line: &str| -> Vec<GrantTarget> {
             let evaluation = evaluate(line);
-            let open = unanswered(&store, "bash", &evaluation, &context)
-                .await
-                .unwrap();
-            Offer::for_subjects(&evaluation, ScopeKind::Session, &open)
+            Offer::for_subjects(&evaluation, ScopeKind::Session, &open(&evaluation).await)
                 .targets
                 .unwrap()
         };
@@ -329,10 +321,7 @@ mod tests {
         assert_eq!(targets.len(), 1, "{targets:?}");
         // A guard's ask that grants answer every subject of: all of them, as before.
         let evaluation = evaluate("npm install $X");
-        let open = unanswered(&store, "bash", &evaluation, &context)
-            .await
-            .unwrap();
-        assert_eq!(open, evaluation.subjects);
+        assert_eq!(open(&evaluation).await, evaluation.subjects);
     }
 
     #[test]

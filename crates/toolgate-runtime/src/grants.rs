@@ -449,10 +449,7 @@ pub fn match_grants<'g>(
     context: &GrantContext,
     now: SystemTime,
 ) -> Option<GrantMatch<'g>> {
-    let live: Vec<&Grant> = grants
-        .iter()
-        .filter(|g| g.is_live(tool, context, now))
-        .collect();
+    let live = live(grants, tool, context, now);
     let asking: Vec<&SubjectOutcome> = asking(subjects).collect();
     if let Some(deny) = live
         .iter()
@@ -479,6 +476,48 @@ pub fn match_grants<'g>(
         effect: Effect::Allow,
         grants: used,
     })
+}
+
+/// The grants that apply to a call of `tool` in `context` at `now`.
+fn live<'g>(
+    grants: &'g [Grant],
+    tool: &str,
+    context: &GrantContext,
+    now: SystemTime,
+) -> Vec<&'g Grant> {
+    grants
+        .iter()
+        .filter(|g| g.is_live(tool, context, now))
+        .collect()
+}
+
+/// The subjects of an ask that an "always" answer is for, when [`match_grants`] answered
+/// nothing: those that asked and no live allow grant answers yet, so that "always deny" on
+/// `npm install x && curl … | sh` does not also deny the `npm install` a grant already allows.
+/// All of `subjects` when grants answer every one that asked (a guard's ask, which grants never
+/// allow) or none.
+pub fn unanswered(
+    grants: &[Grant],
+    tool: &str,
+    subjects: &[SubjectOutcome],
+    context: &GrantContext,
+    now: SystemTime,
+) -> Vec<SubjectOutcome> {
+    let allowing: Vec<&Grant> = live(grants, tool, context, now)
+        .into_iter()
+        .filter(|g| g.effect == Effect::Allow)
+        .collect();
+    let asked: Vec<&SubjectOutcome> = asking(subjects).collect();
+    let open: Vec<SubjectOutcome> = asked
+        .iter()
+        .filter(|s| !allowing.iter().any(|g| g.target.covers(&s.subject)))
+        .map(|s| (*s).clone())
+        .collect();
+    if open.is_empty() || open.len() == asked.len() {
+        subjects.to_vec()
+    } else {
+        open
+    }
 }
 
 fn looks_like_subcommand(word: &str) -> bool {

@@ -27,7 +27,7 @@ use toolgate_policy::{
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
-use crate::ask::{Offer, stored_answer};
+use crate::ask::{Consulted, Offer, stored_answer};
 use crate::broker::{PermissionRequest, Resolution, Response};
 use crate::context::RunContext;
 use crate::events::EventKind;
@@ -306,8 +306,9 @@ impl PermissionMiddleware {
             ..
         } = judge;
         let grant_cx = run.grant_context();
-        match stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await {
-            Ok(Some(stored)) => {
+        // "Always" covers what no grant answers yet (the store failing: all that asked).
+        let open = match stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await {
+            Ok(Consulted::Answered(stored)) => {
                 let actor = stored.actor();
                 return match stored.effect {
                     Effect::Deny => judge.refuse(
@@ -322,14 +323,17 @@ impl PermissionMiddleware {
                     }
                 };
             }
-            Ok(None) => {}
-            Err(e) => report(
-                run,
-                call,
-                &self.name,
-                format!("the grant store failed: {e}"),
-            ),
-        }
+            Ok(Consulted::Open(open)) => open,
+            Err(e) => {
+                report(
+                    run,
+                    call,
+                    &self.name,
+                    format!("the grant store failed: {e}"),
+                );
+                evaluation.subjects.clone()
+            }
+        };
 
         let approver = match &self.approver {
             Some(approver) => Some(Some(Arc::clone(approver))),
@@ -340,10 +344,6 @@ impl PermissionMiddleware {
             return judge.refuse(Outcome::Denied, Layer::Handler, text, "nobody");
         };
 
-        // "Always" covers what no grant answers yet (the store failing: all that asked).
-        let open = crate::ask::unanswered(&**run.grants(), &call.name, evaluation, &grant_cx)
-            .await
-            .unwrap_or_else(|_| evaluation.subjects.clone());
         let offer = Offer::for_subjects(evaluation, self.grant_scope, &open);
         let request = PermissionRequest {
             reason: evaluation.reason.to_string(),

@@ -218,6 +218,19 @@ fn check_host_entry(entry: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Where a client on this machine reaches a daemon bound to `address`: loopback when it is
+/// bound to every address (whose Host it takes; `0.0.0.0:PORT` is no Host it accepts).
+pub fn reachable(address: SocketAddr) -> SocketAddr {
+    let mut reached = address;
+    if reached.ip().is_unspecified() {
+        reached.set_ip(match reached {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    reached
+}
+
 /// The default data directory: `$TOOLGATE_DATA_DIR`, else `$XDG_DATA_HOME/toolgate`, else
 /// `~/.local/share/toolgate` (a settings file's `data_dir` comes between the first two: see
 /// [`ConfigFile::resolved_data_dir`]).

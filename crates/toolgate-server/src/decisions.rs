@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Choice, Decision, Evaluation, Layer};
-use toolgate_runtime::ask::{Offer, stored_answer, unanswered};
+use toolgate_runtime::ask::{Consulted, Offer, stored_answer};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
 };
@@ -283,40 +283,40 @@ pub(crate) async fn submit(
     }
 
     let grant_cx = grant_context(&call);
-    if let Some(stored) =
-        stored_answer(&**state.store(), &call.tool, &evaluation, &grant_cx).await?
-    {
-        let (decision, reason) = match stored.effect {
-            Effect::Allow => (
-                Decision::Allow,
-                format!("allowed by a stored grant ({})", stored.describe()),
-            ),
-            Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
-        };
-        let (row, event, response) = decided(
-            &evaluation,
-            decision,
-            Layer::Grant,
-            &reason,
-            &stored.actor(),
-        )?;
-        state
-            .commit(Batch {
-                events: vec![event],
-                decision: Some(row),
-                ..Batch::default()
-            })
-            .await?;
-        return Ok(response);
-    }
+    let open = match stored_answer(&**state.store(), &call.tool, &evaluation, &grant_cx).await? {
+        Consulted::Open(open) => open,
+        Consulted::Answered(stored) => {
+            let (decision, reason) = match stored.effect {
+                Effect::Allow => (
+                    Decision::Allow,
+                    format!("allowed by a stored grant ({})", stored.describe()),
+                ),
+                Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
+            };
+            let (row, event, response) = decided(
+                &evaluation,
+                decision,
+                Layer::Grant,
+                &reason,
+                &stored.actor(),
+            )?;
+            state
+                .commit(Batch {
+                    events: vec![event],
+                    decision: Some(row),
+                    ..Batch::default()
+                })
+                .await?;
+            return Ok(response);
+        }
+    };
 
     // An "always" answer is remembered for the call's session; a call that names none has
     // nothing to scope it to (every other session-less caller would share it), so it is not
     // offered.
     let offer = match call.context.session.as_deref() {
+        // "Always" covers what no grant answers yet.
         Some(session) if !session.is_empty() => {
-            // "Always" covers what no grant answers yet.
-            let open = unanswered(&**state.store(), &call.tool, &evaluation, &grant_cx).await?;
             Offer::for_subjects(&evaluation, ScopeKind::Session, &open)
         }
         _ => Offer::new(&evaluation, ScopeKind::Session).once_only(),

@@ -211,10 +211,7 @@ impl Client {
                 .filter(|url| url.starts_with("http://"))
         });
         let url = args.url.clone().or(written).unwrap_or_else(|| {
-            let mut listen = file.listen.unwrap_or(DEFAULT_LISTEN);
-            if listen.ip().is_unspecified() {
-                listen.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
+            let listen = toolgate_server::reachable(file.listen.unwrap_or(DEFAULT_LISTEN));
             format!("http://{listen}")
         });
         let host = url

@@ -113,7 +113,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
             .map_err(|e| Failure::Message(e.to_string()))?;
         // For clients given the data directory (`toolgate approvals --data-dir DIR`): where
         // they reach it on this machine (loopback when it listens on every address).
-        let written = format!("http://{}\n", reached(address));
+        let written = format!("http://{}\n", toolgate_server::reachable(address));
         write_private(&address_file, &written).map_err(|e| {
             Failure::Message(format!("cannot write {}: {e}", address_file.display()))
         })?;
@@ -169,19 +169,6 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-/// Where a client on this machine reaches a daemon bound to `address`: loopback when it is
-/// bound to every address (whose Host it takes; `0.0.0.0:PORT` is no Host it accepts).
-fn reached(address: SocketAddr) -> SocketAddr {
-    let mut reached = address;
-    if reached.ip().is_unspecified() {
-        reached.set_ip(match reached {
-            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-        });
-    }
-    reached
-}
-
 /// Replaces `path` with `text`, readable by its owner only: written to a new file beside it,
 /// then renamed over it (a reader sees the old text or the new, and whatever mode the old
 /// file had is gone with it).
@@ -222,7 +209,8 @@ async fn stop_signal() {
 
 #[cfg(test)]
 mod tests {
-    use super::{listen_address, reached};
+    use super::listen_address;
+    use toolgate_server::reachable as reached;
 
     #[test]
     fn clients_reach_a_daemon_on_every_address_through_loopback() {
