@@ -261,23 +261,27 @@ pub(crate) async fn submit(
             };
             Ok::<_, ApiError>((row, event, response))
         };
+    // A decision made at once: its row and event committed, then its response.
+    let answer_now = async |(row, event, response): (DecisionRow, EventRecord, Response)| {
+        state
+            .commit(Batch {
+                events: vec![event],
+                decision: Some(row),
+                ..Batch::default()
+            })
+            .await?;
+        Ok::<_, ApiError>(response)
+    };
     match evaluation.decision {
         Decision::Allow | Decision::Deny => {
-            let (row, event, response) = decided(
+            return answer_now(decided(
                 &evaluation,
                 evaluation.decision,
                 evaluation.layer,
                 &evaluation.reason,
                 "policy",
-            )?;
-            state
-                .commit(Batch {
-                    events: vec![event],
-                    decision: Some(row),
-                    ..Batch::default()
-                })
-                .await?;
-            return Ok(response);
+            )?)
+            .await;
         }
         Decision::Ask => {}
     }
@@ -293,21 +297,14 @@ pub(crate) async fn submit(
                 ),
                 Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
             };
-            let (row, event, response) = decided(
+            return answer_now(decided(
                 &evaluation,
                 decision,
                 Layer::Grant,
                 &reason,
                 &stored.actor(),
-            )?;
-            state
-                .commit(Batch {
-                    events: vec![event],
-                    decision: Some(row),
-                    ..Batch::default()
-                })
-                .await?;
-            return Ok(response);
+            )?)
+            .await;
         }
     };
 
