@@ -221,8 +221,14 @@ pub(crate) async fn resolve(
     .map(|grant| grant.with_reason(answer.reason.as_deref()))
     .collect();
     // A grant like one already stored is not made twice (revoking one would leave the other
-    // answering); the answer names the one stored. (Unread, the store makes them all.)
+    // answering); the answer names the one stored. (Unread, the store makes them all.) The
+    // read and the commit are one step for answers that make grants.
     let mut already = Vec::new();
+    let making = if grants.is_empty() {
+        None
+    } else {
+        Some(state.inner.grant_writes.lock().await)
+    };
     let grants = if grants.is_empty() {
         grants
     } else {
@@ -279,6 +285,7 @@ pub(crate) async fn resolve(
         }),
     )
     .await;
+    drop(making);
     match closed {
         Ok((Committed::Written(_), result)) => {
             // The released call first: it is what the requester waits for.

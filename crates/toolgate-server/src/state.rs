@@ -208,6 +208,9 @@ pub(crate) struct Inner {
     /// Held while a session is read, changed and written back, so two changes at once (two
     /// forks, two creations of one id) cannot both read the old snapshot.
     pub(crate) session_writes: tokio::sync::Mutex<()>,
+    /// Held by an answer that makes grants from its read of the stored ones until its own are
+    /// committed, so two "always" answers at once cannot both find none and make two.
+    pub(crate) grant_writes: tokio::sync::Mutex<()>,
     /// Cancelled when the daemon stops serving: event streams end and long polls answer.
     pub(crate) closing: toolgate_runtime::CancellationToken,
     pub(crate) config: ServerConfig,
@@ -277,6 +280,7 @@ impl AppState {
                 open: Mutex::default(),
                 timer: Arc::default(),
                 session_writes: tokio::sync::Mutex::new(()),
+                grant_writes: tokio::sync::Mutex::new(()),
                 closing: toolgate_runtime::CancellationToken::new(),
                 config,
             }),

@@ -281,6 +281,49 @@ async fn the_same_always_twice_is_one_grant() {
     assert_eq!(status, StatusCode::ACCEPTED, "one revocation is enough");
 }
 
+/// "Always" answered for the same thing at the same instant, on several requests at once, still
+/// makes one grant: an answer's read of the stored grants and its commit are one step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_same_always_at_once_is_one_grant() {
+    let daemon = Arc::new(Daemon::start().await);
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let (status, body) = daemon
+            .call("POST", "/api/decisions", Some(call("pay")))
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let start = Arc::new(tokio::sync::Barrier::new(ids.len()));
+    let answers: Vec<_> = ids
+        .into_iter()
+        .map(|id| {
+            let (daemon, start) = (Arc::clone(&daemon), Arc::clone(&start));
+            tokio::spawn(async move {
+                start.wait().await;
+                daemon.answer(&id, "allow-always").await
+            })
+        })
+        .collect();
+    let mut named = Vec::new();
+    for answer in answers {
+        let (status, body) = tokio::time::timeout(Duration::from_secs(30), answer)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(status, StatusCode::OK, "{body}");
+        named.push(body["grants"].clone());
+    }
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(grants["grants"].as_array().unwrap().len(), 1, "{grants}");
+    for grants_named in named {
+        assert_eq!(
+            grants_named, grants["grants"],
+            "each answer names the one grant"
+        );
+    }
+}
+
 /// A person's words on an "always deny" are kept with the grant, and the model reads them each
 /// time the grant refuses (after HPD's sentence); without words, HPD's sentence alone.
 #[tokio::test]
