@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::client::{Client, ClientArgs, Streamed, field, folded};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
-/// Prints the daemon's events: the log so far, then live (Ctrl-C stops).
+/// Prints the daemon's events: the newest ten, then live (Ctrl-C stops), as `tail -f` does.
 #[derive(Debug, Args)]
 pub(crate) struct TailArgs {
     #[command(flatten)]
@@ -21,10 +21,11 @@ pub(crate) struct TailArgs {
     /// Only this session's events.
     #[arg(long)]
     pub(crate) session: Option<String>,
-    /// Start after this sequence number (default: the beginning).
-    #[arg(long, value_name = "SEQ", default_value_t = 0, conflicts_with = "last")]
-    pub(crate) after: i64,
-    /// Start with the newest N events (1 to 1000), as `tail -n` does, instead of the whole log.
+    /// Start after this sequence number instead of with the newest events (`--after 0`: the
+    /// whole log).
+    #[arg(long, value_name = "SEQ", conflicts_with = "last", value_parser = clap::value_parser!(i64).range(0..))]
+    pub(crate) after: Option<i64>,
+    /// Start with the newest N events (1 to 1000), as `tail -n` does [default: 10].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) last: Option<u32>,
     /// Print what is logged so far and stop, instead of following.
@@ -35,6 +36,9 @@ pub(crate) struct TailArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = retry_seconds)]
     pub(crate) retry_for: f64,
 }
+
+/// How many of the newest events `toolgate tail` starts with when not told.
+const DEFAULT_LAST: u32 = 10;
 
 fn retry_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
@@ -144,8 +148,13 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             .cloned()
             .unwrap_or_default()
     };
-    let mut start = args.after;
-    if let Some(last) = args.last {
+    // The newest ten unless told where to start, as `tail` and `journalctl -f` do.
+    let last = match args.after {
+        Some(_) => None,
+        None => Some(args.last.unwrap_or(DEFAULT_LAST)),
+    };
+    let mut start = args.after.unwrap_or(0);
+    if let Some(last) = last {
         // Newest first as the API gives them; printed in order.
         let mut events = events_of(&audit(format!("last={last}"))?);
         events.reverse();

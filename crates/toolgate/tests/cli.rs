@@ -1107,7 +1107,36 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
         let (status, _) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
         assert_eq!(status, 200);
     };
-    call(&daemon, 1);
+    for n in 1..=12 {
+        call(&daemon, n);
+    }
+    // Without --after or --last: the newest ten, as `tail` starts; --after 0: the whole log.
+    let printed = |args: &[&str]| -> Vec<i64> {
+        let o = Command::new(BIN)
+            .args(args)
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .env("TOOLGATE_URL", format!("http://{address}"))
+            .env_remove("TOOLGATE_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        json_lines(&o)
+            .iter()
+            .map(|e| e["seq"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        printed(&["tail", "--json", "--no-follow"]),
+        (3..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        printed(&["tail", "--json", "--no-follow", "--after", "0"]),
+        (1..=12).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        printed(&["tail", "--json", "--no-follow", "--after", "11"]),
+        [12]
+    );
     let mut tail = Killed(
         Command::new(BIN)
             .args(["tail", "--json", "--retry-for", "8"])
@@ -1133,13 +1162,15 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
         }
     });
     let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
-    assert_eq!(next()["seq"], 1);
+    for seq in 3..=12 {
+        assert_eq!(next()["seq"], seq, "the newest ten first");
+    }
 
     daemon.signal("TERM");
     assert!(daemon.wait_exit(Duration::from_secs(20)).is_some());
     let mut daemon = DaemonProcess::start_with(data.path(), &["--listen", &address]);
-    call(&daemon, 2);
-    assert_eq!(next()["seq"], 2, "resumed after the last event, once");
+    call(&daemon, 13);
+    assert_eq!(next()["seq"], 13, "resumed after the last event, once");
 
     daemon.kill();
     let started = std::time::Instant::now();
@@ -1163,7 +1194,7 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
     assert_eq!(status.code(), Some(2), "{said}");
     assert!(said.contains("reconnecting to http://"), "{said}");
     assert!(
-        said.contains("resume with `toolgate tail --after 2`"),
+        said.contains("resume with `toolgate tail --after 13`"),
         "{said}"
     );
 }
