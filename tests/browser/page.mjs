@@ -120,6 +120,31 @@ try {
   await page.waitForFunction(() => document.title === "toolgate — approvals", null, { timeout: 15_000 })
     .catch(async () => fail(`the title still counts: ${await page.title()}`));
 
+  // "Always deny" makes a grant the page lists; Revoke takes it back, and the log says the
+  // page did it.
+  const third = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin feature" },
+                           context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  const remembered = api(`/api/decisions/${third.id}?wait=30`);
+  const always = page.locator(`article[data-id="${third.id}"]`);
+  await always.waitFor({ timeout: 15_000 });
+  await always.getByRole("button", { name: "Always deny commands starting with `git push` of `bash` in this session" }).click();
+  if ((await remembered).decision !== "deny") fail("the always-deny did not refuse the call");
+  const grant = page.locator("#grants tbody tr");
+  await grant.first().waitFor({ timeout: 15_000 });
+  const listed = await grant.first().innerText();
+  for (const expected of ["deny", "bash", "git push", "session: web", "web"]) {
+    if (!listed.includes(expected)) fail(`the grant does not show ${JSON.stringify(expected)}: ${listed}`);
+  }
+  await grant.first().getByRole("button", { name: "Revoke" }).click();
+  await grant.first().waitFor({ state: "detached", timeout: 15_000 });
+  const revoked = await api("/api/audit?type=grant_revoked");
+  if (revoked.events?.length !== 1 || revoked.events[0].actor !== "web")
+    fail(`the revocation is not logged as the page's: ${JSON.stringify(revoked)}`);
+  if ((await api("/api/grants")).grants.length) fail("the grant is still stored after Revoke");
+
   // A spent or unknown sign-in address says so (another tab: its own, empty, storage).
   const other = await context.newPage();
   await other.goto(`${base}/#login=${login}`);

@@ -211,7 +211,7 @@ function renderGrants(grants) {
     body.append(el("tr", { "data-id": g.id },
       el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
       el("td", {}, target(g.target)), el("td", {}, where(g)), el("td", {}, g.created_by),
-      el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}`); refresh(); } }, "Revoke"))));
+      el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}?by=web`); refresh(); } }, "Revoke"))));
   }
 }
 

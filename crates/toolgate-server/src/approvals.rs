@@ -46,15 +46,20 @@ const MAX_ACTOR: usize = 64;
 /// Who answered, as the client names itself (`by`: at most 64 characters; control characters
 /// are dropped), else `default`.
 pub(crate) fn actor(body: &Value, default: &str) -> Result<String, ApiError> {
-    let named = match body.get("by") {
-        None | Some(Value::Null) => return Ok(default.to_owned()),
-        Some(Value::String(named)) => named,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_by",
-                "`by` is a name (a string)",
-            ));
-        }
+    match body.get("by") {
+        None | Some(Value::Null) => Ok(default.to_owned()),
+        Some(Value::String(named)) => named_actor(Some(named), default),
+        Some(_) => Err(ApiError::bad_request(
+            "invalid_by",
+            "`by` is a name (a string)",
+        )),
+    }
+}
+
+/// Who acts, as the client names itself (`by`, from a body or a query), else `default`.
+pub(crate) fn named_actor(named: Option<&str>, default: &str) -> Result<String, ApiError> {
+    let Some(named) = named else {
+        return Ok(default.to_owned());
     };
     if named.chars().count() > MAX_ACTOR {
         return Err(ApiError::bad_request(

@@ -3,8 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::body::Path;
+use crate::body::{Path, Query};
 use axum::http::StatusCode;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate_runtime::GrantScope;
 use toolgate_store::{Batch, Committed, EventRecord};
@@ -18,11 +19,20 @@ pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, A
     Ok(Json(json!({ "grants": grants })))
 }
 
-/// `DELETE /api/grants/{id}`: revokes a grant (`204`; `404` when there is none).
+/// Who revokes: `?by=NAME` (a `DELETE` has no body to say it in).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RevokeQuery {
+    by: Option<String>,
+}
+
+/// `DELETE /api/grants/{id}?by=NAME`: revokes a grant (`204`; `404` when there is none); the
+/// event's actor is `by` (as an answer's), else `api`.
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(query): Query<RevokeQuery>,
 ) -> Result<StatusCode, ApiError> {
+    let by = crate::approvals::named_actor(query.by.as_deref(), "api")?;
     let grant = state
         .store()
         .list()
@@ -39,7 +49,7 @@ pub(crate) async fn revoke(
     };
     let event = EventRecord::new(
         "grant_revoked",
-        json!({"grant": grant, "actor": "api", "action": grant.tool, "session": session}),
+        json!({"grant": grant, "actor": by, "action": grant.tool, "session": session}),
     );
     // The grant goes with its event, in one commit: the audit log never misses a revocation.
     let committed = state

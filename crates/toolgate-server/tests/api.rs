@@ -667,8 +667,18 @@ async fn the_audit_log_tells_once_from_always_and_keeps_the_approvers_words() {
     assert_eq!(resolved[1]["reason"], "not today");
     assert_eq!(resolved[1]["grants"], json!([grant_id]));
 
+    // Who revokes is said as an answer's `by` is, and checked as it is.
+    let (status, error) = daemon
+        .call(
+            "DELETE",
+            &format!("/api/grants/{grant_id}?by={}", "x".repeat(65)),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error["error"]["code"], "invalid_by");
     let (status, _) = daemon
-        .call("DELETE", &format!("/api/grants/{grant_id}"), None)
+        .call("DELETE", &format!("/api/grants/{grant_id}?by=ann%0A"), None)
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let (_, revoked) = daemon
@@ -676,6 +686,7 @@ async fn the_audit_log_tells_once_from_always_and_keeps_the_approvers_words() {
         .await;
     assert_eq!(revoked["events"][0]["grant"]["id"], grant_id.as_str());
     assert_eq!(revoked["events"][0]["session"], "s1");
+    assert_eq!(revoked["events"][0]["actor"], "ann");
 }
 
 #[tokio::test]

@@ -6,7 +6,9 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use toolgate_runtime::terminal_text;
 
-use crate::client::{Client, ClientArgs, argument, covers, field, folded, grant_line};
+use crate::client::{
+    Client, ClientArgs, SHORT_ID, argument, covers, field, folded, grant_line, one_starting_with,
+};
 use crate::{EXIT_FAILED, EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the requests waiting for a person, or answers one.
@@ -46,9 +48,6 @@ pub(crate) struct Answer {
     #[arg(long, value_name = "NAME", default_value = "cli")]
     pub(crate) by: String,
 }
-
-/// The fewest characters of an id that name a waiting request by its start.
-const SHORT_ID: usize = 4;
 
 /// How much of one value a line shows (`--json` shows everything).
 const SHOWN: usize = 300;
@@ -155,30 +154,10 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 field(field(&reply.body, "error"), "code").as_str() == Some("not_pending");
             if unknown && answer.id.chars().count() >= SHORT_ID {
                 let (_, pending) = client.list("/api/pending?limit=1000", "pending", args.json)?;
-                let named: Vec<&str> = pending
-                    .iter()
-                    .filter_map(|item| field(item, "id").as_str())
-                    .filter(|full| full.starts_with(answer.id.as_str()))
-                    .collect();
-                match named.as_slice() {
-                    [full] => {
-                        id = (*full).to_owned();
-                        reply = send(full)?;
-                    }
-                    [] => {}
-                    several => {
-                        return Err(Failure::Message(format!(
-                            "`{}` starts {} waiting requests' ids ({}); give more of it",
-                            terminal_text(&answer.id),
-                            several.len(),
-                            several
-                                .iter()
-                                .take(5)
-                                .map(|s| terminal_text(s))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )));
-                    }
+                let ids = pending.iter().filter_map(|item| field(item, "id").as_str());
+                if let Some(full) = one_starting_with(ids, &answer.id, "waiting requests'")? {
+                    reply = send(&full)?;
+                    id = full;
                 }
             }
             if args.json {

@@ -463,6 +463,38 @@ fn dechunk(body: &str) -> String {
     out
 }
 
+/// The fewest characters of an id that name a request or a grant by its start.
+pub(crate) const SHORT_ID: usize = 4;
+
+/// The one of `ids` that starts with `short` (at least [`SHORT_ID`] characters, as a short
+/// commit id names a commit): `None` when none does or `short` is shorter; an error naming some
+/// when several do (`what`: "waiting requests'", "grants'").
+pub(crate) fn one_starting_with<'a>(
+    ids: impl IntoIterator<Item = &'a str>,
+    short: &str,
+    what: &str,
+) -> Result<Option<String>, Failure> {
+    if short.chars().count() < SHORT_ID {
+        return Ok(None);
+    }
+    let named: Vec<&str> = ids.into_iter().filter(|id| id.starts_with(short)).collect();
+    match named.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).to_owned())),
+        several => Err(Failure::Message(format!(
+            "`{}` starts {} {what} ids ({}); give more of it",
+            toolgate_runtime::terminal_text(short),
+            several.len(),
+            several
+                .iter()
+                .take(5)
+                .map(|s| toolgate_runtime::terminal_text(s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// `text` as one path segment or query value: everything but letters, digits and `-._~`
 /// percent-encoded (so a session named `a/b` or `x&y` stays one value).
 pub(crate) fn encode(text: &str) -> String {

@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use serde_json::json;
 
-use crate::client::{Client, ClientArgs, field, folded, grant_line};
+use crate::client::{Client, ClientArgs, SHORT_ID, field, folded, grant_line, one_starting_with};
 use crate::{EXIT_FOUND, EXIT_OK, Failure};
 
 /// Lists the remembered answers, or revokes one.
@@ -27,8 +27,11 @@ pub(crate) enum Action {
     List,
     /// Revoke one.
     Revoke {
-        /// The grant's id.
+        /// The grant's id, or its start (4+ characters).
         id: String,
+        /// Who revokes, as the audit log says it.
+        #[arg(long, value_name = "NAME", default_value = "cli")]
+        by: String,
     },
 }
 
@@ -56,18 +59,37 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             }
             Ok(EXIT_OK)
         }
-        Some(Action::Revoke { id }) => {
-            let reply = client.send(
-                "DELETE",
-                &format!("/api/grants/{}", crate::client::encode(id)),
-                None,
-            )?;
+        Some(Action::Revoke { id, by }) => {
+            if id.trim().is_empty() {
+                return Err(Failure::Message(
+                    "a grant's id is needed (`toolgate grants` lists them)".into(),
+                ));
+            }
+            let send = |id: &str| {
+                let path = format!(
+                    "/api/grants/{}?by={}",
+                    crate::client::encode(id),
+                    crate::client::encode(by)
+                );
+                client.send("DELETE", &path, None)
+            };
+            let mut reply = send(id)?;
+            // No such grant: the start of one grant's id names it.
+            let mut id = id.clone();
+            if reply.status == 404 && id.chars().count() >= SHORT_ID {
+                let (_, grants) = client.list("/api/grants", "grants", args.json)?;
+                let ids = grants.iter().filter_map(|g| field(g, "id").as_str());
+                if let Some(full) = one_starting_with(ids, &id, "grants'")? {
+                    reply = send(&full)?;
+                    id = full;
+                }
+            }
             match reply.status {
                 204 => {
                     if args.json {
                         writeln!(out, "{}", json!({"id": id, "status": "revoked"}))?;
                     } else {
-                        writeln!(out, "{}: revoked", toolgate_runtime::terminal_text(id))?;
+                        writeln!(out, "{}: revoked", toolgate_runtime::terminal_text(&id))?;
                     }
                     Ok(EXIT_OK)
                 }
@@ -78,7 +100,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                         let _ = writeln!(
                             std::io::stderr(),
                             "{}: {}",
-                            toolgate_runtime::terminal_text(id),
+                            toolgate_runtime::terminal_text(&id),
                             reply.error()
                         );
                     }

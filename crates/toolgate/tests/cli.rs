@@ -912,10 +912,24 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{grants}"
     );
     let grant = grants.split_whitespace().next().unwrap().to_owned();
-    let o = daemon.client(&["grants", "revoke", &grant, "--json"]);
-    assert_eq!(o.status.code(), Some(0));
+    // The start of its id names it; who revoked it is logged.
+    let o = daemon.client(&["grants", "revoke", &grant[..6], "--json", "--by", "alice"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let revoked: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(revoked, json!({"id": grant, "status": "revoked"}));
+    let o = daemon.client(&["tail", "--no-follow", "--json", "--last", "1"]);
+    let event: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(
+        (event["type"].as_str(), event["actor"].as_str()),
+        (Some("grant_revoked"), Some("alice"))
+    );
+    let o = daemon.client(&["grants", "revoke", "  "]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a grant's id is needed"),
+        "{}",
+        stderr(&o)
+    );
     let o = daemon.client(&["grants", "revoke", &grant]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no grant"), "{}", stderr(&o));
