@@ -154,6 +154,9 @@ pub(crate) fn start_bridge(state: &AppState) {
 struct Bridge {
     /// Sessions and branches known to exist in the store.
     known: HashSet<(String, String)>,
+    /// Continuation requests asked and not yet resolved: the broker holds them, not the store,
+    /// and their resolution is logged as it is.
+    continuations: HashSet<String>,
 }
 
 impl Bridge {
@@ -186,6 +189,15 @@ impl Bridge {
                         ..Batch::default()
                     };
                     report(state.commit(batch).await.map_err(ApiError::from));
+                }
+                EventKind::ContinuationRequested(request) => {
+                    self.continuations.insert(request.id.clone());
+                    plain.push(EventRecord::from_event(event));
+                }
+                EventKind::RequestResolved { request_id, .. }
+                    if self.continuations.remove(request_id) =>
+                {
+                    plain.push(EventRecord::from_event(event));
                 }
                 EventKind::RequestResolved {
                     request_id,

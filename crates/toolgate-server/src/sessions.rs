@@ -13,7 +13,7 @@ use crate::body::Path;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use toolgate_policy::Choice;
-use toolgate_runtime::{Answer, MAIN_BRANCH};
+use toolgate_runtime::{Answer, ContinuationAnswer, MAIN_BRANCH, Request, Response};
 use toolgate_store::PendingRecord;
 
 use crate::approvals::{actor, no_longer_pending, resolve};
@@ -406,20 +406,108 @@ pub(crate) async fn agh_approve(
     Ok(Json(json!({"status": "approved"})))
 }
 
+/// Whether a pending request was made in `branch` of its session.
+fn in_branch(pending: &PendingRecord, branch: &str) -> bool {
+    pending
+        .request
+        .get("call")
+        .and_then(|c| c.get("context"))
+        .and_then(|c| c.get("branch"))
+        .and_then(Value::as_str)
+        .unwrap_or(MAIN_BRANCH)
+        == branch
+}
+
+/// The ids of the continuation requests hosted runs wait on in `session`'s `branch` (they are
+/// the runs' own, held by the broker alone: a restart ends the runs that asked).
+fn continuations_in(state: &AppState, session: &str, branch: &str) -> Vec<String> {
+    state
+        .broker()
+        .pending()
+        .into_iter()
+        .filter(|p| {
+            matches!(p.request, Request::Continuation(_))
+                && p.scope.session.as_deref() == Some(session)
+                && p.scope.branch.as_deref().unwrap_or(MAIN_BRANCH) == branch
+        })
+        .map(|p| p.request.id().to_owned())
+        .collect()
+}
+
+/// HPD's `CONTINUATION_RESPONSE` on the responses route (`continuationId`, `approved`,
+/// `extensionAmount`: more iterations, the middleware's default when 0 or less): 409
+/// `BranchRuntimeNotActive` when nothing waits in the branch, 409 when no continuation request
+/// waits for this id; 200 when the run has it.
+async fn continuation_respond(
+    state: &AppState,
+    session: &str,
+    branch: &str,
+    body: &Value,
+) -> Result<Json<Value>, ApiError> {
+    let id = body
+        .get("continuationId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("missing_continuation_id", "send `continuationId`"))?
+        .to_owned();
+    let approved = body
+        .get("approved")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| ApiError::bad_request("invalid_response", "`approved` is true or false"))?;
+    let extension = match body.get("extensionAmount") {
+        None | Some(Value::Null) => 0,
+        Some(amount) => match amount.as_i64() {
+            // HPD's: more than 0 extends by that much, else by the middleware's default.
+            Some(amount) => u32::try_from(amount.max(0)).unwrap_or(u32::MAX),
+            None => {
+                return Err(ApiError::bad_request(
+                    "invalid_response",
+                    "`extensionAmount` is a whole number of iterations",
+                ));
+            }
+        },
+    };
+    let by = actor(body, "hpd")?;
+    let waiting = continuations_in(state, session, branch);
+    if !waiting.contains(&id) {
+        let active = !waiting.is_empty()
+            || pending_of(state, session)
+                .await?
+                .iter()
+                .any(|p| in_branch(p, branch));
+        return Err(if active {
+            ApiError::conflict(
+                "no_waiter",
+                format!("no continuation request `{id}` is waiting in this branch"),
+            )
+        } else {
+            ApiError::conflict(
+                "BranchRuntimeNotActive",
+                format!("nothing is waiting in session `{session}`, branch `{branch}`"),
+            )
+        });
+    }
+    let answer = ContinuationAnswer {
+        approved,
+        extension,
+    };
+    state
+        .broker()
+        .respond(&id, Response::Continuation(answer), &by)?;
+    Ok(Json(
+        json!({"accepted": true, "continuationId": id, "approved": approved}),
+    ))
+}
+
 /// HPD's `POST /agents/{agent}/sessions/{sid}/branches/{bid}/responses` with a
-/// `PERMISSION_RESPONSE` envelope (`permissionId`, `approved`, `choice`, `reason`): 404 for an
-/// unknown agent, session or branch; 409 `BranchRuntimeNotActive` when nothing waits in the
-/// branch, 409 when no request waits for this id; 200 with the result.
+/// `PERMISSION_RESPONSE` envelope (`permissionId`, `approved`, `choice`, `reason`) or a
+/// `CONTINUATION_RESPONSE`: 404 for an unknown session or branch; 409 `BranchRuntimeNotActive`
+/// for another agent than the daemon's or when nothing waits in the branch, 409 when no request
+/// waits for this id; 200 with the result.
 pub(crate) async fn hpd_respond(
     State(state): State<AppState>,
     Path((agent, session, branch)): Path<(String, String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    if agent != AGENT_ID {
-        return Err(ApiError::not_found(format!(
-            "no agent `{agent}` (this daemon's is `{AGENT_ID}`)"
-        )));
-    }
     let known = state
         .store()
         .session(&session)
@@ -435,19 +523,36 @@ pub(crate) async fn hpd_respond(
             "session `{session}` has no branch `{branch}`"
         )));
     }
+    // HPD routes to the runtime of this agent in the branch: the scope exists, no such runtime
+    // is active in it.
+    if agent != AGENT_ID {
+        return Err(ApiError::conflict(
+            "BranchRuntimeNotActive",
+            format!(
+                "no agent `{agent}` runs in session `{session}`, branch `{branch}` (this \
+                 daemon's agent is `{AGENT_ID}`)"
+            ),
+        ));
+    }
     match body.get("type") {
         None | Some(Value::Null) => {}
         Some(Value::String(kind)) if kind == "PERMISSION_RESPONSE" => {}
+        Some(Value::String(kind)) if kind == "CONTINUATION_RESPONSE" => {
+            return continuation_respond(&state, &session, &branch, &body).await;
+        }
         Some(Value::String(kind)) => {
             return Err(ApiError::bad_request(
                 "unsupported_response",
-                format!("`{kind}` responses are not handled here; send PERMISSION_RESPONSE"),
+                format!(
+                    "`{kind}` responses are not handled here; send PERMISSION_RESPONSE or \
+                     CONTINUATION_RESPONSE"
+                ),
             ));
         }
         Some(_) => {
             return Err(ApiError::bad_request(
                 "unsupported_response",
-                "`type` is a string: PERMISSION_RESPONSE",
+                "`type` is a string: PERMISSION_RESPONSE or CONTINUATION_RESPONSE",
             ));
         }
     }
@@ -467,22 +572,15 @@ pub(crate) async fn hpd_respond(
     let answer =
         Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_response", e))?;
     let by = actor(&body, "hpd")?;
-    let branch_of = |p: &PendingRecord| {
-        p.request
-            .get("call")
-            .and_then(|c| c.get("context"))
-            .and_then(|c| c.get("branch"))
-            .and_then(Value::as_str)
-            .unwrap_or(MAIN_BRANCH)
-            == branch
-    };
+    let branch_of = |p: &PendingRecord| in_branch(p, &branch);
     let waiting = pending_in(&state, &session, &permission_id)
         .await?
         .is_some_and(|p| branch_of(&p));
     if !waiting {
         // Which 409: nothing waits in the branch at all, or not this request (HPD's codes);
         // a late answer (after another, or after a restart) hears how it went.
-        let active = pending_of(&state, &session).await?.iter().any(branch_of);
+        let active = pending_of(&state, &session).await?.iter().any(branch_of)
+            || !continuations_in(&state, &session, &branch).is_empty();
         let late = no_longer_pending(&state, &permission_id)
             .await?
             .map(|message| format!("; {message}"))

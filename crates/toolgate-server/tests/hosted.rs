@@ -482,3 +482,127 @@ async fn a_hosted_session_keeps_the_name_its_program_gave() {
     );
     assert!(log.lock().unwrap().is_empty());
 }
+
+/// A hosted run past its iteration limit asks to go on (HPD's continuation), and HPD's route
+/// answers it with a `CONTINUATION_RESPONSE`: approved, the run goes on; refused, it ends with
+/// HPD's sentence. The question and its answer are in the audit stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_run_past_its_limit_is_answered_over_hpds_route() {
+    let daemon = Daemon::start().await;
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let read = FnTool::new(ToolInfo::new("read", "Reads."), |_args, _cx| async move {
+        Ok(json!("read"))
+    });
+    let policy = Policy::from_toml("policy.toml", common::POLICY).unwrap();
+    let agent = daemon
+        .server
+        .state()
+        .host(Agent::builder(ScriptedModel::new(vec![
+            Reply::call("read", json!({})),
+            Reply::text("went on"),
+            Reply::call("read", json!({})),
+            Reply::text("never said"),
+        ])))
+        .tool(read)
+        .tool(pay_tool(&log))
+        .middleware(PermissionMiddleware::new(policy))
+        .middleware(toolgate_runtime::ContinuationPermissionMiddleware::new(1))
+        .build()
+        .unwrap();
+    let route = "/agents/toolgate/sessions/c1/branches/main/responses";
+    for (approved, expected) in [
+        (true, "went on"),
+        (false, toolgate_runtime::messages::CONTINUATION_TERMINATED),
+    ] {
+        let session = agent.session("c1");
+        let run = {
+            let agent = agent.clone();
+            tokio::spawn(async move { agent.run(&session, "read it").await })
+        };
+        // The question, as the stream shows it; the request it names waits in the branch.
+        let asked = loop {
+            let events = events_until(&daemon, "c1", "continuation_requested").await;
+            let open: Vec<Value> = events
+                .iter()
+                .filter(|e| e["type"] == "continuation_requested")
+                .cloned()
+                .collect();
+            if open.len() == if approved { 1 } else { 2 } {
+                break open.last().unwrap().clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let id = asked["id"].as_str().unwrap_or_else(|| panic!("{asked}"));
+        let (status, body) = daemon
+            .call(
+                "POST",
+                route,
+                Some(
+                    json!({"type": "CONTINUATION_RESPONSE", "continuationId": "nope",
+                            "sourceName": "x", "approved": true}),
+                ),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::CONFLICT, Some("no_waiter")),
+            "{body}"
+        );
+        let (status, body) = daemon
+            .call(
+                "POST",
+                route,
+                Some(
+                    json!({"type": "CONTINUATION_RESPONSE", "continuationId": id,
+                            "sourceName": asked["source"], "approved": "yes"}),
+                ),
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let (status, body) = daemon
+            .call(
+                "POST",
+                route,
+                Some(
+                    json!({"type": "CONTINUATION_RESPONSE", "continuationId": id,
+                            "sourceName": asked["source"], "approved": approved,
+                            "extensionAmount": 2}),
+                ),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body,
+            json!({"accepted": true, "continuationId": id, "approved": approved})
+        );
+        let turn = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(turn.text(), expected);
+        // Answered once: a second answer finds nothing waiting in the branch.
+        let (status, body) = daemon
+            .call(
+                "POST",
+                route,
+                Some(
+                    json!({"type": "CONTINUATION_RESPONSE", "continuationId": id,
+                            "approved": true}),
+                ),
+            )
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::CONFLICT, Some("BranchRuntimeNotActive")),
+            "{body}"
+        );
+        let events = events_until(&daemon, "c1", "request_resolved").await;
+        assert!(
+            events
+                .iter()
+                .any(|e| e["type"] == "request_resolved" && e["request_id"] == id),
+            "{events:?}"
+        );
+    }
+}

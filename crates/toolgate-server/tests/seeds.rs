@@ -176,9 +176,15 @@ async fn hpd_responses_are_routed_by_agent_session_and_branch() {
         json!({"version": "1.0", "type": "PERMISSION_RESPONSE", "permissionId": permission,
                "sourceName": "toolgate", "approved": true, "choice": "alwaysAllow"})
     };
+    // HPD: the scope is looked up first (404), then the agent's runtime in it (409).
     for (path, status, code) in [
         (
             route("other", "s1", "main"),
+            StatusCode::CONFLICT,
+            "BranchRuntimeNotActive",
+        ),
+        (
+            route("other", "nope", "main"),
             StatusCode::NOT_FOUND,
             "not_found",
         ),
