@@ -369,25 +369,34 @@ pub(crate) async fn submit(
         created: created.clone(),
         updated: created,
     };
-    // Kept in memory once committed (see `AppState::remember_open`).
-    let (kept_facts, kept_row) = (facts.clone(), row.clone());
-    state
+    // Kept in memory (see `AppState::remember_open`), and its waiter registered, before it is
+    // committed: from then on anyone reading the log or the pending list may answer it. (Its
+    // id is known to no one before.)
+    state.remember_open(&id, facts, row.clone(), room);
+    let ticket = state
+        .broker()
+        .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
+        .map_err(|error| {
+            // (Only a duplicate id.)
+            state.forget_open(&id);
+            ApiError::from(error)
+        })?;
+    // (The store's commit does not yield: a requester hanging up cannot leave the request
+    // committed without its waiter held.)
+    let committed = state
         .commit(Batch {
             open: Some(pending),
             events: vec![event],
             decision: Some(row),
             ..Batch::default()
         })
-        .await?;
-    state.remember_open(&id, kept_facts, kept_row, room);
-    let ticket = state
-        .broker()
-        .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
-        .map_err(|error| {
-            // (Only a duplicate id: it stays pending in the store, refused at the next start.)
-            state.forget_open(&id);
-            ApiError::from(error)
-        })?;
+        .await;
+    if let Err(error) = committed {
+        // Never asked: its waiter goes (as cancelled, which nobody records) with what was kept.
+        drop(ticket);
+        state.forget_open(&id);
+        return Err(error.into());
+    }
     state
         .inner
         .timer

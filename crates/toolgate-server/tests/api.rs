@@ -324,6 +324,74 @@ async fn the_same_always_at_once_is_one_grant() {
     }
 }
 
+/// A request is answerable from the moment anyone can see it: listed as pending, its waiter is
+/// there (it is registered before the request is committed, so no instant separates the two),
+/// also when its requester hung up on the way; answerers racing each other hear
+/// `already_resolved`, never `not_pending`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_seen_pending_can_be_answered_at_once() {
+    let daemon = Arc::new(Daemon::start().await);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // People who answer whatever they see listed, as soon as they see it.
+    let answerers: Vec<_> = (0..3)
+        .map(|_| {
+            let (daemon, done) = (Arc::clone(&daemon), Arc::clone(&done));
+            tokio::spawn(async move {
+                let mut answered = 0;
+                let started = std::time::Instant::now();
+                while !done.load(std::sync::atomic::Ordering::Relaxed)
+                    && started.elapsed() < Duration::from_secs(60)
+                {
+                    for id in daemon.pending_ids().await {
+                        let (status, body) = daemon.answer(&id, "reject-once").await;
+                        // Another answerer may have been first; never "not pending".
+                        assert!(
+                            status == StatusCode::OK || body["error"]["code"] == "already_resolved",
+                            "{status} {body}"
+                        );
+                        answered += 1;
+                    }
+                }
+                answered
+            })
+        })
+        .collect();
+    let mut asked = Vec::new();
+    for round in 0..150u64 {
+        let daemon = Arc::clone(&daemon);
+        asked.push(tokio::spawn(async move {
+            let asking = daemon.call("POST", "/api/decisions", Some(call("pay")));
+            // Some requesters hang up part of the way through.
+            if round % 3 == 2 {
+                let _ = tokio::time::timeout(Duration::from_micros(10 * round), asking).await;
+            } else {
+                let (status, _) = asking.await;
+                assert_eq!(status, StatusCode::ACCEPTED);
+            }
+        }));
+        if round % 10 == 9 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    for asking in asked {
+        asking.await.unwrap();
+    }
+    // Whatever is still listed is answerable.
+    for _ in 0..100 {
+        if daemon.pending_ids().await.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut answered = 0;
+    for answerer in answerers {
+        answered += answerer.await.unwrap();
+    }
+    assert!(answered >= 100, "{answered}");
+    assert!(daemon.pending_ids().await.is_empty());
+}
+
 /// A person's words on an "always deny" are kept with the grant, and the model reads them each
 /// time the grant refuses (after HPD's sentence); without words, HPD's sentence alone.
 #[tokio::test]
