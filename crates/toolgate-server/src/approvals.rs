@@ -102,10 +102,11 @@ pub(crate) async fn approve(
 /// What a late answer hears when the request was resolved (`request … is no longer pending: it
 /// was resolved: deny, <reason>`, the decision left out when the store cannot say it): an
 /// external requester's from its decision, a hosted run's (which has none) from the log.
-/// `None` when the request was not resolved.
+/// `None` when the request was not resolved, or (given a `session`) was not that session's.
 pub(crate) async fn no_longer_pending(
     state: &AppState,
     id: &str,
+    session: Option<&str>,
 ) -> Result<Option<String>, ApiError> {
     let said = |result: Option<Value>| {
         let how = result
@@ -119,7 +120,14 @@ pub(crate) async fn no_longer_pending(
         format!("request `{id}` is no longer pending: it was resolved{how}")
     };
     if let Some(row) = state.store().decision(id).await? {
-        if row.status != toolgate_store::DecisionStatus::Decided {
+        let elsewhere = session.is_some_and(|session| {
+            row.call
+                .get("context")
+                .and_then(|c| c.get("session"))
+                .and_then(Value::as_str)
+                != Some(session)
+        });
+        if row.status != toolgate_store::DecisionStatus::Decided || elsewhere {
             return Ok(None);
         }
         return Ok(Some(said(row.result.to_value().ok())));
@@ -127,6 +135,7 @@ pub(crate) async fn no_longer_pending(
     let filter = toolgate_store::EventFilter {
         request_id: Some(id.to_owned()),
         kinds: vec!["permission_resolved".to_owned()],
+        session: session.map(str::to_owned),
         ..Default::default()
     };
     let resolved = state.store().events_after(0, &filter, 1).await?;
@@ -153,7 +162,7 @@ pub(crate) async fn resolve(
     // said as resolved (as it would have been before the restart), not as unknown.
     if open.is_none()
         && record.is_none()
-        && let Some(message) = no_longer_pending(state, id).await?
+        && let Some(message) = no_longer_pending(state, id, None).await?
     {
         return Err(ApiError::conflict("already_resolved", message));
     }

@@ -339,7 +339,7 @@ pub(crate) async fn agh_approve(
             Some(record) => record,
             // AGH's 409; a late answer (after another, or after a restart) hears how it went.
             None => {
-                let message = no_longer_pending(&state, request_id)
+                let message = no_longer_pending(&state, request_id, Some(&id))
                     .await?
                     .unwrap_or_else(|| {
                         format!("no request `{request_id}` is pending in session `{id}`")
@@ -581,7 +581,7 @@ pub(crate) async fn hpd_respond(
         // a late answer (after another, or after a restart) hears how it went.
         let active = pending_of(&state, &session).await?.iter().any(branch_of)
             || !continuations_in(&state, &session, &branch).is_empty();
-        let late = no_longer_pending(&state, &permission_id)
+        let late = no_longer_pending(&state, &permission_id, Some(&session))
             .await?
             .map(|message| format!("; {message}"))
             .unwrap_or_default();

@@ -141,6 +141,30 @@ async fn agh_approve_answers_by_request_id_with_its_statuses() {
         message.contains("no longer pending: it was resolved: deny, use the staging key"),
         "{message}"
     );
+    // Through another session's routes it is not found there, and how it went is not said.
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s2/approve",
+            Some(json!({"request_id": id, "decision": "allow-once"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("is pending in session `s2`") && !message.contains("staging"),
+        "{message}"
+    );
+    let (status, error) = daemon
+        .call(
+            "POST",
+            "/agents/toolgate/sessions/s2/branches/main/responses",
+            Some(json!({"permissionId": id, "approved": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("staging"), "{message}");
 }
 
 #[tokio::test]
