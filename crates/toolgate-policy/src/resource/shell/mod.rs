@@ -417,6 +417,9 @@ mod tests {
                 .collect()
         };
         assert_eq!(written("strace -f -o ~/.bashrc ls"), ["~/.bashrc"]);
+        assert_eq!(written("tree -o .git/config src"), [".git/config"]);
+        assert_eq!(written("tree -L 2 -fo.git/config"), [".git/config"]);
+        assert_eq!(written("tree -L 2 src"), Vec::<String>::new());
         assert_eq!(
             written("strace --output=.git/hooks/x ls -o y"),
             [".git/hooks/x"]
@@ -510,6 +513,29 @@ mod tests {
             ("echo {a,b}", DynamicArguments),
             ("ls > $OUT", DynamicArguments),
             ("cd -", DynamicArguments),
+            ("date -s 2020-01-01", RiskyOption),
+            ("date -us '2020-01-01'", RiskyOption),
+            ("date --set=2020-01-01", RiskyOption),
+            ("date --s 2020-01-01", RiskyOption),
+            ("date -d yesterday -s 2020-01-01", RiskyOption),
+            ("tree -R -H . src", RiskyOption),
+            ("file -C -m magic", RiskyOption),
+            ("file --compile", RiskyOption),
+            ("jq -n env", ProgramText),
+            ("jq '$ENV.OPENAI_API_KEY' x.json", ProgramText),
+            (
+                "jq -r --arg k v '.[$k] + ($ENV|tostring)' f.json",
+                ProgramText,
+            ),
+            ("jq -n 'import \"data\" as $d; $d'", ProgramText),
+            ("jq -n 'include \"m\"; f'", ProgramText),
+            ("jq --rawfile a x.txt -n 'env'", ProgramText),
+            ("jq -L lib -n 'import \"m\" as m; m::f'", ProgramText),
+            ("jq -- 'env' f.json", ProgramText),
+            ("gojq -n env", ProgramText),
+            ("jq -f prog.jq data.json", RiskyOption),
+            ("jq -rf prog.jq data.json", RiskyOption),
+            ("jq --from-file prog.jq data.json", RiskyOption),
         ];
         let mut failures = Vec::new();
         for (line, kind) in cases {
@@ -599,6 +625,15 @@ mod tests {
             "sed 's/foo/bar/g' a.txt",
             "awk '{print $1}' data.txt",
             "sort -u names.txt",
+            "date +%s",
+            "date -d '-5 seconds' +%s",
+            "date --date=yesterday",
+            "tree -L 2 src",
+            "file src/lib.rs",
+            "jq . package.json",
+            "jq -r '.dependencies | keys[]' package.json",
+            "jq --arg k name '.[$k]' package.json",
+            "jq -n '1 + 1'",
             "npm test",
             "find . -name '*.rs' -type f",
             "git diff --text",

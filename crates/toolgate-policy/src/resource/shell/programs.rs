@@ -1389,6 +1389,67 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                 ));
             }
         }
+        "date" => {
+            let mut rest = args.iter();
+            while let Some(a) = rest.next() {
+                // The letters up to one that takes a value (`-d '-5 seconds'` sets nothing).
+                let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
+                let letters = cluster.map(|c| c.split(['d', 'f', 'r']).next().unwrap_or(c));
+                if letters.is_some_and(|l| l.contains('s')) || long_prefix_of(a, "set", 1) {
+                    flag(format!("`date {a}` sets the system clock"));
+                }
+                let valued_short = cluster.is_some_and(|c| {
+                    c.len() == letters.map_or(0, str::len) + 1 && c.ends_with(['d', 'f', 'r'])
+                });
+                let valued_long = ["date", "file", "reference"]
+                    .iter()
+                    .any(|n| long_prefix_of(a, n, 2) && !a.contains('='));
+                if valued_short || valued_long {
+                    rest.next();
+                }
+            }
+        }
+        "tree" => {
+            for a in &args {
+                // `-R` (with `-H`) writes a page into every folder it lists.
+                if a.starts_with('-') && !a.starts_with("--") && a.contains('R') {
+                    flag(format!(
+                        "`tree {a}` writes a file into every folder it lists"
+                    ));
+                }
+            }
+        }
+        "file" => {
+            for a in &args {
+                let short_compile = a.starts_with('-') && !a.starts_with("--") && a.contains('C');
+                if short_compile || long_prefix_of(a, "compile", 2) {
+                    flag(format!("`file {a}` writes a compiled magic file"));
+                }
+            }
+        }
+        "jq" | "gojq" | "jaq" => match jq_program(&args) {
+            JqProgram::FromFile => {
+                flag(format!(
+                    "`{program} -f` runs a program from a file toolgate does not read"
+                ));
+            }
+            JqProgram::Text(text) => {
+                let lower = text.to_ascii_lowercase();
+                if ["env", "import", "include", "modulemeta"]
+                    .iter()
+                    .any(|word| lower.contains(word))
+                {
+                    findings.push(finding(
+                        FindingKind::ProgramText,
+                        format!(
+                            "the {program} program reads the environment (where API keys are \
+                             kept) or modules from files"
+                        ),
+                    ));
+                }
+            }
+            JqProgram::None => {}
+        },
         "less" | "more" | "most" | "pg" => {
             flag(format!("`{program}` is a pager, which can run commands"))
         }
@@ -1420,6 +1481,58 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
             .into_iter()
             .map(|d| finding(FindingKind::RiskyOption, d)),
     );
+}
+
+/// Where a jq program is.
+enum JqProgram<'a> {
+    /// Written in the command.
+    Text(&'a str),
+    /// In a file (`-f FILE`, `--from-file FILE`).
+    FromFile,
+    /// Not given (`jq --help`).
+    None,
+}
+
+/// The program of a `jq` command: its first operand, after options and their values
+/// (`--arg NAME VALUE`, `--rawfile NAME FILE`, `--indent N`, `-L DIR`).
+fn jq_program<'a>(args: &[&'a str]) -> JqProgram<'a> {
+    let mut rest = args.iter();
+    while let Some(&a) = rest.next() {
+        if a == "--" {
+            return rest.next().map_or(JqProgram::None, |p| JqProgram::Text(p));
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((name, _)) => (name, true),
+                None => (long, false),
+            };
+            let values = match name {
+                "arg" | "argjson" | "slurpfile" | "rawfile" => 2,
+                "indent" | "library-path" => usize::from(!inline),
+                "from-file" => return JqProgram::FromFile,
+                _ => 0,
+            };
+            for _ in 0..values {
+                rest.next();
+            }
+        } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) {
+            for (i, letter) in cluster.char_indices() {
+                match letter {
+                    'f' => return JqProgram::FromFile,
+                    'L' => {
+                        if cluster.len() == i + 1 {
+                            rest.next();
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            return JqProgram::Text(a);
+        }
+    }
+    JqProgram::None
 }
 
 /// Archivers and copiers that read the names of what they take from a file or their input
@@ -2233,6 +2346,7 @@ const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
         &[],
     ),
     (&["csplit"], "fbn", "f", &["prefix"]),
+    (&["tree"], "LPIHTo", "o", &[]),
 ];
 
 /// tar's short options that take a value.
