@@ -33,6 +33,8 @@ pub(crate) async fn revoke(
     Query(query): Query<RevokeQuery>,
 ) -> Result<StatusCode, ApiError> {
     let by = crate::approvals::named_actor(query.by.as_deref(), "api")?;
+    // Not while an answer that found this grant stored names it instead of making another.
+    let _writing = state.inner.grant_writes.lock().await;
     let grant = state
         .store()
         .list()

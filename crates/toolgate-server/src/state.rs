@@ -209,7 +209,9 @@ pub(crate) struct Inner {
     /// forks, two creations of one id) cannot both read the old snapshot.
     pub(crate) session_writes: tokio::sync::Mutex<()>,
     /// Held by an answer that makes grants from its read of the stored ones until its own are
-    /// committed, so two "always" answers at once cannot both find none and make two.
+    /// committed, so two "always" answers at once cannot both find none and make two, and by a
+    /// revocation, so an answer that names a stored grant as its own never names one revoked
+    /// meanwhile.
     pub(crate) grant_writes: tokio::sync::Mutex<()>,
     /// Cancelled when the daemon stops serving: event streams end and long polls answer.
     pub(crate) closing: toolgate_runtime::CancellationToken,

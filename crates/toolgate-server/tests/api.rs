@@ -324,6 +324,78 @@ async fn the_same_always_at_once_is_one_grant() {
     }
 }
 
+/// An "always" answer that finds its grant already stored names it; a revocation of that grant
+/// at the same instant comes before (the answer makes its own) or after (the answer's event
+/// first): never an answer naming a grant revoked before it was recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_always_racing_the_revocation_of_its_grant_is_not_lost() {
+    let daemon = Arc::new(Daemon::start().await);
+    for round in 0..20 {
+        let session = format!("r{round}");
+        let ask = || {
+            let daemon = Arc::clone(&daemon);
+            let session = session.clone();
+            async move {
+                let call =
+                    json!({"tool": "pay", "args": {"amount": 5}, "context": {"session": session}});
+                let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+                assert_eq!(status, StatusCode::ACCEPTED);
+                body["id"].as_str().unwrap().to_owned()
+            }
+        };
+        let (first, second) = (ask().await, ask().await);
+        let (_, made) = daemon.answer(&first, "allow-always").await;
+        let grant = made["grants"][0]["id"].as_str().unwrap().to_owned();
+        let answering = {
+            let daemon = Arc::clone(&daemon);
+            let second = second.clone();
+            tokio::spawn(async move { daemon.answer(&second, "allow-always").await })
+        };
+        let revoking = {
+            let daemon = Arc::clone(&daemon);
+            let grant = grant.clone();
+            tokio::spawn(async move {
+                daemon
+                    .call("DELETE", &format!("/api/grants/{grant}"), None)
+                    .await
+            })
+        };
+        let (status, answered) = answering.await.unwrap();
+        assert_eq!(status, StatusCode::OK, "{answered}");
+        assert_eq!(revoking.await.unwrap().0, StatusCode::NO_CONTENT);
+        let (_, log) = daemon
+            .call("GET", &format!("/api/audit?session={session}"), None)
+            .await;
+        let seq_of = |kind: &str, key: &str, id: &str| {
+            log["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["type"] == kind && e.pointer(key).and_then(Value::as_str) == Some(id))
+                .map(|e| e["seq"].as_i64().unwrap())
+                .unwrap_or_else(|| panic!("no {kind} for {id}: {log}"))
+        };
+        let named = answered["grants"][0]["id"].as_str().unwrap();
+        if named == grant {
+            assert!(
+                seq_of("permission_resolved", "/request_id", &second)
+                    < seq_of("grant_revoked", "/grant/id", &grant),
+                "round {round}: the answer named a grant revoked before it: {log}"
+            );
+        } else {
+            let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+            assert!(
+                grants["grants"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|g| g["id"] == named),
+                "round {round}: the grant the answer made is stored"
+            );
+        }
+    }
+}
+
 /// A request is answerable from the moment anyone can see it: listed as pending, its waiter is
 /// there (it is registered before the request is committed, so no instant separates the two),
 /// also when its requester hung up on the way; answerers racing each other hear
