@@ -79,7 +79,7 @@ impl From<StoreError> for ApiError {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "store_unavailable",
-            format!("the store failed: {error} (no change this request asked for was recorded)"),
+            format!("{error} (no change this request asked for was recorded)"),
         )
     }
 }
@@ -126,5 +126,20 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = json!({"error": {"code": self.code, "message": self.message}});
         (self.status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_failure_is_said_once() {
+        let error = ApiError::from(StoreError("database is locked".into()));
+        assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            error.message,
+            "the store failed: database is locked (no change this request asked for was recorded)"
+        );
     }
 }
