@@ -16,12 +16,15 @@ use crate::error::ApiError;
 use crate::state::AppState;
 
 #[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct PendingQuery {
     limit: Option<u32>,
+    session: Option<String>,
 }
 
-/// `GET /api/pending[?limit=N]`: the requests waiting for a person, oldest first (the first
-/// `limit`, 1 to 1,000, when given), and how many wait in all.
+/// `GET /api/pending[?limit=N][&session=S]`: the requests waiting for a person, oldest first
+/// (the first `limit`, 1 to 1,000, when given; one session's, when given), and how many wait in
+/// all.
 pub(crate) async fn pending(
     State(state): State<AppState>,
     Query(query): Query<PendingQuery>,
@@ -36,7 +39,16 @@ pub(crate) async fn pending(
             ));
         }
     };
-    let (pending, total) = state.store().pending_page(None, limit).await?;
+    if query.session.as_deref() == Some("") {
+        return Err(ApiError::bad_request(
+            "bad_session",
+            "`session` names a session; leave it out for every session's requests",
+        ));
+    }
+    let (pending, total) = state
+        .store()
+        .pending_page(query.session.as_deref(), limit)
+        .await?;
     Ok(Json(json!({ "pending": pending, "total": total })))
 }
 

@@ -297,6 +297,22 @@ where
                 let detail = text
                     .strip_prefix("Failed to deserialize query string: ")
                     .unwrap_or(&text);
+                if let Some((_, unknown)) = detail.split_once("unknown field ") {
+                    let (name, takes) = match unknown.split_once(", expected one of ") {
+                        Some((name, known)) => (name, format!("it takes {known}")),
+                        None => match unknown.split_once(", expected ") {
+                            Some((name, known)) => (name, format!("it takes {known}")),
+                            None => (
+                                unknown.split(',').next().unwrap_or(unknown),
+                                "it takes none".to_owned(),
+                            ),
+                        },
+                    };
+                    return ApiError::bad_request(
+                        "unknown_parameter",
+                        format!("{name} is not a query parameter of this route ({takes})"),
+                    );
+                }
                 ApiError::bad_request(
                     "invalid_query",
                     format!(
@@ -307,6 +323,12 @@ where
             })
     }
 }
+
+/// The query of a route that takes no parameters: any is refused (a filter the route does not
+/// have would otherwise be ignored, and everything returned).
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NoQuery {}
 
 /// Path parameters; a malformed one (bad percent-encoding, say) is a 400 in the API's JSON
 /// shape.

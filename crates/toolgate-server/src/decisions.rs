@@ -581,6 +581,7 @@ pub(crate) async fn close(
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct WaitQuery {
     wait: Option<f64>,
 }

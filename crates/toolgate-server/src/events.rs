@@ -21,8 +21,10 @@ use crate::state::AppState;
 /// The most events one page of the audit log returns.
 pub const MAX_PAGE: u32 = 1000;
 
-/// Filters of the audit log and the event stream.
+/// Filters of the audit log and the event stream (a parameter not among them is refused: a
+/// misspelt filter would otherwise return every event).
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct LogQuery {
     /// Events after this sequence number.
     after: Option<i64>,
@@ -51,6 +53,18 @@ impl LogQuery {
             return Err(ApiError::bad_request(
                 "bad_session",
                 "`session` names a session; leave it out for every session's events",
+            ));
+        }
+        if session.is_some() && self.session.is_some() {
+            return Err(ApiError::bad_request(
+                "bad_session",
+                "the session is named by the path; leave `session` out",
+            ));
+        }
+        if self.request_id.as_deref() == Some("") {
+            return Err(ApiError::bad_request(
+                "bad_request_id",
+                "`request_id` names a request; leave it out for every request's events",
             ));
         }
         let since = match &self.since {
@@ -324,6 +338,13 @@ fn stream_events(
         ),
         None => None,
     };
+    if query.limit.is_some() || query.last.is_some() {
+        return Err(ApiError::bad_request(
+            "bad_limit",
+            "a stream has no `limit` or `last`: it starts after `after` (or `Last-Event-ID`) \
+             and goes on; `GET /api/audit?last=N` reads the newest N",
+        ));
+    }
     let filter = query.filter(session)?;
     let changes = state.inner.last_seq.subscribe();
     let cursor = Cursor {

@@ -7,20 +7,58 @@ use crate::body::{Path, Query};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use toolgate_runtime::GrantScope;
+use toolgate_runtime::{Grant, GrantScope};
 use toolgate_store::{Batch, Committed, EventRecord};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// `GET /api/grants`: every grant, oldest first.
-pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let grants = state.store().list().await?;
+/// Filters of the grants listed.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    session: Option<String>,
+    tool: Option<String>,
+}
+
+/// The session a grant is kept for, when it is kept for one.
+fn session_of(grant: &Grant) -> Option<&str> {
+    match &grant.scope {
+        GrantScope::Once { session }
+        | GrantScope::Turn { session, .. }
+        | GrantScope::Session { session } => Some(session),
+        GrantScope::Workspace { .. } | GrantScope::User => None,
+    }
+}
+
+/// `GET /api/grants[?session=S][&tool=T]`: every grant, oldest first; those kept for one
+/// session, or about one tool, when given.
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<Value>, ApiError> {
+    for (name, given) in [("session", &query.session), ("tool", &query.tool)] {
+        if given.as_deref() == Some("") {
+            return Err(ApiError::bad_request(
+                "bad_filter",
+                format!("`{name}` names one; leave it out for every grant"),
+            ));
+        }
+    }
+    let grants: Vec<Grant> = state
+        .store()
+        .list()
+        .await?
+        .into_iter()
+        .filter(|g| query.session.is_none() || session_of(g) == query.session.as_deref())
+        .filter(|g| query.tool.as_ref().is_none_or(|tool| g.tool == *tool))
+        .collect();
     Ok(Json(json!({ "grants": grants })))
 }
 
 /// Who revokes: `?by=NAME` (a `DELETE` has no body to say it in).
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct RevokeQuery {
     by: Option<String>,
 }
@@ -43,12 +81,7 @@ pub(crate) async fn revoke(
         .find(|g| g.id == id)
         .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
     // Filed under the grant's session, when it has one, so the session's log shows it.
-    let session = match &grant.scope {
-        GrantScope::Once { session }
-        | GrantScope::Turn { session, .. }
-        | GrantScope::Session { session } => Some(session.clone()),
-        GrantScope::Workspace { .. } | GrantScope::User => None,
-    };
+    let session = session_of(&grant).map(str::to_owned);
     let event = EventRecord::new(
         "grant_revoked",
         json!({"grant": grant, "actor": by, "action": grant.tool, "session": session}),

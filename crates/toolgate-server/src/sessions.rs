@@ -9,7 +9,7 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::body::Path;
+use crate::body::{NoQuery, Path, Query};
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use toolgate_policy::Choice;
@@ -170,7 +170,10 @@ pub(crate) async fn create(
 }
 
 /// `GET /api/sessions`.
-pub(crate) async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(NoQuery {}): Query<NoQuery>,
+) -> Result<Json<Value>, ApiError> {
     let sessions: Vec<Value> = state
         .store()
         .sessions()
@@ -203,6 +206,7 @@ async fn pending_in(
 pub(crate) async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(NoQuery {}): Query<NoQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let session = state
         .store()

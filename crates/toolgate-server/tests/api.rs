@@ -270,6 +270,22 @@ async fn the_same_always_twice_is_one_grant() {
         "the second names the first's grant"
     );
     assert_eq!(answered[0], grants["grants"]);
+    // Grants listed by the session they are kept for, or by tool.
+    for (query, count) in [
+        ("session=s1", 1),
+        ("session=s2", 0),
+        ("tool=pay", 1),
+        ("tool=read", 0),
+        ("session=s1&tool=pay", 1),
+    ] {
+        let (status, listed) = daemon
+            .call("GET", &format!("/api/grants?{query}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(listed["grants"].as_array().unwrap().len(), count, "{query}");
+    }
+    let (status, _) = daemon.call("GET", "/api/grants?session=", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     let grant = grants["grants"][0]["id"].as_str().unwrap();
     let (status, _) = daemon
         .call("DELETE", &format!("/api/grants/{grant}"), None)
@@ -1330,6 +1346,9 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         ("session=", "bad_session"),
         ("last=2&after=5", "bad_limit"),
         ("since=2026-02-29T00:00:00Z", "bad_since"),
+        ("request_id=", "bad_request_id"),
+        ("until=2026-11-26T00:00:00Z", "unknown_parameter"),
+        ("offset=5", "unknown_parameter"),
     ] {
         let (status, body) = daemon
             .call("GET", &format!("/api/audit?{query}"), None)
@@ -1340,6 +1359,42 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
             "{query}: {body}"
         );
     }
+    // A parameter a route does not have is refused (a misspelt filter would return everything),
+    // naming what the route takes.
+    let (_, body) = daemon.call("GET", "/api/audit?until=x", None).await;
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("`until` is not a query parameter of this route (it takes `after`"),
+        "{message}"
+    );
+    let (_, body) = daemon.call("GET", "/api/grants?tol=pay", None).await;
+    assert_eq!(
+        body["error"]["message"],
+        "`tol` is not a query parameter of this route (it takes `session` or `tool`)"
+    );
+    let (_, body) = daemon.call("GET", "/api/sessions?limit=5", None).await;
+    assert_eq!(
+        body["error"]["message"],
+        "`limit` is not a query parameter of this route (it takes none)"
+    );
+    for path in [
+        "/api/events?last=3",
+        "/api/events?limit=3",
+        "/api/events?untill=x",
+        "/api/sessions?limit=5",
+        "/api/sessions/s1?x=1",
+        "/api/pending?sesion=s1",
+        "/api/decisions/x?wiat=5",
+        "/api/sessions/s1/events?session=s2",
+    ] {
+        let (status, body) = daemon.call("GET", path, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+    }
+    let (status, body) = daemon.call("DELETE", "/api/grants/g?byy=me", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unknown_parameter"))
+    );
     // A `+` sent unencoded arrives as a space: the offset is still read.
     let (status, body) = daemon
         .call("GET", "/api/audit?since=2026-11-26T13:51:50+01:00", None)
