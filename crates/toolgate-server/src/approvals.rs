@@ -94,6 +94,7 @@ pub(crate) async fn approve(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
+    crate::body::known_keys(&body, &["decision", "reason", "by", "approved", "choice"])?;
     let answer = Answer::from_json(&body).map_err(|e| {
         // What is wrong with the reason is said as such.
         let code = if e.starts_with("`reason`") {

@@ -324,6 +324,31 @@ where
     }
 }
 
+/// Refuses an object body with a key not among `known`: a misspelt key (`"resaon"`,
+/// `"Workspace"`) would otherwise be ignored and the request done without it. 400
+/// `unknown_field`, naming the keys the body takes. Bodies that are no object pass (their
+/// handler says what it takes).
+pub(crate) fn known_keys(body: &serde_json::Value, known: &[&str]) -> Result<(), ApiError> {
+    let Some(object) = body.as_object() else {
+        return Ok(());
+    };
+    match object.keys().find(|key| !known.contains(&key.as_str())) {
+        None => Ok(()),
+        Some(key) => Err(ApiError::bad_request(
+            "unknown_field",
+            format!(
+                "`{}` is not a field of this body (it takes {})",
+                toolgate_runtime::terminal_text(key),
+                known
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
 /// The query of a route that takes no parameters: any is refused (a filter the route does not
 /// have would otherwise be ignored, and everything returned).
 #[derive(Debug, serde::Deserialize)]

@@ -17,7 +17,7 @@ use toolgate_runtime::{Answer, ContinuationAnswer, MAIN_BRANCH, Request, Respons
 use toolgate_store::PendingRecord;
 
 use crate::approvals::{actor, no_longer_pending, resolve};
-use crate::body::JsonBody;
+use crate::body::{JsonBody, known_keys};
 use crate::decisions::{SOURCE, now};
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -139,6 +139,7 @@ pub(crate) async fn create(
             "send an object: `{\"id\"?, \"workspace\"?}`",
         ));
     }
+    known_keys(&body, &["id", "workspace"])?;
     let id = match body.get("id") {
         None | Some(Value::Null) => uuid::Uuid::new_v4().to_string(),
         Some(Value::String(id)) if valid_name(id) => id.clone(),
@@ -233,6 +234,7 @@ pub(crate) async fn fork(
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    known_keys(&body, &["name", "from"])?;
     let _writing = state.inner.session_writes.lock().await;
     let mut session = state
         .store()

@@ -1456,6 +1456,11 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         (json!([]), "invalid_session"),
         (json!({"id": "w1", "workspace": 5}), "invalid_workspace"),
         (json!({"id": 5}), "invalid_session_id"),
+        // A misspelt key is refused, not ignored (the session would have no workspace).
+        (
+            json!({"id": "w2", "Workspace": "/srv/app"}),
+            "unknown_field",
+        ),
     ] {
         let (status, answer) = daemon
             .call("POST", "/api/sessions", Some(body.clone()))
@@ -1474,6 +1479,36 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         .filter_map(|s| s["id"].as_str())
         .collect();
     assert_eq!(names, ["s1"], "nothing was created by the refused requests");
+    // A fork's misspelt key is refused (it would fork from `main`), as is an answer's (the
+    // person's reason would be lost): the request stays pending.
+    let (status, answer) = daemon
+        .call(
+            "POST",
+            "/api/sessions/s1/branches",
+            Some(json!({"name": "b3", "form": "b1"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["message"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("`form` is not a field of this body (it takes `name`, `from`)")
+        ),
+        "{answer}"
+    );
+    let (status, answer) = daemon
+        .call(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(json!({"decision": "reject-once", "resaon": "use the staging key"})),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("unknown_field")),
+        "{answer}"
+    );
+    assert!(daemon.pending_ids().await.contains(&id), "still pending");
     // A fork names the branch it starts from with a string.
     let (status, answer) = daemon
         .call(
