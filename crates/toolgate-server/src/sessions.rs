@@ -48,14 +48,25 @@ fn session_json(id: &str, workspace: Option<&str>) -> Value {
 /// Whether `workspace` can be a workspace: an absolute path (a relative one would be resolved
 /// against the daemon's own folder, which says nothing about the caller's).
 pub(crate) fn check_workspace(workspace: Option<&str>, what: &str) -> Result<(), ApiError> {
+    let invalid = |why: String| Err(ApiError::bad_request("invalid_workspace", why));
     match workspace {
-        Some(path) if !std::path::Path::new(path).is_absolute() => Err(ApiError::bad_request(
-            "invalid_workspace",
-            format!("{what} must be an absolute path (the workspace's root), not `{path}`"),
+        // No path the system can open is longer (PATH_MAX), or holds a NUL.
+        Some(path) if path.chars().count() > MAX_WORKSPACE => invalid(format!(
+            "{what} must be a path of at most {MAX_WORKSPACE} characters, not {}",
+            path.chars().count()
+        )),
+        Some(path) if path.contains('\0') => invalid(format!(
+            "{what} must be a path, which holds no NUL character"
+        )),
+        Some(path) if !std::path::Path::new(path).is_absolute() => invalid(format!(
+            "{what} must be an absolute path (the workspace's root), not `{path}`"
         )),
         _ => Ok(()),
     }
 }
+
+/// The longest workspace path taken, in characters (Linux's `PATH_MAX` is as many bytes).
+const MAX_WORKSPACE: usize = 4096;
 
 /// The workspace a session was created with.
 fn workspace_of(snapshot: &Value) -> Option<String> {

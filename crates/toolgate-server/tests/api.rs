@@ -746,6 +746,21 @@ async fn a_call_is_judged_in_its_sessions_workspace() {
             rm(json!({"workspace": "relative"})),
         ),
         ("POST", "/api/decisions", rm(json!({"workspace": ""}))),
+        (
+            "POST",
+            "/api/sessions",
+            json!({"id": "w3", "workspace": "/srv/a\u{0}b"}),
+        ),
+        (
+            "POST",
+            "/api/sessions",
+            json!({"id": "w4", "workspace": format!("/{}", "a".repeat(5000))}),
+        ),
+        (
+            "POST",
+            "/api/decisions",
+            rm(json!({"workspace": "/srv/\u{0}"})),
+        ),
     ] {
         let (status, refused) = daemon.call(method, path, Some(body)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
