@@ -65,6 +65,17 @@ pub(crate) fn check_workspace(workspace: Option<&str>, what: &str) -> Result<(),
     }
 }
 
+/// The most branches a session has (each fork writes the session's record again, with them
+/// all).
+pub(crate) const MAX_BRANCHES: usize = 1000;
+
+fn too_many_branches(session: &str) -> ApiError {
+    ApiError::conflict(
+        "too_many_branches",
+        format!("session `{session}` has {MAX_BRANCHES} branches, as many as a session may have"),
+    )
+}
+
 /// The longest workspace path taken, in characters (Linux's `PATH_MAX` is as many bytes).
 const MAX_WORKSPACE: usize = 4096;
 
@@ -133,6 +144,9 @@ pub(crate) async fn record(
     if let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut)
         && !branches.iter().any(|b| b.as_str() == Some(branch))
     {
+        if branches.len() >= MAX_BRANCHES {
+            return Err(too_many_branches(id));
+        }
         branches.push(Value::String(branch.to_owned()));
     }
     state.store().put_session(id, &snapshot).await?;
@@ -181,19 +195,35 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(snapshot)))
 }
 
-/// `GET /api/sessions`.
+/// `GET /api/sessions[?limit=N]`: the sessions, most recently active first (the first `limit`,
+/// 1 to 1,000, when given), and how many there are (`total`).
 pub(crate) async fn list(
     State(state): State<AppState>,
-    Query(NoQuery {}): Query<NoQuery>,
+    Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let sessions: Vec<Value> = state
-        .store()
-        .sessions()
-        .await?
-        .into_iter()
-        .map(|s| s.snapshot)
-        .collect();
-    Ok(Json(json!({ "sessions": sessions })))
+    let limit = match query.limit {
+        None => usize::MAX,
+        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "bad_limit",
+                format!("`limit` is 1 to {}", crate::events::MAX_PAGE),
+            ));
+        }
+    };
+    let rows = state.store().sessions().await?;
+    let total = rows.len();
+    let sessions: Vec<Value> = rows.into_iter().take(limit).map(|s| s.snapshot).collect();
+    Ok(Json(json!({ "sessions": sessions, "total": total })))
+}
+
+/// `GET /api/sessions[?limit=N]`'s parameters.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    limit: Option<u32>,
 }
 
 /// Every pending request of `session`, oldest first (read by the session's index).
@@ -290,6 +320,9 @@ pub(crate) async fn fork(
             "branch_exists",
             format!("session `{id}` already has a branch `{name}`"),
         ));
+    }
+    if branches.len() >= MAX_BRANCHES {
+        return Err(too_many_branches(&id));
     }
     branches.push(Value::String(name.clone()));
     state.store().put_session(&id, &session).await?;

@@ -1387,16 +1387,17 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         body["error"]["message"],
         "`tol` is not a query parameter of this route (it takes `session` or `tool`)"
     );
-    let (_, body) = daemon.call("GET", "/api/sessions?limit=5", None).await;
+    let (_, body) = daemon.call("GET", "/api/sessions/s1?x=1", None).await;
     assert_eq!(
         body["error"]["message"],
-        "`limit` is not a query parameter of this route (it takes none)"
+        "`x` is not a query parameter of this route (it takes none)"
     );
     for path in [
         "/api/events?last=3",
         "/api/events?limit=3",
         "/api/events?untill=x",
-        "/api/sessions?limit=5",
+        "/api/sessions?offset=5",
+        "/api/sessions?limit=0",
         "/api/sessions/s1?x=1",
         "/api/pending?sesion=s1",
         "/api/decisions/x?wiat=5",

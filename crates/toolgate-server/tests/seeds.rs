@@ -336,6 +336,46 @@ async fn sessions_are_created_listed_read_and_forked() {
     assert_eq!(status, StatusCode::CONFLICT);
     let (status, _) = daemon.call("GET", "/api/sessions/missing", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    // The most recently active first, as many as asked, and how many there are.
+    let (_, list) = daemon.call("GET", "/api/sessions?limit=1", None).await;
+    assert_eq!(list["total"], 2, "{list}");
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(list["sessions"][0]["id"], "work", "forked last: {list}");
+
+    // A session has at most 1,000 branches, by fork or by a call naming a new one.
+    let branches: Vec<String> = (0..1000).map(|i| format!("b{i}")).collect();
+    daemon
+        .server
+        .state()
+        .store()
+        .put_session(
+            "wide",
+            &json!({"id": "wide", "workspace": null, "branches": branches}),
+        )
+        .await
+        .unwrap();
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/api/sessions/wide/branches",
+            Some(json!({"name": "one-more", "from": "b0"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("too_many_branches")),
+        "{body}"
+    );
+    let call = json!({"tool": "read", "args": {}, "context": {"session": "wide", "branch": "new"}});
+    let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("too_many_branches")),
+        "{body}"
+    );
+    let call = json!({"tool": "read", "args": {}, "context": {"session": "wide", "branch": "b7"}});
+    let (status, _) = daemon.call("POST", "/api/decisions", Some(call)).await;
+    assert_eq!(status, StatusCode::OK, "a branch it has is fine");
 }
 
 /// Changes to one session at once each land: forks, calls naming new branches and creations
