@@ -268,6 +268,14 @@ async function stream() {
     try {
       const response = await fetch("/api/events?after=" + lastSeq, { headers: headers(), credentials: "same-origin" });
       if (response.status === 401) { streaming = false; showSignIn(); return; }
+      // The log ends before the last event seen: it is another log (a backup restored, another
+      // data directory). Start again from its end, and show what it holds now.
+      if (response.status === 409) {
+        const newest = await api("GET", "/api/audit?last=1");
+        lastSeq = newest.events.length ? newest.events[0].seq : 0;
+        refresh();
+        continue;
+      }
       if (!response.ok || !response.body) throw new Error(response.statusText);
       status.textContent = "live";
       pause = 500;

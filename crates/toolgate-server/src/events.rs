@@ -286,7 +286,7 @@ pub(crate) async fn all(
     headers: HeaderMap,
     Query(query): Query<LogQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    stream_events(state, &headers, &query, None)
+    stream_events(state, &headers, &query, None).await
 }
 
 /// `GET /api/sessions/{id}/events`: one session's events, live; 404 for an unknown session.
@@ -299,7 +299,7 @@ pub(crate) async fn of_session(
     if state.store().session(&session).await?.is_none() {
         return Err(ApiError::not_found(format!("no session `{session}`")));
     }
-    stream_events(state, &headers, &query, Some(session))
+    stream_events(state, &headers, &query, Some(session)).await
 }
 
 struct Cursor {
@@ -310,7 +310,7 @@ struct Cursor {
     changes: tokio::sync::watch::Receiver<i64>,
 }
 
-fn stream_events(
+async fn stream_events(
     state: AppState,
     headers: &HeaderMap,
     query: &LogQuery,
@@ -346,9 +346,25 @@ fn stream_events(
         ));
     }
     let filter = query.filter(session)?;
+    let after = resume.or(query.after).unwrap_or(0);
+    // A number past the log's end came from another log (a backup restored since, another data
+    // directory): what it would skip is said, not silently left out.
+    if after > 0 {
+        let last = state.store().last_seq().await?;
+        if after > last {
+            return Err(ApiError::conflict(
+                "ahead_of_log",
+                format!(
+                    "the log ends at event {last}, before {after}: that number is from another \
+                     log (a backup restored since, or another data directory); start again \
+                     from `after={last}`, or 0 for the whole log"
+                ),
+            ));
+        }
+    }
     let changes = state.inner.last_seq.subscribe();
     let cursor = Cursor {
-        after: resume.or(query.after).unwrap_or(0),
+        after,
         state,
         filter,
         buffer: std::collections::VecDeque::new(),

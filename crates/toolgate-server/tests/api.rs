@@ -1085,6 +1085,31 @@ async fn the_event_stream_resumes_after_the_last_event_id_and_goes_on_live() {
         (status, error["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("bad_last_event_id"))
     );
+    // A number past the log's end is from another log: said, not streamed from silently.
+    let mut ahead = daemon.request("GET", "/api/events", None);
+    ahead
+        .headers_mut()
+        .insert("last-event-id", "9".parse().unwrap());
+    let (status, error) = daemon.send(ahead).await;
+    assert_eq!(
+        (status, error["error"]["code"].as_str()),
+        (StatusCode::CONFLICT, Some("ahead_of_log")),
+        "{error}"
+    );
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("the log ends at event 4, before 9"),
+        "{error}"
+    );
+    let (status, _) = daemon
+        .call("GET", "/api/sessions/s1/events?after=5", None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let at_the_end = daemon.request("GET", "/api/events?after=4", None);
+    let response = daemon.app().oneshot(at_the_end).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "the end itself is fine");
 }
 
 #[tokio::test]

@@ -228,6 +228,28 @@ fn follow(
         }
         let why = match streamed {
             Ok(Streamed::Stopped) => return Ok(EXIT_OK),
+            // The daemon's log ends before what was printed: it is another log (a backup
+            // restored, another data directory). Said, and followed from its end.
+            Ok(Streamed::Refused(reply))
+                if reply.status == 409
+                    && field(field(&reply.body, "error"), "code").as_str()
+                        == Some("ahead_of_log") =>
+            {
+                let newest = client.send("GET", "/api/audit?last=1", None)?;
+                let end = field(&newest.body, "events")
+                    .get(0)
+                    .and_then(|e| field(e, "seq").as_i64())
+                    .unwrap_or(0);
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "toolgate: the daemon's log at http://{} ends at #{end}, before #{after}: it is \
+                     not the log printed so far (a backup restored, or another data directory); \
+                     following it from its end",
+                    client.host()
+                );
+                after = end;
+                continue;
+            }
             Ok(Streamed::Refused(reply)) => return Err(reply.failure(args.json)),
             // Not reachable at the start: said at once.
             Err(error) if first => return Err(error),

@@ -1213,6 +1213,108 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
     );
 }
 
+/// A daemon restored from a backup while `tail` follows it: its log ends before what tail
+/// printed, which the daemon says (409 `ahead_of_log`) and tail says on stderr, then follows
+/// the restored log from its end (it would otherwise skip every event up to the old number).
+#[test]
+fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
+    use std::io::BufRead;
+    let data = tempfile::tempdir().unwrap();
+    let backup = tempfile::tempdir().unwrap();
+    let call = |daemon: &DaemonProcess, n: usize| {
+        let call = json!({"tool": "bash", "args": {"command": format!("echo {n}")}, "context": {"workspace": "/tmp", "session": "s1"}});
+        let (status, _) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+        assert_eq!(status, 200);
+    };
+    let copy = |from: &Path, to: &Path| {
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_file() {
+                std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+    };
+    let mut daemon = DaemonProcess::start(data.path());
+    let address = daemon.address.clone();
+    for n in 1..=2 {
+        call(&daemon, n);
+    }
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(Duration::from_secs(20)).is_some());
+    copy(data.path(), backup.path());
+    let mut daemon = DaemonProcess::start_with(data.path(), &["--listen", &address]);
+    for n in 3..=6 {
+        call(&daemon, n);
+    }
+    let mut tail = Killed(
+        Command::new(BIN)
+            .args(["tail", "--json", "--retry-for", "20"])
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .env("TOOLGATE_URL", format!("http://{address}"))
+            .env_remove("TOOLGATE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (lines, seen) = std::sync::mpsc::channel();
+    let output = tail.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if lines.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
+    let newest = (0..6)
+        .map(|_| next()["seq"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(newest, 6);
+
+    // Restored from the backup: its log ends at event 2.
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit(Duration::from_secs(20)).is_some());
+    for entry in std::fs::read_dir(data.path()).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    copy(backup.path(), data.path());
+    let daemon = DaemonProcess::start_with(data.path(), &["--listen", &address]);
+    let (status, stream) = daemon.http("GET", "/api/events?after=6", None).unwrap();
+    assert_eq!(
+        (status, stream["error"]["code"].as_str()),
+        (409, Some("ahead_of_log")),
+        "{stream}"
+    );
+    call(&daemon, 7);
+    let event = next();
+    assert_eq!(
+        event["seq"], 3,
+        "followed from the restored log's end: {event}"
+    );
+    let _ = tail.0.kill();
+    let _ = tail.0.wait();
+    let mut said = String::new();
+    tail.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(
+        said.contains("ends at #2, before #6: it is not the log printed so far"),
+        "{said}"
+    );
+}
+
 /// `toolgate serve` with the shipped policy and the settings file `config`, nothing from the
 /// environment.
 fn serve_with(config: &Path) -> Command {
