@@ -29,16 +29,7 @@ pub(crate) async fn pending(
     State(state): State<AppState>,
     Query(query): Query<PendingQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = match query.limit {
-        None => u32::MAX,
-        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => n,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "bad_limit",
-                format!("`limit` is 1 to {}", crate::events::MAX_PAGE),
-            ));
-        }
-    };
+    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(u32::MAX);
     if query.session.as_deref() == Some("") {
         return Err(ApiError::bad_request(
             "bad_session",

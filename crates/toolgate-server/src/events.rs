@@ -21,6 +21,17 @@ use crate::state::AppState;
 /// The most events one page of the audit log returns.
 pub const MAX_PAGE: u32 = 1000;
 
+/// A page size given as `name` (`limit`, `last`): 1 to [`MAX_PAGE`], or none.
+pub(crate) fn page_size(value: Option<u32>, name: &str) -> Result<Option<u32>, ApiError> {
+    match value {
+        Some(n) if !(1..=MAX_PAGE).contains(&n) => Err(ApiError::bad_request(
+            "bad_limit",
+            format!("`{name}` is 1 to {MAX_PAGE}"),
+        )),
+        _ => Ok(value),
+    }
+}
+
 /// Filters of the audit log and the event stream (a parameter not among them is refused: a
 /// misspelt filter would otherwise return every event).
 #[derive(Debug, Default, Deserialize)]
@@ -220,14 +231,10 @@ pub(crate) async fn audit(
     Query(query): Query<LogQuery>,
 ) -> Result<Json<Page>, ApiError> {
     let filter = query.filter(None)?;
-    let page = |value: Option<u32>, name: &str| match value {
-        Some(n) if !(1..=MAX_PAGE).contains(&n) => Err(ApiError::bad_request(
-            "bad_limit",
-            format!("`{name}` is 1 to {MAX_PAGE}"),
-        )),
-        _ => Ok(value),
-    };
-    let (limit, last) = (page(query.limit, "limit")?, page(query.last, "last")?);
+    let (limit, last) = (
+        page_size(query.limit, "limit")?,
+        page_size(query.last, "last")?,
+    );
     if limit.is_some() && last.is_some() {
         return Err(ApiError::bad_request(
             "bad_limit",

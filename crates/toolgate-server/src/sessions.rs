@@ -201,18 +201,8 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = match query.limit {
-        None => usize::MAX,
-        Some(n) if (1..=crate::events::MAX_PAGE).contains(&n) => {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "bad_limit",
-                format!("`limit` is 1 to {}", crate::events::MAX_PAGE),
-            ));
-        }
-    };
+    let limit = crate::events::page_size(query.limit, "limit")?
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
     let rows = state.store().sessions().await?;
     let total = rows.len();
     let sessions: Vec<Value> = rows.into_iter().take(limit).map(|s| s.snapshot).collect();
@@ -484,6 +474,34 @@ fn continuations_in(state: &AppState, session: &str, branch: &str) -> Vec<String
         .collect()
 }
 
+/// HPD's 409 for a response to `what` that nothing waits for: `BranchRuntimeNotActive` when
+/// nothing waits in the branch at all (no request, no continuation), `no_waiter` when others do;
+/// `late` is said after (how a request answered already went).
+async fn nobody_waits(
+    state: &AppState,
+    session: &str,
+    branch: &str,
+    what: &str,
+    late: &str,
+) -> Result<ApiError, ApiError> {
+    let active = !continuations_in(state, session, branch).is_empty()
+        || pending_of(state, session)
+            .await?
+            .iter()
+            .any(|p| in_branch(p, branch));
+    Ok(if active {
+        ApiError::conflict(
+            "no_waiter",
+            format!("no {what} is waiting in this branch{late}"),
+        )
+    } else {
+        ApiError::conflict(
+            "BranchRuntimeNotActive",
+            format!("nothing is waiting in session `{session}`, branch `{branch}`{late}"),
+        )
+    })
+}
+
 /// HPD's `CONTINUATION_RESPONSE` on the responses route (`continuationId`, `approved`,
 /// `extensionAmount`: more iterations, the middleware's default when 0 or less): 409
 /// `BranchRuntimeNotActive` when nothing waits in the branch, 409 when no continuation request
@@ -517,24 +535,9 @@ async fn continuation_respond(
         },
     };
     let by = actor(body, "hpd")?;
-    let waiting = continuations_in(state, session, branch);
-    if !waiting.contains(&id) {
-        let active = !waiting.is_empty()
-            || pending_of(state, session)
-                .await?
-                .iter()
-                .any(|p| in_branch(p, branch));
-        return Err(if active {
-            ApiError::conflict(
-                "no_waiter",
-                format!("no continuation request `{id}` is waiting in this branch"),
-            )
-        } else {
-            ApiError::conflict(
-                "BranchRuntimeNotActive",
-                format!("nothing is waiting in session `{session}`, branch `{branch}`"),
-            )
-        });
+    if !continuations_in(state, session, branch).contains(&id) {
+        let what = format!("continuation request `{id}`");
+        return Err(nobody_waits(state, session, branch, &what, "").await?);
     }
     let answer = ContinuationAnswer {
         approved,
@@ -627,25 +630,13 @@ pub(crate) async fn hpd_respond(
         .await?
         .is_some_and(|p| branch_of(&p));
     if !waiting {
-        // Which 409: nothing waits in the branch at all, or not this request (HPD's codes);
-        // a late answer (after another, or after a restart) hears how it went.
-        let active = pending_of(&state, &session).await?.iter().any(branch_of)
-            || !continuations_in(&state, &session, &branch).is_empty();
+        // A late answer (after another, or after a restart) hears how it went.
         let late = no_longer_pending(&state, &permission_id, Some(&session))
             .await?
             .map(|message| format!("; {message}"))
             .unwrap_or_default();
-        return Err(if active {
-            ApiError::conflict(
-                "no_waiter",
-                format!("no request `{permission_id}` is waiting in this branch{late}"),
-            )
-        } else {
-            ApiError::conflict(
-                "BranchRuntimeNotActive",
-                format!("nothing is waiting in session `{session}`, branch `{branch}`{late}"),
-            )
-        });
+        let what = format!("request `{permission_id}`");
+        return Err(nobody_waits(&state, &session, &branch, &what, &late).await?);
     }
     let choice = answer.decision;
     resolve(&state, &permission_id, answer, &by).await?;

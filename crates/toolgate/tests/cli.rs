@@ -1110,9 +1110,43 @@ fn the_terminal_list_folds_long_values_and_refusals_are_said_on_stderr() {
 /// `toolgate tail` follows the daemon across a restart, resuming after the last event it
 /// printed (nothing twice, nothing missed), and when the daemon is gone for good it says so
 /// and exits 2 instead of ending as if all were well.
+/// `toolgate tail --json` following the daemon at `address` with the token in `data`, giving up
+/// after `retry_for` seconds without it; the events it prints, as they come.
+fn follow(
+    data: &Path,
+    address: &str,
+    retry_for: &str,
+) -> (Killed, std::sync::mpsc::Receiver<Value>) {
+    use std::io::BufRead;
+    let mut tail = Killed(
+        Command::new(BIN)
+            .args(["tail", "--json", "--retry-for", retry_for])
+            .env("TOOLGATE_DATA_DIR", data)
+            .env("TOOLGATE_URL", format!("http://{address}"))
+            .env_remove("TOOLGATE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (lines, seen) = std::sync::mpsc::channel();
+    let output = tail.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(output)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let event: Value = serde_json::from_str(&line).unwrap();
+            if lines.send(event).is_err() {
+                return;
+            }
+        }
+    });
+    (tail, seen)
+}
+
 #[test]
 fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
-    use std::io::BufRead;
     let data = tempfile::tempdir().unwrap();
     let mut daemon = DaemonProcess::start(data.path());
     let address = daemon.address.clone();
@@ -1151,30 +1185,7 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
         printed(&["tail", "--json", "--no-follow", "--after", "11"]),
         [12]
     );
-    let mut tail = Killed(
-        Command::new(BIN)
-            .args(["tail", "--json", "--retry-for", "8"])
-            .env("TOOLGATE_DATA_DIR", data.path())
-            .env("TOOLGATE_URL", format!("http://{address}"))
-            .env_remove("TOOLGATE_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (lines, seen) = std::sync::mpsc::channel();
-    let output = tail.0.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(output)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if lines.send(event).is_err() {
-                return;
-            }
-        }
-    });
+    let (mut tail, seen) = follow(data.path(), &address, "8");
     let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
     for seq in 3..=12 {
         assert_eq!(next()["seq"], seq, "the newest ten first");
@@ -1218,7 +1229,6 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
 /// the restored log from its end (it would otherwise skip every event up to the old number).
 #[test]
 fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
-    use std::io::BufRead;
     let data = tempfile::tempdir().unwrap();
     let backup = tempfile::tempdir().unwrap();
     let call = |daemon: &DaemonProcess, n: usize| {
@@ -1246,30 +1256,7 @@ fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
     for n in 3..=6 {
         call(&daemon, n);
     }
-    let mut tail = Killed(
-        Command::new(BIN)
-            .args(["tail", "--json", "--retry-for", "20"])
-            .env("TOOLGATE_DATA_DIR", data.path())
-            .env("TOOLGATE_URL", format!("http://{address}"))
-            .env_remove("TOOLGATE_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let (lines, seen) = std::sync::mpsc::channel();
-    let output = tail.0.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(output)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let event: Value = serde_json::from_str(&line).unwrap();
-            if lines.send(event).is_err() {
-                return;
-            }
-        }
-    });
+    let (mut tail, seen) = follow(data.path(), &address, "20");
     let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
     let newest = (0..6)
         .map(|_| next()["seq"].as_i64().unwrap())
