@@ -19,6 +19,9 @@ pub(crate) struct ApprovalsArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// List only this session's requests.
+    #[arg(long, global = true, value_name = "SESSION")]
+    pub(crate) session: Option<String>,
     #[command(subcommand)]
     pub(crate) action: Option<Action>,
 }
@@ -62,13 +65,26 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let (body, pending) = client.list("/api/pending", "pending", args.json)?;
+            let path = match &args.session {
+                Some(session) => format!("/api/pending?session={}", crate::client::encode(session)),
+                None => "/api/pending".to_owned(),
+            };
+            let (body, pending) = client.list(&path, "pending", args.json)?;
             if args.json {
                 writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
             }
             if pending.is_empty() {
-                writeln!(out, "nothing is waiting")?;
+                match &args.session {
+                    Some(session) => {
+                        writeln!(
+                            out,
+                            "nothing is waiting in session `{}`",
+                            terminal_text(session)
+                        )?;
+                    }
+                    None => writeln!(out, "nothing is waiting")?,
+                }
             }
             for item in pending {
                 let request = if field(field(&item, "request"), "request").is_object() {
@@ -127,6 +143,11 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 }
             }
             Ok(EXIT_OK)
+        }
+        Some(Action::Allow(_) | Action::Deny(_)) if args.session.is_some() => {
+            Err(Failure::Message(
+                "--session chooses what is listed; an answer names its request by id".into(),
+            ))
         }
         Some(Action::Allow(answer)) | Some(Action::Deny(answer)) => {
             let allow = matches!(args.action, Some(Action::Allow(_)));

@@ -17,6 +17,12 @@ pub(crate) struct GrantsArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
+    /// List only the grants kept for this session.
+    #[arg(long, global = true, value_name = "SESSION")]
+    pub(crate) session: Option<String>,
+    /// List only the grants about this tool.
+    #[arg(long, global = true, value_name = "TOOL")]
+    pub(crate) tool: Option<String>,
     #[command(subcommand)]
     pub(crate) action: Option<Action>,
 }
@@ -40,7 +46,20 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
     let mut out = std::io::stdout().lock();
     match &args.action {
         None | Some(Action::List) => {
-            let (body, grants) = client.list("/api/grants", "grants", args.json)?;
+            let filters: Vec<String> = [("session", &args.session), ("tool", &args.tool)]
+                .into_iter()
+                .filter_map(|(name, value)| {
+                    value
+                        .as_ref()
+                        .map(|v| format!("{name}={}", crate::client::encode(v)))
+                })
+                .collect();
+            let path = if filters.is_empty() {
+                "/api/grants".to_owned()
+            } else {
+                format!("/api/grants?{}", filters.join("&"))
+            };
+            let (body, grants) = client.list(&path, "grants", args.json)?;
             if args.json {
                 writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
@@ -58,6 +77,12 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 )?;
             }
             Ok(EXIT_OK)
+        }
+        Some(Action::Revoke { .. }) if args.session.is_some() || args.tool.is_some() => {
+            Err(Failure::Message(
+                "--session and --tool choose what is listed; a revocation names its grant by id"
+                    .into(),
+            ))
         }
         Some(Action::Revoke { id, by }) => {
             if id.trim().is_empty() {

@@ -862,6 +862,21 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{listed}"
     );
     let id = listed.split_whitespace().next().unwrap().to_owned();
+    // One session's requests.
+    assert_eq!(
+        stdout(&daemon.client(&["approvals", "--session", "s1"])),
+        listed
+    );
+    assert_eq!(
+        stdout(&daemon.client(&["approvals", "list", "--session", "s2"])),
+        "nothing is waiting in session `s2`\n"
+    );
+    let o = daemon.client(&["approvals", "deny", &id, "--session", "s1"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "an answer names its request by id"
+    );
 
     // The start of an id names the request, as a short commit id does (from 4 characters).
     let o = daemon.client(&["approvals", "deny", &id[..3]]);
@@ -912,6 +927,15 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         "{grants}"
     );
     let grant = grants.split_whitespace().next().unwrap().to_owned();
+    // Listed by session or tool.
+    assert_eq!(
+        stdout(&daemon.client(&["grants", "--session", "s1", "--tool", "bash"])),
+        grants
+    );
+    assert_eq!(
+        stdout(&daemon.client(&["grants", "list", "--tool", "fetch"])),
+        "no grants\n"
+    );
     // The start of its id names it; who revoked it is logged.
     let o = daemon.client(&["grants", "revoke", &grant[..6], "--json", "--by", "alice"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
