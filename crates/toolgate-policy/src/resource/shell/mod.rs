@@ -418,8 +418,16 @@ mod tests {
         };
         assert_eq!(written("strace -f -o ~/.bashrc ls"), ["~/.bashrc"]);
         assert_eq!(written("tree -o .git/config src"), [".git/config"]);
-        assert_eq!(written("tree -L 2 -fo.git/config"), [".git/config"]);
+        assert_eq!(written("tree -L 2 -o .git/config src"), [".git/config"]);
         assert_eq!(written("tree -L 2 src"), Vec::<String>::new());
+        // uniq's options that take a value do not shift which operand it writes.
+        assert_eq!(written("uniq -s 0 src/a ~/.gitconfig"), ["~/.gitconfig"]);
+        assert_eq!(written("uniq -cs0 src/a ~/.gitconfig"), ["~/.gitconfig"]);
+        assert_eq!(
+            written("uniq --skip-chars 0 -w 3 src/a ~/.gitconfig"),
+            ["~/.gitconfig"]
+        );
+        assert_eq!(written("uniq -f 1 src/a"), Vec::<String>::new());
         assert_eq!(
             written("strace --output=.git/hooks/x ls -o y"),
             [".git/hooks/x"]
@@ -519,6 +527,22 @@ mod tests {
             ("date --s 2020-01-01", RiskyOption),
             ("date -d yesterday -s 2020-01-01", RiskyOption),
             ("tree -R -H . src", RiskyOption),
+            // tree gives each letter of a cluster that takes a value the next argument.
+            ("tree -Lo 2 ~/.bashrc", RiskyOption),
+            ("tree -L2o x", RiskyOption),
+            ("tree -Po '*' .git/config", RiskyOption),
+            ("tree -fo.git/config", RiskyOption),
+            ("date 010100002030", RiskyOption),
+            ("date -u 0101000030", RiskyOption),
+            ("date -Id -s 2020-01-01", RiskyOption),
+            ("date -d now -- 0101", RiskyOption),
+            ("jq -n '-1|env'", ProgramText),
+            ("jq -n '-.a|$ENV'", ProgramText),
+            ("jq --run-tests", RiskyOption),
+            ("jq --run-tests tests.txt", RiskyOption),
+            ("jq prog.jq x.json -f", RiskyOption),
+            ("jq . x.json -rf prog.jq", RiskyOption),
+            ("jq --argfile a f.json -n env", ProgramText),
             ("file -C -m magic", RiskyOption),
             ("file --compile", RiskyOption),
             ("jq -n env", ProgramText),
@@ -627,6 +651,10 @@ mod tests {
             "sort -u names.txt",
             "date +%s",
             "date -d '-5 seconds' +%s",
+            "date -Iseconds",
+            "date -r Cargo.toml +%s",
+            "jq -r '.a' -- package.json",
+            "jq --argfile a f.json -n '$a'",
             "date --date=yesterday",
             "tree -L 2 src",
             "file src/lib.rs",

@@ -1391,31 +1391,70 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
         }
         "date" => {
             let mut rest = args.iter();
+            let mut options = true;
             while let Some(a) = rest.next() {
-                // The letters up to one that takes a value (`-d '-5 seconds'` sets nothing).
-                let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
-                let letters = cluster.map(|c| c.split(['d', 'f', 'r']).next().unwrap_or(c));
-                if letters.is_some_and(|l| l.contains('s')) || long_prefix_of(a, "set", 1) {
-                    flag(format!("`date {a}` sets the system clock"));
+                if options && *a == "--" {
+                    options = false;
+                    continue;
                 }
-                let valued_short = cluster.is_some_and(|c| {
-                    c.len() == letters.map_or(0, str::len) + 1 && c.ends_with(['d', 'f', 'r'])
-                });
-                let valued_long = ["date", "file", "reference"]
-                    .iter()
-                    .any(|n| long_prefix_of(a, n, 2) && !a.contains('='));
-                if valued_short || valued_long {
-                    rest.next();
+                match a.strip_prefix('-').filter(|c| options && !c.is_empty()) {
+                    Some(long) if long.starts_with('-') => {
+                        if long_prefix_of(a, "set", 1) {
+                            flag(format!("`date {a}` sets the system clock"));
+                        }
+                        // `--date`, `--file`, `--reference` take the next argument unless
+                        // written with `=`.
+                        if ["date", "file", "reference"]
+                            .iter()
+                            .any(|n| long_prefix_of(a, n, 2))
+                            && !a.contains('=')
+                        {
+                            rest.next();
+                        }
+                    }
+                    Some(cluster) => {
+                        // Letter by letter: `s` sets; `d`, `f`, `r` take the rest of the cluster
+                        // or the next argument; `I` takes the rest of the cluster only.
+                        for (i, letter) in cluster.char_indices() {
+                            match letter {
+                                's' => {
+                                    flag(format!("`date {a}` sets the system clock"));
+                                    break;
+                                }
+                                'd' | 'f' | 'r' => {
+                                    if cluster.len() == i + 1 {
+                                        rest.next();
+                                    }
+                                    break;
+                                }
+                                'I' => break,
+                                _ => {}
+                            }
+                        }
+                    }
+                    // An operand other than `+FORMAT` is a time to set (`date 010100002030`).
+                    None if !a.starts_with('+') => {
+                        flag(format!(
+                            "`date {a}` sets the system clock to the time it names"
+                        ));
+                    }
+                    None => {}
                 }
             }
         }
         "tree" => {
             for a in &args {
+                let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
                 // `-R` (with `-H`) writes a page into every folder it lists.
-                if a.starts_with('-') && !a.starts_with("--") && a.contains('R') {
+                if cluster.is_some_and(|c| c.contains('R')) {
                     flag(format!(
                         "`tree {a}` writes a file into every folder it lists"
                     ));
+                }
+                // `-o FILE` is read as written; in a cluster, which argument is the file
+                // depends on tree's own reading of the letters before it.
+                if cluster.is_some_and(|c| c.contains('o') && c != "o") {
+                    flag(format!("`tree {a}` writes a file toolgate cannot name"));
                 }
             }
         }
@@ -1430,7 +1469,7 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
         "jq" | "gojq" | "jaq" => match jq_program(&args) {
             JqProgram::FromFile => {
                 flag(format!(
-                    "`{program} -f` runs a program from a file toolgate does not read"
+                    "`{program} -f` (or `--run-tests`) runs a program toolgate does not read"
                 ));
             }
             JqProgram::Text(text) => {
@@ -1494,28 +1533,38 @@ enum JqProgram<'a> {
 }
 
 /// The program of a `jq` command: its first operand, after options and their values
-/// (`--arg NAME VALUE`, `--rawfile NAME FILE`, `--indent N`, `-L DIR`).
+/// (`--arg NAME VALUE`, `--rawfile NAME FILE`, `--indent N`, `-L DIR`). jq reads options
+/// anywhere before `--`, so `-f` or `--run-tests` after the operands still takes the program
+/// from elsewhere; an argument that starts with `-` and no letter (`-1|env`) is an operand.
 fn jq_program<'a>(args: &[&'a str]) -> JqProgram<'a> {
+    let mut program = None;
     let mut rest = args.iter();
+    let mut options = true;
     while let Some(&a) = rest.next() {
-        if a == "--" {
-            return rest.next().map_or(JqProgram::None, |p| JqProgram::Text(p));
-        }
-        if let Some(long) = a.strip_prefix("--") {
+        let option = options
+            && a.strip_prefix('-')
+                .and_then(|c| c.chars().next())
+                .is_some_and(|c| c == '-' || c.is_ascii_alphabetic());
+        if options && a == "--" {
+            options = false;
+        } else if !option {
+            program = program.or(Some(a));
+        } else if let Some(long) = a.strip_prefix("--") {
             let (name, inline) = match long.split_once('=') {
                 Some((name, _)) => (name, true),
                 None => (long, false),
             };
             let values = match name {
-                "arg" | "argjson" | "slurpfile" | "rawfile" => 2,
+                "arg" | "argjson" | "slurpfile" | "rawfile" | "argfile" => 2,
                 "indent" | "library-path" => usize::from(!inline),
-                "from-file" => return JqProgram::FromFile,
+                "from-file" | "run-tests" => return JqProgram::FromFile,
                 _ => 0,
             };
             for _ in 0..values {
                 rest.next();
             }
-        } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) {
+        } else {
+            let cluster = a.get(1..).unwrap_or_default();
             for (i, letter) in cluster.char_indices() {
                 match letter {
                     'f' => return JqProgram::FromFile,
@@ -1528,11 +1577,9 @@ fn jq_program<'a>(args: &[&'a str]) -> JqProgram<'a> {
                     _ => {}
                 }
             }
-        } else {
-            return JqProgram::Text(a);
         }
     }
-    JqProgram::None
+    program.map_or(JqProgram::None, JqProgram::Text)
 }
 
 /// Archivers and copiers that read the names of what they take from a file or their input
@@ -2346,7 +2393,6 @@ const WRITTEN_BY_OPTION: &[(&[&str], &str, &str, &[&str])] = &[
         &[],
     ),
     (&["csplit"], "fbn", "f", &["prefix"]),
-    (&["tree"], "LPIHTo", "o", &[]),
 ];
 
 /// tar's short options that take a value.
@@ -2604,6 +2650,14 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
         "patch" => out.extend(operands.first().map(|a| (*a).to_owned())),
         // `uniq IN OUT`, `xxd IN OUT`: the second operand is written.
         "uniq" | "xxd" => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+        // tree gives each letter of a cluster that takes a value the next argument in turn
+        // (`-Lo 2 FILE`): only `-o` written alone is read (any other cluster with `o` is a
+        // risk, see `check_risks`), and the argument after it is its file.
+        "tree" => out.extend(
+            args.windows(2)
+                .filter(|pair| pair.first() == Some(&"-o"))
+                .filter_map(|pair| pair.get(1).map(|f| (*f).to_owned())),
+        ),
         // `go build -o FILE`.
         "go" => out.extend(
             option_values(args, "o", "o", &[])
@@ -2934,6 +2988,7 @@ fn takes_value(program: &str, written: &str) -> bool {
 /// Long options of other programs that take the next argument as their value (with `git-clone`
 /// and the like for git's subcommands).
 const PROGRAM_LONG_WITH_VALUE: &[(&[&str], &[&str])] = &[
+    (&["uniq"], &["skip-fields", "skip-chars", "check-chars"]),
     (
         &["git-clone"],
         &[
@@ -3080,6 +3135,9 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
         "rsync" => o.flag("ra") || o.long(&["--recursive", "--archive"]),
         "rm" => o.flag("rR") || o.long(&["--recursive"]),
         "chmod" | "chown" | "chgrp" => o.flag("R") || o.long(&["--recursive"]),
+        // `diff -r` reads every file below the folders it compares (`-N` prints the ones only
+        // one side has, whole).
+        "diff" => o.flag("r") || o.long(&["--recursive"]),
         // `find` lists names, unless it acts on what it finds.
         "find" => args
             .iter()
@@ -3401,6 +3459,12 @@ const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
     (&["git-submodule-add"], "b"),
     (&["git-worktree-add"], "bB"),
     (&["rsync"], "eBfTM"),
+    (&["uniq"], "fsw"),
+    (&["date"], "dfr"),
+    (&["file"], "eFfmP"),
+    (&["jq", "gojq", "jaq"], "fL"),
+    (&["diff"], "CDFILSUWxX"),
+    (&["sort"], "kStTo"),
 ];
 
 /// The value attached to a short option (`-fFILE`, or `-rfFILE` when `r` takes none): for
@@ -3586,6 +3650,10 @@ mod tests {
             "git --no-pager show HEAD -- dir",
             "git log -U3 -- dir",
             "git log -L1,1:.env",
+            "diff -r a b",
+            "diff -rN config docs",
+            "diff --recursive a b",
+            "diff --recu a b",
         ] {
             assert!(recursive(yes), "{yes}");
         }
@@ -3610,6 +3678,8 @@ mod tests {
             "find . -name '*.rs'",
             "ls -R",
             "cat dir",
+            "diff -u a b",
+            "diff -x -r a b",
         ] {
             assert!(!recursive(no), "{no}");
         }
