@@ -83,6 +83,7 @@ pub(crate) fn named_actor(named: Option<&str>, default: &str) -> Result<String, 
 pub(crate) async fn approve(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
     crate::body::known_keys(&body, &["decision", "reason", "by", "approved", "choice"])?;
@@ -306,6 +307,14 @@ pub(crate) async fn resolve(
     drop(making);
     match closed {
         Ok((Committed::Written(_), result)) => {
+            // A hosted run, released, stores none of these grants again.
+            if !made.is_empty()
+                && record
+                    .as_ref()
+                    .is_some_and(|r| r.kind == crate::hosted::HOSTED)
+            {
+                crate::state::lock(&state.inner.answered_with_grants).insert(id);
+            }
             // The released call first: it is what the requester waits for.
             let served = state.announce_decided(id, result);
             let recorded = Recorded {

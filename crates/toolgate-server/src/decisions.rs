@@ -208,6 +208,7 @@ fn outcome(id: &str, status: &str, evaluation: &Evaluation, extra: Map<String, V
 /// `POST /api/decisions`: a call in; `200` with its decision, or `202` with an id to wait on.
 pub(crate) async fn submit(
     State(state): State<AppState>,
+    Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     let mut call = Call::from_value(body.clone())

@@ -39,6 +39,7 @@ impl AppState {
     pub fn host(&self, builder: AgentBuilder) -> AgentBuilder {
         let grants: Arc<dyn GrantStore> = Arc::new(HostedGrants {
             store: Arc::clone(self.store()),
+            answered: Arc::clone(&self.inner.answered_with_grants),
         });
         builder
             .broker(self.broker().clone())
@@ -47,16 +48,57 @@ impl AppState {
     }
 }
 
-/// A hosted run's grant store: the daemon's, except that a grant the daemon already committed
-/// with the answer that made it (same request, tool, target and scope) is not stored twice
-/// when the run, released, stores it too.
+/// A hosted run's grant store: the daemon's, except that the grants of an answer the daemon
+/// committed with its grants are not stored again when the run, released, stores them too
+/// (not even one revoked meanwhile: it stays revoked), nor one like a stored grant of the same
+/// request.
 struct HostedGrants {
     store: Arc<dyn Store>,
+    answered: Arc<std::sync::Mutex<AnsweredWithGrants>>,
+}
+
+/// Hosted requests whose "always" answer the daemon committed with its grants (the latest
+/// [`ANSWERED_KEPT`]).
+#[derive(Debug, Default)]
+pub(crate) struct AnsweredWithGrants {
+    order: std::collections::VecDeque<String>,
+    ids: HashSet<String>,
+}
+
+/// How many answered requests [`AnsweredWithGrants`] keeps: far more than runs wait on at once
+/// (a run stores an answer's grants as soon as it is released).
+const ANSWERED_KEPT: usize = 4096;
+
+impl AnsweredWithGrants {
+    pub(crate) fn insert(&mut self, id: &str) {
+        if self.ids.insert(id.to_owned()) {
+            self.order.push_back(id.to_owned());
+        }
+        while self.order.len() > ANSWERED_KEPT {
+            if let Some(oldest) = self.order.pop_front() {
+                self.ids.remove(&oldest);
+            }
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
 }
 
 #[async_trait::async_trait]
 impl GrantStore for HostedGrants {
     async fn insert(&self, grant: Grant) -> Result<(), GrantStoreError> {
+        if let Some(request) = &grant.request_id {
+            let committed = self
+                .answered
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(request);
+            if committed {
+                return Ok(());
+            }
+        }
         if grant.request_id.is_some() {
             let stored = self.store.for_tool(&grant.tool).await?;
             let same = |g: &Grant| {
@@ -359,4 +401,56 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
     };
     crate::decisions::close_until_recorded(state, id, &facts, ending).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use toolgate_runtime::{Effect, GrantScope, GrantTarget};
+
+    /// A grant the daemon committed with a hosted request's answer is not stored again when the
+    /// run, released, stores it, even once revoked; another request's is.
+    #[tokio::test]
+    async fn a_run_does_not_store_again_what_an_answer_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = toolgate_policy::Policy::from_toml("p.toml", "version = 1\n").unwrap();
+        let server = crate::Server::open(crate::ServerConfig::new(dir.path()), policy)
+            .await
+            .unwrap();
+        let state = server.state();
+        let grants = HostedGrants {
+            store: Arc::clone(state.store()),
+            answered: Arc::clone(&state.inner.answered_with_grants),
+        };
+        crate::state::lock(&state.inner.answered_with_grants).insert("answered");
+        let grant = |request: &str| {
+            let mut grant = Grant::new(
+                Effect::Allow,
+                "pay",
+                GrantTarget::Tool,
+                GrantScope::Session {
+                    session: "s1".into(),
+                },
+                "hpd",
+            );
+            grant.request_id = Some(request.to_owned());
+            grant
+        };
+        // (Committed with the answer, then revoked: nothing is stored now.)
+        grants.insert(grant("answered")).await.unwrap();
+        assert!(state.store().list().await.unwrap().is_empty());
+        grants.insert(grant("other")).await.unwrap();
+        let stored = state.store().list().await.unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].request_id.as_deref(), Some("other"));
+        // Kept for the latest 4,096 answers.
+        let mut answered = AnsweredWithGrants::default();
+        for i in 0..=ANSWERED_KEPT {
+            answered.insert(&i.to_string());
+        }
+        assert!(!answered.contains("0") && answered.contains("1"));
+        assert_eq!(answered.order.len(), ANSWERED_KEPT);
+    }
 }

@@ -156,6 +156,7 @@ pub(crate) async fn record(
 /// `POST /api/sessions` with `{"id"?, "workspace"?}`.
 pub(crate) async fn create(
     State(state): State<AppState>,
+    Query(NoQuery {}): Query<NoQuery>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     if !body.is_object() {
@@ -195,8 +196,8 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(snapshot)))
 }
 
-/// `GET /api/sessions[?limit=N]`: the sessions, most recently active first (the first `limit`,
-/// 1 to 1,000, when given), and how many there are (`total`).
+/// `GET /api/sessions[?limit=N]`: the sessions, most recently created or given a branch first
+/// (the first `limit`, 1 to 1,000, when given), and how many there are (`total`).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
@@ -263,6 +264,7 @@ pub(crate) async fn get(
 pub(crate) async fn fork(
     State(state): State<AppState>,
     Path(id): Path<String>,
+    Query(NoQuery {}): Query<NoQuery>,
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     known_keys(&body, &["name", "from"])?;

@@ -213,6 +213,8 @@ pub(crate) struct Inner {
     /// revocation, so an answer that names a stored grant as its own never names one revoked
     /// meanwhile.
     pub(crate) grant_writes: tokio::sync::Mutex<()>,
+    /// Hosted requests answered over HTTP with the grants their answer made (see `hosted`).
+    pub(crate) answered_with_grants: Arc<Mutex<crate::hosted::AnsweredWithGrants>>,
     /// Cancelled when the daemon stops serving: event streams end and long polls answer.
     pub(crate) closing: toolgate_runtime::CancellationToken,
     pub(crate) config: ServerConfig,
@@ -233,7 +235,7 @@ impl fmt::Debug for AppState {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -283,6 +285,7 @@ impl AppState {
                 timer: Arc::default(),
                 session_writes: tokio::sync::Mutex::new(()),
                 grant_writes: tokio::sync::Mutex::new(()),
+                answered_with_grants: Arc::default(),
                 closing: toolgate_runtime::CancellationToken::new(),
                 config,
             }),

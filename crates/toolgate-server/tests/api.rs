@@ -1436,6 +1436,23 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         (status, body["error"]["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("unknown_parameter"))
     );
+    // Who answers is said in the body: `?by=` on an answer is not read as it.
+    for (path, body) in [
+        (
+            "/api/approvals/x?by=alice",
+            json!({"decision": "allow-once"}),
+        ),
+        ("/api/decisions?session=s1", call("read")),
+        ("/api/sessions?workspace=/srv", json!({"id": "q1"})),
+        ("/api/sessions/s1/branches?from=b1", json!({"name": "q2"})),
+    ] {
+        let (status, answer) = daemon.call("POST", path, Some(body)).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("unknown_parameter")),
+            "{path}: {answer}"
+        );
+    }
     // A `+` sent unencoded arrives as a space: the offset is still read.
     let (status, body) = daemon
         .call("GET", "/api/audit?since=2026-11-26T13:51:50+01:00", None)

@@ -336,7 +336,7 @@ async fn sessions_are_created_listed_read_and_forked() {
     assert_eq!(status, StatusCode::CONFLICT);
     let (status, _) = daemon.call("GET", "/api/sessions/missing", None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    // The most recently active first, as many as asked, and how many there are.
+    // The most recently created or given a branch first, as many as asked, and how many there are.
     let (_, list) = daemon.call("GET", "/api/sessions?limit=1", None).await;
     assert_eq!(list["total"], 2, "{list}");
     assert_eq!(list["sessions"].as_array().unwrap().len(), 1);

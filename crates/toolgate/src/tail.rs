@@ -235,19 +235,38 @@ fn follow(
                     && field(field(&reply.body, "error"), "code").as_str()
                         == Some("ahead_of_log") =>
             {
-                let newest = client.send("GET", "/api/audit?last=1", None)?;
-                let end = field(&newest.body, "events")
-                    .get(0)
-                    .and_then(|e| field(e, "seq").as_i64())
-                    .unwrap_or(0);
+                // Its newest events first, as at the start (those logged since it came back
+                // would otherwise be skipped), then on.
+                let mut path = format!("/api/audit?last={DEFAULT_LAST}");
+                if let Some(session) = &args.session {
+                    path.push_str(&format!("&session={}", crate::client::encode(session)));
+                }
+                let newest = client.send("GET", &path, None)?;
+                if newest.status != 200 {
+                    return Err(newest.failure(args.json));
+                }
+                let mut events = field(&newest.body, "events")
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                events.reverse();
                 let _ = writeln!(
                     std::io::stderr(),
-                    "toolgate: the daemon's log at http://{} ends at #{end}, before #{after}: it is \
-                     not the log printed so far (a backup restored, or another data directory); \
-                     following it from its end",
+                    "toolgate: the daemon's log at http://{} ends before #{after}: it is not the \
+                     log printed so far (a backup restored, or another data directory); \
+                     following it from its newest events",
                     client.host()
                 );
-                after = end;
+                after = 0;
+                for event in &events {
+                    after = after.max(field(event, "seq").as_i64().unwrap_or(0));
+                    if let Err(failed) = print(event) {
+                        return match failed {
+                            Failure::BrokenPipe => Ok(EXIT_OK),
+                            other => Err(other),
+                        };
+                    }
+                }
                 continue;
             }
             Ok(Streamed::Refused(reply)) => return Err(reply.failure(args.json)),
