@@ -86,6 +86,12 @@ pub enum Committed {
 #[async_trait]
 pub trait Store: GrantStore {
     /// Writes a batch in one transaction.
+    ///
+    /// The SQLite store's commit does not yield: a caller's future dropped while it waits (a
+    /// requester hanging up) never leaves a batch committed with the caller's work after it
+    /// undone. The daemon relies on that when it opens a request (its waiter is registered
+    /// first, then the request committed, then its timeout held); a backend whose commit
+    /// yields must have the daemon run that step in a task of its own.
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError>;
 
     /// Appends events to the audit log; returns their sequence numbers (increasing, no gaps).
