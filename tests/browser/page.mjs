@@ -26,6 +26,18 @@ try {
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => { if (m.type() === "error") problems.push(`console: ${m.text()}`); });
 
+  // Notifications as a browser gives them, recorded; whether the tab is hidden, set by the test.
+  await context.addInitScript(() => {
+    window.__notes = [];
+    window.__hidden = false;
+    let permission = "default";
+    window.Notification = class {
+      constructor(title, options) { window.__notes.push({ title, ...options }); }
+      static get permission() { return permission; }
+      static requestPermission() { permission = "granted"; return Promise.resolve(permission); }
+    };
+    Object.defineProperty(Document.prototype, "hidden", { get: () => window.__hidden });
+  });
   await page.goto(`${base}/#login=${login}`);
   await page.locator("#app:not([hidden])").waitFor({ timeout: 20_000 });
   await page.getByText("Nothing is waiting.").waitFor();
@@ -144,6 +156,25 @@ try {
   if (revoked.events?.length !== 1 || revoked.events[0].actor !== "web")
     fail(`the revocation is not logged as the page's: ${JSON.stringify(revoked)}`);
   if ((await api("/api/grants")).grants.length) fail("the grant is still stored after Revoke");
+
+  // Asked for, a notification tells of a call that arrives while the tab is hidden.
+  const offer = page.locator("#notify");
+  if (!(await offer.isVisible())) fail("the page does not offer notifications");
+  await offer.click();
+  await offer.waitFor({ state: "hidden", timeout: 5_000 });
+  await page.evaluate(() => { window.__hidden = true; });
+  const behind = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin behind-the-tab" },
+                           context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  await page.waitForFunction(() => window.__notes.length > 0, null, { timeout: 15_000 })
+    .catch(() => fail("no notification for a call that arrived while the tab was hidden"));
+  const notes = await page.evaluate(() => window.__notes);
+  if (notes.length !== 1 || notes[0].body !== "bash: git push origin behind-the-tab" || notes[0].tag !== behind.id)
+    fail(`the notification says: ${JSON.stringify(notes)}`);
+  await page.evaluate(() => { window.__hidden = false; });
+  await api(`/api/approvals/${behind.id}`, { method: "POST", body: JSON.stringify({ decision: "reject-once" }) });
 
   // A spent or unknown sign-in address says so (another tab: its own, empty, storage).
   const other = await context.newPage();

@@ -117,7 +117,30 @@ function argumentsList(args) {
 
 // The cards are kept from one refresh to the next (a request does not change while it
 // waits): what a person opened stays open, and only arrivals and departures touch the list.
+// Requests already shown: a notification is for one that arrives while the tab is hidden.
+let seen = null;
+
+// What a waiting call is about, in one line: its tool and its first text argument.
+function gist(item) {
+  const request = (item.request && item.request.request) || item.request || {};
+  const args = request.arguments && typeof request.arguments === "object" ? request.arguments : {};
+  const first = Object.values(args).find((v) => typeof v === "string");
+  const what = first === undefined ? "" : `: ${first.length > 120 ? `${first.slice(0, 120)}…` : first}`;
+  return visible(`${short(request.tool || item.kind || "a call")}${what}`);
+}
+
+function notify(fresh) {
+  if (!document.hidden || !("Notification" in window) || Notification.permission !== "granted") return;
+  for (const item of fresh) {
+    const note = new Notification("toolgate: a call is waiting for you", { body: gist(item), tag: item.id });
+    note.onclick = () => { window.focus(); note.close(); };
+  }
+}
+
 function renderPending(pending, total) {
+  const fresh = seen === null ? [] : pending.filter((item) => !seen.has(item.id));
+  seen = new Set(pending.map((item) => item.id));
+  notify(fresh);
   const box = document.getElementById("pending");
   document.getElementById("pending-count").textContent = String(total);
   // A tab in the background says it too.
@@ -250,9 +273,20 @@ async function load() {
   }
 }
 
+// Desktop notifications, when the person asks for them (a browser asks them first).
+function offerNotifications() {
+  const button = document.getElementById("notify");
+  button.hidden = !("Notification" in window) || Notification.permission !== "default";
+  button.onclick = async () => {
+    await Notification.requestPermission();
+    button.hidden = Notification.permission !== "default";
+  };
+}
+
 function showApp() {
   document.getElementById("signin").hidden = true;
   document.getElementById("app").hidden = false;
+  offerNotifications();
   if (!streaming) stream();
 }
 
