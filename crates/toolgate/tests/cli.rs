@@ -1169,6 +1169,17 @@ fn follow(
     (tail, seen)
 }
 
+/// What a tail process said on stderr, once stopped (killed if it still runs).
+fn said_by(tail: &mut Killed) -> String {
+    let _ = tail.0.kill();
+    let _ = tail.0.wait();
+    let mut said = String::new();
+    if let Some(mut stderr) = tail.0.stderr.take() {
+        let _ = stderr.read_to_string(&mut said);
+    }
+    said
+}
+
 #[test]
 fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
     let data = tempfile::tempdir().unwrap();
@@ -1233,13 +1244,7 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    let mut said = String::new();
-    tail.0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
+    let said = said_by(&mut tail);
     assert_eq!(status.code(), Some(2), "{said}");
     assert!(said.contains("reconnecting to http://"), "{said}");
     assert!(
@@ -1284,15 +1289,7 @@ fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
     // The next event tail prints; when none comes, what it said on stderr.
     let next = |tail: &mut Killed| match seen.recv_timeout(Duration::from_secs(20)) {
         Ok(event) => event,
-        Err(_) => {
-            let _ = tail.0.kill();
-            let _ = tail.0.wait();
-            let mut said = String::new();
-            if let Some(mut stderr) = tail.0.stderr.take() {
-                let _ = stderr.read_to_string(&mut said);
-            }
-            panic!("tail printed nothing more; it said: {said}");
-        }
+        Err(_) => panic!("tail printed nothing more; it said: {}", said_by(tail)),
     };
     let newest = (0..6)
         .map(|_| next(&mut tail)["seq"].as_i64().unwrap())
@@ -1324,15 +1321,7 @@ fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
         .map(|_| next(&mut tail)["seq"].as_i64().unwrap())
         .collect();
     assert_eq!(printed, [1, 2, 3]);
-    let _ = tail.0.kill();
-    let _ = tail.0.wait();
-    let mut said = String::new();
-    tail.0
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut said)
-        .unwrap();
+    let said = said_by(&mut tail);
     assert!(
         said.contains("ends before #6: it is not the log printed so far"),
         "{said}"
