@@ -132,8 +132,10 @@ function gist(item) {
 function notify(fresh) {
   if (!document.hidden || !("Notification" in window) || Notification.permission !== "granted") return;
   for (const item of fresh) {
-    const note = new Notification("toolgate: a call is waiting for you", { body: gist(item), tag: item.id });
-    note.onclick = () => { window.focus(); note.close(); };
+    try {
+      const note = new Notification("toolgate: a call is waiting for you", { body: gist(item), tag: item.id });
+      note.onclick = () => { window.focus(); note.close(); };
+    } catch (error) { return; /* a browser that shows them only from a service worker */ }
   }
 }
 

@@ -428,6 +428,19 @@ mod tests {
             ["~/.gitconfig"]
         );
         assert_eq!(written("uniq -f 1 src/a"), Vec::<String>::new());
+        // Abbreviations, an old form, and grep's long options (not uniq's) shift nothing.
+        for line in [
+            "uniq --ch 0 src/a .git/config",
+            "uniq +0 src/a .git/config",
+            "uniq --ign src/a .git/config",
+            "uniq --rep src/a .git/config",
+        ] {
+            assert!(
+                written(line).contains(&".git/config".to_owned()),
+                "{line}: {:?}",
+                written(line)
+            );
+        }
         assert_eq!(
             written("strace --output=.git/hooks/x ls -o y"),
             [".git/hooks/x"]
@@ -543,6 +556,15 @@ mod tests {
             ("jq prog.jq x.json -f", RiskyOption),
             ("jq . x.json -rf prog.jq", RiskyOption),
             ("jq --argfile a f.json -n env", ProgramText),
+            ("sed -n ':a e touch /tmp/pwned' README.md", RiskyOption),
+            ("sed -n ':a w .git/config' README.md", RiskyOption),
+            ("sed -n 'tx e id' README.md", RiskyOption),
+            ("sort --files0-from=- ", RiskyOption),
+            ("sort --files0 list", RiskyOption),
+            ("file -m config/.env: src/x", RiskyOption),
+            ("file -bm magic src/x", RiskyOption),
+            ("file --magic-file=m src/x", RiskyOption),
+            ("MAGIC=config/.env file src/x", RiskyVariable),
             ("file -C -m magic", RiskyOption),
             ("file --compile", RiskyOption),
             ("jq -n env", ProgramText),
@@ -655,6 +677,9 @@ mod tests {
             "date -r Cargo.toml +%s",
             "jq -r '.a' -- package.json",
             "jq --argfile a f.json -n '$a'",
+            "sed -n ':a;N;$!ba;s/x/y/gp' f.txt",
+            "sed -n '/start/,/end/p' f.txt",
+            "file -b src/lib.rs",
             "date --date=yesterday",
             "tree -L 2 src",
             "file src/lib.rs",

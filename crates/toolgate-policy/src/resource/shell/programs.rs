@@ -179,6 +179,9 @@ fn is_risky_variable(name: &str) -> bool {
         "GOROOT",
         "GOTOOLCHAIN",
         "GOENV",
+        // Files programs read as their own data, and may print (file's magic, jq's modules).
+        "MAGIC",
+        "JQ_LIBRARY_PATH",
     ];
     // Prefixes: whole families of settings (Cargo's and npm's configuration by environment,
     // the folders programs read their configuration from).
@@ -1293,6 +1296,9 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                 {
                     flag(format!("`sort {a}` runs a program or writes a file"));
                 }
+                if long_prefix_of(a, "files0-from", 3) {
+                    flag(names_from_elsewhere(program));
+                }
             }
         }
         "rg" => {
@@ -1460,9 +1466,22 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
         }
         "file" => {
             for a in &args {
-                let short_compile = a.starts_with('-') && !a.starts_with("--") && a.contains('C');
-                if short_compile || long_prefix_of(a, "compile", 2) {
+                let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
+                if cluster.is_some_and(|c| c.contains('C')) || long_prefix_of(a, "compile", 2) {
                     flag(format!("`file {a}` writes a compiled magic file"));
+                }
+                // `-m` takes a list of files (`a:b`), and prints a file that is no magic in its
+                // warnings, line by line.
+                if cluster.is_some_and(|c| {
+                    c.split(['e', 'F', 'f', 'P'])
+                        .next()
+                        .unwrap_or(c)
+                        .contains('m')
+                }) || long_prefix_of(a, "magic-file", 2)
+                {
+                    flag(format!(
+                        "`file {a}` reads magic files, whose lines it may print"
+                    ));
                 }
             }
         }
@@ -2057,7 +2076,15 @@ fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
                 }
             }
             ':' | 'b' | 't' | 'T' => {
-                while at(i).is_some_and(|c| c != '\n' && c != ';') {
+                while matches!(at(i), Some(' ' | '\t')) {
+                    i += 1;
+                }
+                // A label ends at a blank for some seds and at `;` or a line's end for others:
+                // one with a blank in it (`:a e CMD`) could hide a command either way.
+                while let Some(c) = at(i).filter(|c| *c != '\n' && *c != ';') {
+                    if c.is_whitespace() {
+                        return Err("has a label toolgate cannot delimit");
+                    }
                     i += 1;
                 }
             }
@@ -2649,7 +2676,9 @@ fn written_elsewhere(program: &str, args: &[&str]) -> Vec<String> {
         // The file to patch, when named (`patch FILE < change.diff`).
         "patch" => out.extend(operands.first().map(|a| (*a).to_owned())),
         // `uniq IN OUT`, `xxd IN OUT`: the second operand is written.
-        "uniq" | "xxd" => out.extend(operands.get(1).map(|a| (*a).to_owned())),
+        // Every operand after the first, should an old form (`uniq +0`) or an abbreviation
+        // shift them: uniq and xxd write their second.
+        "uniq" | "xxd" => out.extend(operands.iter().skip(1).map(|a| (*a).to_owned())),
         // tree gives each letter of a cluster that takes a value the next argument in turn
         // (`-Lo 2 FILE`): only `-o` written alone is read (any other cluster with `o` is a
         // risk, see `check_risks`), and the argument after it is its file.
@@ -2973,6 +3002,12 @@ fn takes_value(program: &str, written: &str) -> bool {
         .iter()
         .find(|(names, _)| names.contains(&program))
         .map_or(&[][..], |(_, long)| *long);
+    // Programs whose long options are all known: any start of one that takes a value is read
+    // as it (a start that names two makes the program refuse to run), and grep's are not theirs
+    // (`uniq --ign` is `--ignore-case`, not grep's `--ignore-file`).
+    if KNOWN_LONG_OPTIONS.contains(&program) {
+        return own.iter().any(|name| long_prefix_of(written, name, 1));
+    }
     if LONG_WITH_VALUE.contains(&written) || written.get(2..).is_some_and(|w| own.contains(&w)) {
         return true;
     }
@@ -2985,10 +3020,128 @@ fn takes_value(program: &str, written: &str) -> bool {
     abbreviating == 1
 }
 
+/// Programs whose long options that take a value are all in [`PROGRAM_LONG_WITH_VALUE`] (none,
+/// for those not there).
+const KNOWN_LONG_OPTIONS: &[&str] = &[
+    "uniq", "sort", "diff", "date", "file", "cut", "nl", "du", "df", "stat", "cmp", "realpath",
+    "basename", "tree", "tr", "which", "dirname",
+];
+
 /// Long options of other programs that take the next argument as their value (with `git-clone`
 /// and the like for git's subcommands).
 const PROGRAM_LONG_WITH_VALUE: &[(&[&str], &[&str])] = &[
     (&["uniq"], &["skip-fields", "skip-chars", "check-chars"]),
+    (
+        &["sort"],
+        &[
+            "key",
+            "field-separator",
+            "buffer-size",
+            "temporary-directory",
+            "output",
+            "sort",
+            "parallel",
+            "batch-size",
+            "compress-program",
+            "files0-from",
+            "random-source",
+        ],
+    ),
+    (
+        &["diff"],
+        &[
+            "label",
+            "show-function-line",
+            "ignore-matching-lines",
+            "exclude",
+            "exclude-from",
+            "starting-file",
+            "from-file",
+            "to-file",
+            "horizon-lines",
+            "line-format",
+            "old-line-format",
+            "new-line-format",
+            "unchanged-line-format",
+            "old-group-format",
+            "new-group-format",
+            "changed-group-format",
+            "unchanged-group-format",
+            "ifdef",
+            "tabsize",
+            "width",
+            "palette",
+        ],
+    ),
+    (&["date"], &["date", "file", "reference", "set", "rfc-3339"]),
+    (
+        &["file"],
+        &[
+            "exclude",
+            "exclude-quiet",
+            "files-from",
+            "separator",
+            "magic-file",
+            "parameter",
+        ],
+    ),
+    (
+        &["cut"],
+        &[
+            "bytes",
+            "characters",
+            "delimiter",
+            "fields",
+            "output-delimiter",
+        ],
+    ),
+    (
+        &["nl"],
+        &[
+            "body-numbering",
+            "section-delimiter",
+            "footer-numbering",
+            "header-numbering",
+            "line-increment",
+            "join-blank-lines",
+            "number-format",
+            "number-separator",
+            "starting-line-number",
+            "number-width",
+        ],
+    ),
+    (
+        &["du"],
+        &[
+            "exclude",
+            "exclude-from",
+            "files0-from",
+            "max-depth",
+            "threshold",
+            "time-style",
+            "block-size",
+        ],
+    ),
+    (&["df"], &["block-size", "type", "exclude-type"]),
+    (&["stat"], &["format", "printf"]),
+    (&["cmp"], &["ignore-initial", "bytes"]),
+    (&["realpath"], &["relative-to", "relative-base"]),
+    (&["basename"], &["suffix"]),
+    (
+        &["tree"],
+        &[
+            "charset",
+            "filelimit",
+            "timefmt",
+            "sort",
+            "gitfile",
+            "infofile",
+            "hintro",
+            "houtro",
+            "scheme",
+            "authority",
+        ],
+    ),
     (
         &["git-clone"],
         &[
@@ -3135,9 +3288,9 @@ pub(crate) fn recursive(argv: &[Word]) -> bool {
         "rsync" => o.flag("ra") || o.long(&["--recursive", "--archive"]),
         "rm" => o.flag("rR") || o.long(&["--recursive"]),
         "chmod" | "chown" | "chgrp" => o.flag("R") || o.long(&["--recursive"]),
-        // `diff -r` reads every file below the folders it compares (`-N` prints the ones only
-        // one side has, whole).
-        "diff" => o.flag("r") || o.long(&["--recursive"]),
+        // diff reads the files in the folders it compares, below them too with `-r` (`-N`
+        // prints the ones only one side has, whole).
+        "diff" => true,
         // `find` lists names, unless it acts on what it finds.
         "find" => args
             .iter()
@@ -3654,6 +3807,9 @@ mod tests {
             "diff -rN config docs",
             "diff --recursive a b",
             "diff --recu a b",
+            // Two folders without -r: their files are compared (and printed whole with -N).
+            "diff -N ~/.ssh docs",
+            "diff -u a b",
         ] {
             assert!(recursive(yes), "{yes}");
         }
@@ -3678,8 +3834,6 @@ mod tests {
             "find . -name '*.rs'",
             "ls -R",
             "cat dir",
-            "diff -u a b",
-            "diff -x -r a b",
         ] {
             assert!(!recursive(no), "{no}");
         }
