@@ -1849,7 +1849,7 @@ fn branch_changes(args: &[&str]) -> bool {
         "edit-description",
         "track",
     ];
-    args.iter().take_while(|a| **a != "--").any(|a| {
+    let changing_option = args.iter().take_while(|a| **a != "--").any(|a| {
         if let Some(long) = a.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or(long);
             !name.is_empty() && LONG.iter().any(|o| o.starts_with(name))
@@ -1858,7 +1858,50 @@ fn branch_changes(args: &[&str]) -> bool {
         } else {
             false
         }
-    })
+    });
+    // A name given outside listing (`--list`, `-l`, or an option that lists: `--contains X`)
+    // makes a branch (`git branch evil`).
+    const LISTING: &[&str] = &[
+        "list",
+        "contains",
+        "no-contains",
+        "merged",
+        "no-merged",
+        "points-at",
+    ];
+    const VALUED: &[&str] = &[
+        "contains",
+        "no-contains",
+        "merged",
+        "no-merged",
+        "points-at",
+        "sort",
+        "format",
+        "abbrev",
+    ];
+    let mut listing = false;
+    let mut names = false;
+    let mut rest = args.iter();
+    while let Some(a) = rest.next() {
+        if let Some(long) = a.strip_prefix("--").filter(|l| !l.is_empty()) {
+            let name = long.split('=').next().unwrap_or(long);
+            listing |= LISTING
+                .iter()
+                .any(|o| o.starts_with(name) && name.len() >= 3);
+            if !long.contains('=')
+                && VALUED
+                    .iter()
+                    .any(|o| o.starts_with(name) && name.len() >= 3)
+            {
+                rest.next();
+            }
+        } else if let Some(short) = a.strip_prefix('-').filter(|s| !s.is_empty() && *a != "--") {
+            listing |= short.contains('l');
+        } else if *a != "--" {
+            names = true;
+        }
+    }
+    changing_option || (names && !listing)
 }
 
 /// The sed script(s) and whether they stay read-only: `e`, `w`, `W`, `r`, `R` commands and the

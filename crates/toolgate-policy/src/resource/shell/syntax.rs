@@ -80,6 +80,48 @@ const HARMLESS_DEVICES: &[&str] = &[
 ];
 
 pub(crate) fn analyze_line(line: &str, depth: usize) -> Analysis {
+    // A backslash at a line's end joins the lines (`find . -del\⏎ete` runs `-delete`), which
+    // the grammar reads as a break between words. Joined here where nothing else can read it
+    // otherwise; with quotes, comments or here-documents (where it is kept, or ends nothing),
+    // it asks.
+    if line.contains("\\\n") {
+        if line.contains(['\'', '#']) || line.contains("<<") {
+            let mut out = analyze_joined(line, depth);
+            out.findings.push(finding(
+                FindingKind::Unsupported,
+                "a line continuation (`\\` at a line's end) next to quotes, a comment or a \
+                 here-document",
+            ));
+            return out;
+        }
+        return analyze_joined(&join_continuations(line), depth);
+    }
+    analyze_joined(line, depth)
+}
+
+/// `line` with each backslash-newline removed: a backslash that is itself escaped (`\\⏎`) ends
+/// nothing and stays with its newline.
+fn join_continuations(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\n') => {}
+            Some(next) => {
+                out.push(c);
+                out.push(next);
+            }
+            None => out.push(c),
+        }
+    }
+    out
+}
+
+fn analyze_joined(line: &str, depth: usize) -> Analysis {
     let mut walker = Walker {
         src: line,
         out: Analysis::default(),
@@ -215,8 +257,25 @@ impl<'s> Walker<'s> {
             return;
         }
         match node.kind() {
-            "program" | "list" | "pipeline" | "do_group" | "else_clause" | "elif_clause"
-            | "subshell" | "negated_command" | "ERROR" => self.children(node, level),
+            // A `cd` in a subshell stays there; each command of a pipeline is a subshell.
+            "subshell" => {
+                let outside = self.cwd.clone();
+                self.children(node, level);
+                self.cwd = outside;
+            }
+            "pipeline" => {
+                let outside = self.cwd.clone();
+                for child in named_children(node) {
+                    if is_statement(child.kind()) {
+                        self.statement(child, level + 1);
+                    } else {
+                        self.expression(child, level, "the command");
+                    }
+                    self.cwd = outside.clone();
+                }
+            }
+            "program" | "list" | "do_group" | "else_clause" | "elif_clause" | "negated_command"
+            | "ERROR" => self.children(node, level),
             "compound_statement" => {
                 if node.child(0).is_some_and(|c| c.kind() == "((") {
                     self.line_finding(FindingKind::Substitution, "arithmetic evaluation `(( … ))`");
@@ -270,11 +329,41 @@ impl<'s> Walker<'s> {
     }
 
     fn children(&mut self, node: Node<'_>, level: usize) {
-        for child in named_children(node) {
+        let mut cursor = node.walk();
+        let all: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        for (i, child) in all.iter().enumerate() {
+            if !child.is_named() {
+                continue;
+            }
+            let before = self.cwd.clone();
             if is_statement(child.kind()) {
-                self.statement(child, level + 1);
+                self.statement(*child, level + 1);
             } else {
-                self.expression(child, level, "the command");
+                self.expression(*child, level, "the command");
+            }
+            if self.cwd == before {
+                continue;
+            }
+            // A `cd` ran in this command. Sent to the background (`&`) it changes nothing
+            // here; followed by `;`, a line's end or `||`, what comes next runs whether it
+            // worked or not, in a folder toolgate cannot tell.
+            let next = all
+                .get(i + 1)
+                .filter(|n| !n.is_named())
+                .map(|n| self.text(*n));
+            let more = all
+                .iter()
+                .skip(i + 1)
+                .any(|n| n.is_named() && n.kind() != "comment");
+            match next {
+                Some("&") => self.cwd = before,
+                Some("&&") => {}
+                _ if more => self.line_finding(
+                    FindingKind::DynamicArguments,
+                    "a `cd` that may not work is followed by more commands (chain them with \
+                     `&&`): which folder those run in depends on it",
+                ),
+                _ => {}
             }
         }
     }
@@ -343,6 +432,58 @@ impl<'s> Walker<'s> {
                 // In a here-document whose delimiter is not quoted, backticks run a command,
                 // and the grammar does not parse them there: any backtick asks.
                 let children: Vec<Node<'_>> = named_children(node).collect();
+                // What a here-string or a here-document whose delimiter is not quoted feeds
+                // the command is expanded first (`cat <<< $OPENAI_API_KEY`): a `$` asks, as
+                // it does in an argument; and words after the here-document's delimiter are
+                // the command's arguments, kept inside the redirection.
+                let quoted_start = children
+                    .iter()
+                    .find(|c| c.kind() == "heredoc_start")
+                    .is_some_and(|c| self.text(*c).contains(['\'', '"', '\\']));
+                let expands = if node.kind() == "herestring_redirect" {
+                    self.text(node).contains('$')
+                } else {
+                    !quoted_start
+                        && children
+                            .iter()
+                            .any(|c| c.kind() == "heredoc_body" && self.text(*c).contains('$'))
+                };
+                if expands {
+                    self.command_finding(
+                        command,
+                        finding(
+                            FindingKind::DynamicArguments,
+                            "what a here-string or here-document feeds the command depends on \
+                             expansions (`$`)",
+                        ),
+                    );
+                }
+                if node.kind() == "heredoc_redirect"
+                    && children.iter().any(|c| {
+                        !matches!(
+                            c.kind(),
+                            "heredoc_start"
+                                | "heredoc_body"
+                                | "heredoc_end"
+                                | "heredoc_content"
+                                | "pipeline"
+                                | "file_redirect"
+                                | "heredoc_redirect"
+                                | "herestring_redirect"
+                                | "command"
+                                | "list"
+                        )
+                    })
+                {
+                    self.command_finding(
+                        command,
+                        finding(
+                            FindingKind::Unsupported,
+                            "words after a here-document's delimiter are the command's \
+                             arguments, which toolgate does not see there",
+                        ),
+                    );
+                }
                 let quoted = children
                     .iter()
                     .find(|c| c.kind() == "heredoc_start")
@@ -382,6 +523,22 @@ impl<'s> Walker<'s> {
         let Some(destination) = node.child_by_field_name("destination") else {
             return;
         };
+        // `cat < /dev/null config/.env`: the words after the target are the command's
+        // arguments, which the grammar keeps inside the redirection.
+        if node
+            .children_by_field_name("destination", &mut node.walk())
+            .nth(1)
+            .is_some()
+        {
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::Unsupported,
+                    "words after a redirection's target are the command's arguments, which \
+                     toolgate does not see there",
+                ),
+            );
+        }
         let word = self.word(destination, level, command);
         if matches!(operator, ">&" | "<&" | ">&-" | "<&-")
             && word
