@@ -30,12 +30,11 @@ pub(crate) async fn pending(
     Query(query): Query<PendingQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(u32::MAX);
-    if query.session.as_deref() == Some("") {
-        return Err(ApiError::bad_request(
-            "bad_session",
-            "`session` names a session; leave it out for every session's requests",
-        ));
-    }
+    crate::body::not_empty(
+        query.session.as_deref(),
+        "bad_session",
+        "`session` names a session; leave it out for every session's requests",
+    )?;
     let (pending, total) = state
         .store()
         .pending_page(query.session.as_deref(), limit)

@@ -349,6 +349,19 @@ pub(crate) fn known_keys(body: &serde_json::Value, known: &[&str]) -> Result<(),
     }
 }
 
+/// Refuses a filter given empty (`?session=`): it names nothing, where leaving it out means
+/// every one.
+pub(crate) fn not_empty(
+    value: Option<&str>,
+    code: &'static str,
+    message: impl Into<String>,
+) -> Result<(), ApiError> {
+    match value {
+        Some("") => Err(ApiError::bad_request(code, message)),
+        _ => Ok(()),
+    }
+}
+
 /// The query of a route that takes no parameters: any is refused (a filter the route does not
 /// have would otherwise be ignored, and everything returned).
 #[derive(Debug, serde::Deserialize)]

@@ -60,24 +60,22 @@ impl LogQuery {
         }
         // Not held to the rules of names a client gives: a hosted agent's session may be
         // named anything.
-        if self.session.as_deref() == Some("") {
-            return Err(ApiError::bad_request(
-                "bad_session",
-                "`session` names a session; leave it out for every session's events",
-            ));
-        }
+        crate::body::not_empty(
+            self.session.as_deref(),
+            "bad_session",
+            "`session` names a session; leave it out for every session's events",
+        )?;
         if session.is_some() && self.session.is_some() {
             return Err(ApiError::bad_request(
                 "bad_session",
                 "the session is named by the path; leave `session` out",
             ));
         }
-        if self.request_id.as_deref() == Some("") {
-            return Err(ApiError::bad_request(
-                "bad_request_id",
-                "`request_id` names a request; leave it out for every request's events",
-            ));
-        }
+        crate::body::not_empty(
+            self.request_id.as_deref(),
+            "bad_request_id",
+            "`request_id` names a request; leave it out for every request's events",
+        )?;
         let since = match &self.since {
             None => None,
             Some(text) => Some(since(text).ok_or_else(|| {

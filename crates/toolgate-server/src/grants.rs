@@ -38,12 +38,11 @@ pub(crate) async fn list(
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     for (name, given) in [("session", &query.session), ("tool", &query.tool)] {
-        if given.as_deref() == Some("") {
-            return Err(ApiError::bad_request(
-                "bad_filter",
-                format!("`{name}` names one; leave it out for every grant"),
-            ));
-        }
+        crate::body::not_empty(
+            given.as_deref(),
+            "bad_filter",
+            format!("`{name}` names one; leave it out for every grant"),
+        )?;
     }
     let grants: Vec<Grant> = state
         .store()

@@ -50,8 +50,7 @@ impl AppState {
 
 /// A hosted run's grant store: the daemon's, except that the grants of an answer the daemon
 /// committed with its grants are not stored again when the run, released, stores them too
-/// (not even one revoked meanwhile: it stays revoked), nor one like a stored grant of the same
-/// request.
+/// (not even one revoked meanwhile: it stays revoked).
 struct HostedGrants {
     store: Arc<dyn Store>,
     answered: Arc<std::sync::Mutex<AnsweredWithGrants>>,
@@ -89,27 +88,10 @@ impl AnsweredWithGrants {
 #[async_trait::async_trait]
 impl GrantStore for HostedGrants {
     async fn insert(&self, grant: Grant) -> Result<(), GrantStoreError> {
-        if let Some(request) = &grant.request_id {
-            let committed = self
-                .answered
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains(request);
-            if committed {
-                return Ok(());
-            }
-        }
-        if grant.request_id.is_some() {
-            let stored = self.store.for_tool(&grant.tool).await?;
-            let same = |g: &Grant| {
-                g.request_id == grant.request_id
-                    && g.effect == grant.effect
-                    && g.target == grant.target
-                    && g.scope == grant.scope
-            };
-            if stored.iter().any(same) {
-                return Ok(());
-            }
+        if let Some(request) = &grant.request_id
+            && crate::state::lock(&self.answered).contains(request)
+        {
+            return Ok(());
         }
         self.store.insert(grant).await
     }

@@ -100,6 +100,34 @@ pub(crate) fn human(event: &Value) -> String {
     toolgate_runtime::terminal_text(&out)
 }
 
+/// A page of the audit log (`query`, and the session's filter when one is given).
+fn audit(client: &Client, args: &TailArgs, query: &str) -> Result<Value, Failure> {
+    let mut path = format!("/api/audit?{query}");
+    if let Some(session) = &args.session {
+        path.push_str(&format!("&session={}", crate::client::encode(session)));
+    }
+    let reply = client.send("GET", &path, None)?;
+    if reply.status != 200 {
+        return Err(reply.failure(args.json));
+    }
+    Ok(reply.body)
+}
+
+fn events_of(page: &Value) -> Vec<Value> {
+    field(page, "events")
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The newest `n` events (the session's, when one is given), in the order they were logged.
+fn newest(client: &Client, args: &TailArgs, n: u32) -> Result<Vec<Value>, Failure> {
+    // Newest first as the API gives them.
+    let mut events = events_of(&audit(client, args, &format!("last={n}"))?);
+    events.reverse();
+    Ok(events)
+}
+
 pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
     let client = Client::new(&args.client)?;
     let mut out = std::io::stdout().lock();
@@ -130,24 +158,6 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             _ => return Err(reply.failure(args.json)),
         }
     }
-    // A page of the audit log (`query`, and the session's filter when one is given).
-    let audit = |query: String| -> Result<Value, Failure> {
-        let mut path = format!("/api/audit?{query}");
-        if let Some(session) = &args.session {
-            path.push_str(&format!("&session={}", crate::client::encode(session)));
-        }
-        let reply = client.send("GET", &path, None)?;
-        if reply.status != 200 {
-            return Err(reply.failure(args.json));
-        }
-        Ok(reply.body)
-    };
-    let events_of = |page: &Value| {
-        field(page, "events")
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    };
     // The newest ten unless told where to start, as `tail` and `journalctl -f` do.
     let last = match args.after {
         Some(_) => None,
@@ -155,9 +165,7 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
     };
     let mut start = args.after.unwrap_or(0);
     if let Some(last) = last {
-        // Newest first as the API gives them; printed in order.
-        let mut events = events_of(&audit(format!("last={last}"))?);
-        events.reverse();
+        let events = newest(&client, args, last)?;
         for event in &events {
             print(event)?;
         }
@@ -172,7 +180,7 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
     if args.no_follow {
         let mut after = start;
         loop {
-            let page = audit(format!("after={after}&limit=1000"))?;
+            let page = audit(&client, args, &format!("after={after}&limit=1000"))?;
             let events = events_of(&page);
             for event in &events {
                 print(event)?;
@@ -237,19 +245,7 @@ fn follow(
             {
                 // Its newest events first, as at the start (those logged since it came back
                 // would otherwise be skipped), then on.
-                let mut path = format!("/api/audit?last={DEFAULT_LAST}");
-                if let Some(session) = &args.session {
-                    path.push_str(&format!("&session={}", crate::client::encode(session)));
-                }
-                let newest = client.send("GET", &path, None)?;
-                if newest.status != 200 {
-                    return Err(newest.failure(args.json));
-                }
-                let mut events = field(&newest.body, "events")
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default();
-                events.reverse();
+                let events = newest(client, args, DEFAULT_LAST)?;
                 let _ = writeln!(
                     std::io::stderr(),
                     "toolgate: the daemon's log at http://{} ends before #{after}: it is not the \
