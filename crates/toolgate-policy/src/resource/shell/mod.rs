@@ -579,6 +579,26 @@ mod tests {
             // A `cd` that may not have worked leaves later commands' folder unknown.
             ("cd src/nope; echo x >> ../.bashrc", DynamicArguments),
             ("cd src && ls; cat ../x", DynamicArguments),
+            // `|| exit` makes a `cd` sure only where it surely ran, and only a bare `exit`.
+            ("cd src || return; cat ../x", DynamicArguments),
+            ("cd src || echo no; cat ../x", DynamicArguments),
+            ("cd src || exit $x; cat ../x", DynamicArguments),
+            ("cd src || exit 1 | cat; cat ../x", DynamicArguments),
+            ("cd src || { exit 1; echo; }; cat ../x", DynamicArguments),
+            (
+                "for d in; do cd src || exit 1; done; cat ../x",
+                DynamicArguments,
+            ),
+            (
+                "if false; then cd src || exit; fi; cat ../x",
+                DynamicArguments,
+            ),
+            (
+                "{ if false; then cd src || exit; fi }; cat ../x",
+                DynamicArguments,
+            ),
+            ("f() { cd src || exit 1; }; cat ../x", DynamicArguments),
+            ("cd a || exit 1; cd b; cat ../x", DynamicArguments),
             ("git branch evil", RiskyOption),
             ("file -C -m magic", RiskyOption),
             ("file --compile", RiskyOption),
@@ -734,6 +754,27 @@ mod tests {
                     .collect::<Vec<_>>()
             );
         }
+    }
+
+    #[test]
+    fn a_cd_followed_by_exit_is_sure() {
+        for line in [
+            "cd src || exit 1; cat ../x",
+            "cd src || exit\ncat ../x",
+            "cd src || { echo 'no src' >&2; exit 1; }; cat ../x",
+            "{ cd src || exit 2; }; cat ../x",
+            "cd src || exit 1 && cat ../x",
+        ] {
+            let a = analyze(line);
+            assert!(a.is_clean(), "{line:?}: {:?}", a.findings);
+            let cat = a.commands.iter().find(|c| c.text == "cat ../x");
+            assert_eq!(cat.and_then(|c| c.cwd.as_deref()), Some("src"), "{line:?}");
+        }
+        // A subshell's `cd` stays in it, exit or not.
+        let a = analyze("(cd src || exit 1); cat x");
+        assert!(a.is_clean(), "{:?}", a.findings);
+        let cat = a.commands.iter().find(|c| c.text == "cat x");
+        assert_eq!(cat.map(|c| c.cwd.clone()), Some(None));
     }
 
     #[test]

@@ -126,6 +126,7 @@ fn analyze_joined(line: &str, depth: usize) -> Analysis {
         src: line,
         out: Analysis::default(),
         cwd: None,
+        cd_sure: false,
         depth,
         substitutions: 0,
     };
@@ -138,6 +139,7 @@ pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
         src: "",
         out: Analysis::default(),
         cwd: None,
+        cd_sure: false,
         depth: 0,
         substitutions: 0,
     };
@@ -152,6 +154,9 @@ struct Walker<'s> {
     out: Analysis,
     /// The folder commands run in after the `cd`s seen so far, relative to the call's.
     cwd: Option<String>,
+    /// Whether the last `cd` seen is known to have worked when anything after it runs: it was
+    /// followed by `|| exit` (bash leaves the script when it fails).
+    cd_sure: bool,
     /// How deep in `sh -c` strings this line is.
     depth: usize,
     /// How many command substitutions the walk is inside (each costs several stack frames, so
@@ -299,6 +304,7 @@ impl<'s> Walker<'s> {
             | "case_statement"
             | "case_item"
             | "function_definition" => {
+                let before = self.cwd.clone();
                 for child in named_children(node) {
                     if is_statement(child.kind()) {
                         self.statement(child, level + 1);
@@ -306,15 +312,18 @@ impl<'s> Walker<'s> {
                         self.expression(child, level, "a loop or condition");
                     }
                 }
+                self.unsure_after(&before);
             }
             "c_style_for_statement" => {
                 self.line_finding(FindingKind::Substitution, "arithmetic `for (( … ))` loop");
                 self.scan(node, level, None);
+                let before = self.cwd.clone();
                 for child in named_children(node) {
                     if is_statement(child.kind()) {
                         self.statement(child, level + 1);
                     }
                 }
+                self.unsure_after(&before);
             }
             "test_command" => self.test(node, level),
             "comment" | "heredoc_body" | "heredoc_start" | "heredoc_end" => {}
@@ -358,6 +367,12 @@ impl<'s> Walker<'s> {
             match next {
                 Some("&") => self.cwd = before,
                 Some("&&") => {}
+                Some("||") if all.get(i + 2).is_some_and(|n| self.leaves(*n)) => {
+                    self.cd_sure = true;
+                }
+                // The child was `cd DIR || exit` (or ended with one): nothing after it runs
+                // unless the `cd` worked.
+                _ if self.cd_sure => {}
                 _ if more => self.line_finding(
                     FindingKind::DynamicArguments,
                     "a `cd` that may not work is followed by more commands (chain them with \
@@ -365,6 +380,36 @@ impl<'s> Walker<'s> {
                 ),
                 _ => {}
             }
+        }
+    }
+
+    /// A condition, loop or function body may not run (or may run its `cd` more than once):
+    /// a `cd … || exit` in it does not tell where what follows runs.
+    fn unsure_after(&mut self, before: &Option<String>) {
+        if self.cwd != *before {
+            self.cd_sure = false;
+        }
+    }
+
+    /// Whether `node` always leaves the script: a bare `exit` (with a literal status, or none),
+    /// or a `{ …; }` group whose last command is one. (`return` is not: outside a function
+    /// bash reports an error and goes on.)
+    fn leaves(&self, node: Node<'_>) -> bool {
+        match node.kind() {
+            "command" => {
+                let text = self.text(node);
+                let mut words = text.split_ascii_whitespace();
+                words.next() == Some("exit")
+                    && words
+                        .next()
+                        .is_none_or(|status| status.bytes().all(|b| b.is_ascii_digit()))
+                    && words.next().is_none()
+            }
+            "compound_statement" => named_children(node)
+                .filter(|c| c.kind() != "comment")
+                .last()
+                .is_some_and(|last| self.leaves(last)),
+            _ => false,
         }
     }
 
@@ -841,6 +886,7 @@ impl<'s> Walker<'s> {
                     command: index,
                     cwd: self.cwd.clone(),
                 });
+                self.cd_sure = false;
                 self.cwd = Some(match &self.cwd {
                     Some(current) if !t.starts_with('/') && !t.starts_with('~') => {
                         format!("{current}/{t}")
