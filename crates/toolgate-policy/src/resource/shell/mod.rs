@@ -599,6 +599,15 @@ mod tests {
             ),
             ("f() { cd src || exit 1; }; cat ../x", DynamicArguments),
             ("cd a || exit 1; cd b; cat ../x", DynamicArguments),
+            // A `cd` that may not have run: after `||`, under `!`, in a body.
+            ("true || cd src && cat ../x", DynamicArguments),
+            ("true || { cd src; } && cat ../x", DynamicArguments),
+            ("! cd nope && cat ../x", DynamicArguments),
+            ("case x in y) cd src;; esac && cat ../x", DynamicArguments),
+            ("until true; do cd src; done && cat ../x", DynamicArguments),
+            ("f() { cd src; } && cat ../x", DynamicArguments),
+            ("if cd src; then :; else cat ../x; fi", DynamicArguments),
+            ("until cd src; do cat ../x; done", DynamicArguments),
             ("git branch evil", RiskyOption),
             ("file -C -m magic", RiskyOption),
             ("file --compile", RiskyOption),
@@ -769,6 +778,34 @@ mod tests {
             assert!(a.is_clean(), "{line:?}: {:?}", a.findings);
             let cat = a.commands.iter().find(|c| c.text == "cat ../x");
             assert_eq!(cat.and_then(|c| c.cwd.as_deref()), Some("src"), "{line:?}");
+        }
+        // Only the shell's own `cd` moves it.
+        for (line, cwd) in [
+            ("env cd src && cat x", None),
+            ("timeout 5 cd src && cat x", None),
+            ("/usr/bin/cd src && cat x", None),
+            ("coproc cd src && cat x", None),
+            ("command cd src && cat x", Some("src")),
+            ("builtin cd src && cat x", Some("src")),
+            ("'cd' src && cat x", Some("src")),
+        ] {
+            let a = analyze(line);
+            let cat = a.commands.iter().find(|c| c.text == "cat x");
+            assert_eq!(cat.map(|c| c.cwd.as_deref()), Some(cwd), "{line:?}");
+        }
+        // A function that replaces a builtin the analysis reads.
+        for line in [
+            "cd() { true; }; cd src && cat ../x",
+            "function cd { true; }; cd src && cat ../x",
+            "exit() { :; }; cd src || exit 1; cat ../x",
+        ] {
+            assert!(
+                analyze(line)
+                    .findings
+                    .iter()
+                    .any(|f| f.kind == FindingKind::Unsupported),
+                "{line:?}"
+            );
         }
         // A subshell's `cd` stays in it, exit or not.
         let a = analyze("(cd src || exit 1); cat x");

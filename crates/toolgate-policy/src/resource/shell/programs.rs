@@ -2056,6 +2056,11 @@ fn check_sed(args: &[&str], flag: &mut impl FnMut(String)) {
 
 /// Walks a sed script: addresses, then one command each, separated by `;`, newlines or braces.
 fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
+    // In the C locale sed reads a script byte by byte: a delimiter may be one byte of a
+    // character, and what follows it is not what a reading by characters sees.
+    if !script.is_ascii() {
+        return Err("has characters beyond ASCII, which sed may read byte by byte");
+    }
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
     let at = |i: usize| chars.get(i).copied();
@@ -2137,6 +2142,8 @@ fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
                 }
             }
             'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | 'z' | '=' | 'F' => {}
+            // A block after an address (`/start/,/end/{p}`): its commands are read as any.
+            '{' => {}
             '#' => {
                 while at(i).is_some_and(|c| c != '\n') {
                     i += 1;
@@ -2874,11 +2881,12 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
         } else if covered {
         } else if !a.starts_with('-') && !a.contains("://") && !a.is_empty() {
             paths.push(a);
-            // `git show HEAD:.env` reads `.env` as it was in a commit.
-            if program == "git"
-                && let Some(path) = revision_path(a)
-            {
-                paths.push(path);
+            // `git show HEAD:.env` reads `.env` as it was in a commit; `git log -L :f:.env`
+            // shows lines of `.env`. Where the file starts depends on the revision's or
+            // range's syntax (`HEAD@{2000-01-01T00:00}:.env`, `-L '/[:=]/,+1:.env'`), so every
+            // name after a colon is one the command may read.
+            if program == "git" {
+                paths.extend(after_colons(a));
             }
         } else if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--"))
             && !v.is_empty()
@@ -2886,15 +2894,9 @@ pub(crate) fn mentions(argv: &[Word]) -> (Vec<&str>, Vec<&str>) {
             // Any `--option=value` may name a file (`git blame --contents=.env`,
             // `wc --files0-from=.env`); a value that is not a path matches no path rule.
             paths.push(v);
-        } else if let Some(file) = a
-            .strip_prefix("-L")
-            .filter(|_| program == "git")
-            .and_then(|range| range.rsplit_once(':'))
-            .map(|(_, file)| file)
-            .filter(|file| !file.is_empty())
-        {
+        } else if let Some(range) = a.strip_prefix("-L").filter(|_| program == "git") {
             // `git log -L1,9:.env` shows those lines of a file through history.
-            paths.push(file);
+            paths.extend(after_colons(range));
         } else if let Some(v) = attached_value(program, a) {
             paths.push(v);
         }
@@ -3639,6 +3641,14 @@ pub(crate) fn revision_path(arg: &str) -> Option<&str> {
     (!path.is_empty()).then_some(path)
 }
 
+/// Every non-empty name after a colon in `arg`: the files a git revision (`REV:PATH`) or line
+/// range (`-L RANGE:PATH`) may name, whatever its syntax puts before them.
+fn after_colons(arg: &str) -> impl Iterator<Item = &str> {
+    arg.match_indices(':')
+        .filter_map(move |(i, _)| arg.get(i + 1..))
+        .filter(|path| !path.is_empty())
+}
+
 /// Short options of reading programs that take a value, which may be attached to the option
 /// (`grep -fconfig/.env` reads `config/.env`, as `grep -f config/.env` does).
 const SHORT_WITH_VALUE: &[(&[&str], &str)] = &[
@@ -3734,6 +3744,9 @@ mod tests {
             "$!N;P;D",
             "s/a\\/b/c/",
             "/^#/!s/x/y/",
+            "/start/,/end/{p}",
+            "/fn main/{p;q}",
+            "1,/x/{/y/{s/a/b/p}}",
         ] {
             assert_eq!(sed_script_is_read_only(ok), Ok(()), "{ok}");
         }
@@ -3779,6 +3792,13 @@ mod tests {
             "/x/W f",
             "q; s/a/b/e",
             "k",
+            "/x/{w f}",
+            "/x/{p;s/a/b/w f}",
+            "1{e id",
+            "/x/!{r .env",
+            // Read byte by byte in the C locale, `\xc3` is the delimiter and `é` holds one.
+            "s\u{e9}*\u{c3}touch x;:\u{c3}e\n#\u{e9}\u{e9}",
+            "s/\u{e9}/e/p",
         ] {
             assert!(sed_script_is_read_only(bad).is_err(), "{bad}");
         }
@@ -4124,7 +4144,24 @@ mod tests {
         assert_eq!(mentioned(&["git", "log", "-L1,1:.env"]), ["log", ".env"]);
         assert_eq!(
             mentioned(&["git", "log", "-L:main:src/a.rs"]),
-            ["log", "src/a.rs"]
+            ["log", "main:src/a.rs", "src/a.rs"]
+        );
+        // Where the file starts depends on the range's or revision's syntax.
+        assert_eq!(
+            mentioned(&["git", "log", "-L", ":A:.env"]),
+            ["log", ":A:.env", "A:.env", ".env"]
+        );
+        assert_eq!(
+            mentioned(&["git", "log", "-L", "/[:=]/,+1:.env"]),
+            ["log", "/[:=]/,+1:.env", "=]/,+1:.env", ".env"]
+        );
+        assert_eq!(
+            mentioned(&["git", "show", "HEAD^{/:}:.env"]),
+            ["show", "HEAD^{/:}:.env", "}:.env", ".env"]
+        );
+        assert!(
+            mentioned(&["git", "show", "HEAD@{2000-01-01T00:00}:config/.env"])
+                .contains(&"config/.env".to_owned())
         );
     }
 

@@ -127,6 +127,7 @@ fn analyze_joined(line: &str, depth: usize) -> Analysis {
         out: Analysis::default(),
         cwd: None,
         cd_sure: false,
+        cd_unsure: false,
         depth,
         substitutions: 0,
     };
@@ -140,6 +141,7 @@ pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
         out: Analysis::default(),
         cwd: None,
         cd_sure: false,
+        cd_unsure: false,
         depth: 0,
         substitutions: 0,
     };
@@ -157,6 +159,9 @@ struct Walker<'s> {
     /// Whether the last `cd` seen is known to have worked when anything after it runs: it was
     /// followed by `|| exit` (bash leaves the script when it fails).
     cd_sure: bool,
+    /// Whether the folder may have changed or not, whatever follows: a `cd` after `||`, under
+    /// `!`, in a condition, loop or function body. Anything after it asks.
+    cd_unsure: bool,
     /// How deep in `sh -c` strings this line is.
     depth: usize,
     /// How many command substitutions the walk is inside (each costs several stack frames, so
@@ -264,23 +269,26 @@ impl<'s> Walker<'s> {
         match node.kind() {
             // A `cd` in a subshell stays there; each command of a pipeline is a subshell.
             "subshell" => {
-                let outside = self.cwd.clone();
+                let outside = self.folder();
                 self.children(node, level);
-                self.cwd = outside;
+                self.restore(outside);
             }
             "pipeline" => {
-                let outside = self.cwd.clone();
+                let outside = self.folder();
                 for child in named_children(node) {
                     if is_statement(child.kind()) {
                         self.statement(child, level + 1);
                     } else {
                         self.expression(child, level, "the command");
                     }
-                    self.cwd = outside.clone();
+                    self.restore(outside.clone());
                 }
             }
-            "program" | "list" | "do_group" | "else_clause" | "elif_clause" | "negated_command"
-            | "ERROR" => self.children(node, level),
+            "program" | "list" | "do_group" | "else_clause" | "elif_clause" | "ERROR" => {
+                self.children(node, level);
+            }
+            // `! cd x && …` goes on when the `cd` failed.
+            "negated_command" => self.negated(node, level),
             "compound_statement" => {
                 if node.child(0).is_some_and(|c| c.kind() == "((") {
                     self.line_finding(FindingKind::Substitution, "arithmetic evaluation `(( … ))`");
@@ -303,24 +311,18 @@ impl<'s> Walker<'s> {
             | "for_statement"
             | "case_statement"
             | "case_item"
-            | "function_definition" => {
-                let before = self.cwd.clone();
-                for child in named_children(node) {
-                    if is_statement(child.kind()) {
-                        self.statement(child, level + 1);
-                    } else {
-                        self.expression(child, level, "a loop or condition");
-                    }
-                }
-                self.unsure_after(&before);
-            }
+            | "function_definition" => self.body(node, level),
             "c_style_for_statement" => {
                 self.line_finding(FindingKind::Substitution, "arithmetic `for (( … ))` loop");
                 self.scan(node, level, None);
                 let before = self.cwd.clone();
                 for child in named_children(node) {
                     if is_statement(child.kind()) {
+                        let entered = self.cwd.clone();
                         self.statement(child, level + 1);
+                        if self.cwd != entered {
+                            self.unsure_cd_finding();
+                        }
                     }
                 }
                 self.unsure_after(&before);
@@ -344,50 +346,137 @@ impl<'s> Walker<'s> {
             if !child.is_named() {
                 continue;
             }
-            let before = self.cwd.clone();
+            let before = self.folder();
             if is_statement(child.kind()) {
                 self.statement(*child, level + 1);
             } else {
                 self.expression(*child, level, "the command");
             }
-            if self.cwd == before {
-                continue;
-            }
-            // A `cd` ran in this command. Sent to the background (`&`) it changes nothing
-            // here; followed by `;`, a line's end or `||`, what comes next runs whether it
-            // worked or not, in a folder toolgate cannot tell.
-            let next = all
-                .get(i + 1)
-                .filter(|n| !n.is_named())
-                .map(|n| self.text(*n));
-            let more = all
-                .iter()
-                .skip(i + 1)
-                .any(|n| n.is_named() && n.kind() != "comment");
-            match next {
-                Some("&") => self.cwd = before,
-                Some("&&") => {}
-                Some("||") if all.get(i + 2).is_some_and(|n| self.leaves(*n)) => {
-                    self.cd_sure = true;
-                }
-                // The child was `cd DIR || exit` (or ended with one): nothing after it runs
-                // unless the `cd` worked.
-                _ if self.cd_sure => {}
-                _ if more => self.line_finding(
-                    FindingKind::DynamicArguments,
-                    "a `cd` that may not work is followed by more commands (chain them with \
-                     `&&`): which folder those run in depends on it",
-                ),
-                _ => {}
+            if self.cwd != before.0 {
+                self.after_cd(&all, i, before);
             }
         }
     }
 
-    /// A condition, loop or function body may not run (or may run its `cd` more than once):
-    /// a `cd … || exit` in it does not tell where what follows runs.
+    /// After `all[i]`, a child of a list, changed the folder (`before` is where it was).
+    /// Kept out of [`Walker::children`] and [`Walker::statement`], which recurse: their
+    /// frames bound how deep a line nests on a worker's stack.
+    #[inline(never)]
+    fn after_cd(&mut self, all: &[Node<'_>], i: usize, before: (Option<String>, bool, bool)) {
+        // A `cd` ran in this command. Sent to the background (`&`) it changes nothing
+        // here; after `||` it runs only when what came before failed; followed by `;`, a
+        // line's end or `||`, what comes next runs whether it worked or not, in a folder
+        // toolgate cannot tell.
+        let src = self.src;
+        let operator = |at: Option<usize>| {
+            at.and_then(|at| all.get(at))
+                .filter(|n| !n.is_named())
+                .and_then(|n| src.get(n.byte_range()))
+        };
+        if operator(i.checked_sub(1)) == Some("||") {
+            self.cd_unsure = true;
+        }
+        let next = operator(Some(i + 1));
+        let more = all
+            .iter()
+            .skip(i + 1)
+            .any(|n| n.is_named() && n.kind() != "comment");
+        match next {
+            Some("&") => self.restore(before),
+            _ if self.cd_unsure && more => self.unsure_cd_finding(),
+            Some("&&") => {}
+            Some("||") if all.get(i + 2).is_some_and(|n| self.leaves(*n)) => {
+                self.cd_sure = true;
+            }
+            // The child was `cd DIR || exit` (or ended with one): nothing after it runs
+            // unless the `cd` worked.
+            _ if self.cd_sure => {}
+            _ if more => self.unsure_cd_finding(),
+            _ => {}
+        }
+    }
+
+    /// A condition, loop, `case` or function: its statements, each of which may not run.
+    #[inline(never)]
+    fn body(&mut self, node: Node<'_>, level: usize) {
+        if node.kind() == "function_definition" {
+            self.function_name(node);
+        }
+        let before = self.cwd.clone();
+        let statements: Vec<Node<'_>> = named_children(node)
+            .filter(|c| c.kind() != "comment")
+            .collect();
+        for (i, child) in statements.iter().enumerate() {
+            let entered = self.cwd.clone();
+            if is_statement(child.kind()) {
+                self.statement(*child, level + 1);
+            } else {
+                self.expression(*child, level, "a loop or condition");
+            }
+            // `if cd x; then …; else …; fi`, `until cd x; do …; done`: what follows a `cd`
+            // here may run whether it worked or not.
+            if self.cwd != entered && i + 1 < statements.len() {
+                self.unsure_cd_finding();
+            }
+        }
+        self.unsure_after(&before);
+    }
+
+    /// `! …`: it goes on when a `cd` in it failed (`! cd x && …`).
+    #[inline(never)]
+    fn negated(&mut self, node: Node<'_>, level: usize) {
+        let before = self.cwd.clone();
+        self.children(node, level);
+        self.unsure_after(&before);
+    }
+
+    /// A condition, loop or function body may not run (or may run its `cd` more than once),
+    /// and `!` goes on when a `cd` fails: whether the folder changed is not known after it.
     fn unsure_after(&mut self, before: &Option<String>) {
         if self.cwd != *before {
             self.cd_sure = false;
+            self.cd_unsure = true;
+        }
+    }
+
+    fn unsure_cd_finding(&mut self) {
+        self.line_finding(
+            FindingKind::DynamicArguments,
+            "a `cd` that may not work is followed by more commands (chain them with `&&`): \
+             which folder those run in depends on it",
+        );
+    }
+
+    /// Where commands run, and what is known of the last `cd`.
+    fn folder(&self) -> (Option<String>, bool, bool) {
+        (self.cwd.clone(), self.cd_sure, self.cd_unsure)
+    }
+
+    fn restore(&mut self, (cwd, sure, unsure): (Option<String>, bool, bool)) {
+        self.cwd = cwd;
+        self.cd_sure = sure;
+        self.cd_unsure = unsure;
+    }
+
+    /// A function named after a builtin the analysis gives meaning to (`cd() { :; }`) makes
+    /// the line mean something else than it reads.
+    fn function_name(&mut self, node: Node<'_>) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or_default();
+        let unquoted = name.trim_matches(['\'', '"']).replace('\\', "");
+        if matches!(
+            unquoted.as_str(),
+            "cd" | "pushd" | "popd" | "exit" | "builtin" | "command" | "source" | "."
+        ) {
+            self.line_finding(
+                FindingKind::Unsupported,
+                format!(
+                    "a function named `{}` replaces the shell's own",
+                    excerpt(name)
+                ),
+            );
         }
     }
 
@@ -395,21 +484,30 @@ impl<'s> Walker<'s> {
     /// or a `{ …; }` group whose last command is one. (`return` is not: outside a function
     /// bash reports an error and goes on.)
     fn leaves(&self, node: Node<'_>) -> bool {
-        match node.kind() {
-            "command" => {
-                let text = self.text(node);
-                let mut words = text.split_ascii_whitespace();
-                words.next() == Some("exit")
-                    && words
-                        .next()
-                        .is_none_or(|status| status.bytes().all(|b| b.is_ascii_digit()))
-                    && words.next().is_none()
+        // A loop, not recursion: groups nest as deep as the line is long.
+        let mut node = node;
+        loop {
+            match node.kind() {
+                "command" => {
+                    let text = self.text(node);
+                    let mut words = text.split_ascii_whitespace();
+                    return words.next() == Some("exit")
+                        && words
+                            .next()
+                            .is_none_or(|status| status.bytes().all(|b| b.is_ascii_digit()))
+                        && words.next().is_none();
+                }
+                "compound_statement" => {
+                    match named_children(node)
+                        .filter(|c| c.kind() != "comment")
+                        .last()
+                    {
+                        Some(last) => node = last,
+                        None => return false,
+                    }
+                }
+                _ => return false,
             }
-            "compound_statement" => named_children(node)
-                .filter(|c| c.kind() != "comment")
-                .last()
-                .is_some_and(|last| self.leaves(last)),
-            _ => false,
         }
     }
 
@@ -819,12 +917,19 @@ impl<'s> Walker<'s> {
         findings: Vec<Finding>,
     ) {
         let index = self.out.commands.len();
-        let program = argv
+        // Only the shell's own `cd` moves it: not `/usr/bin/cd`, nor one run by `env`,
+        // `timeout`, `nice` or `coproc` (a program, or a subshell, of its own).
+        let builtin = argv
             .first()
             .and_then(Word::value)
-            .map(basename)
-            .map(str::to_owned);
-        if matches!(program.as_deref(), Some("cd" | "pushd")) {
+            .is_some_and(|name| matches!(name, "cd" | "pushd"))
+            && wrappers.iter().all(|layer| {
+                layer
+                    .first()
+                    .and_then(Word::value)
+                    .is_some_and(|name| matches!(name, "builtin" | "command"))
+            });
+        if builtin {
             self.change_folder(&argv, index);
         }
         // Devices a program may be told to write to without writing a file (`curl -o
@@ -1034,9 +1139,12 @@ impl<'s> Walker<'s> {
             }
             "ansi_c_string" => {
                 unquoted.push('_');
-                value.push_str(&decode_ansi_c(
-                    text.get(2..text.len().saturating_sub(1)).unwrap_or(""),
-                ));
+                match decode_ansi_c(text.get(2..text.len().saturating_sub(1)).unwrap_or("")) {
+                    Some(decoded) => value.push_str(&decoded),
+                    // A byte that is not text (`$'\xc3'`): what the program gets is not a
+                    // string toolgate can read as it does.
+                    None => *dynamic = true,
+                }
             }
             "string" | "translated_string" => {
                 unquoted.push('_');
@@ -1343,7 +1451,9 @@ fn unescape_double_quoted(text: &str) -> String {
     out
 }
 
-fn decode_ansi_c(text: &str) -> String {
+/// The text `$'…'` makes, or `None` when an escape makes something beyond ASCII: `\xNN` and
+/// `\NNN` make single bytes (not characters), and `\u`/`\U` depend on the locale.
+fn decode_ansi_c(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
@@ -1392,15 +1502,21 @@ fn decode_ansi_c(text: &str) -> String {
                 if n == 0 {
                     out.push('\\');
                     out.push(e);
+                } else if v > 0x7f {
+                    return None;
                 } else {
                     i += n;
-                    out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                    out.push(char::from_u32(v)?);
                 }
             }
             '0'..='7' => {
                 let (v, n) = digits(i - 1, 3, 8);
                 i += n - 1;
-                out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+                // `\400` and above wrap to a byte in bash; any byte past 0x7f is not text.
+                if v > 0x7f {
+                    return None;
+                }
+                out.push(char::from_u32(v)?);
             }
             'c' => {
                 if let Some(&ctl) = chars.get(i) {
@@ -1419,7 +1535,7 @@ fn decode_ansi_c(text: &str) -> String {
     if let Some(end) = out.find('\0') {
         out.truncate(end);
     }
-    out
+    Some(out)
 }
 
 fn excerpt(text: &str) -> String {
@@ -1530,10 +1646,19 @@ mod tests {
         unescape_unquoted_into("g\\it", &mut unescaped);
         assert_eq!(unescaped, "git");
         assert_eq!(unescape_double_quoted("a\\\"b\\n"), "a\"b\\n");
-        assert_eq!(decode_ansi_c("\\x67it\\n\\101"), "git\nA");
+        assert_eq!(decode_ansi_c("\\x67it\\n\\101").as_deref(), Some("git\nA"));
         for nul in ["\\0", "\\x00", "\\u0000", "\\c@", "\\000"] {
-            assert_eq!(decode_ansi_c(&format!(".env{nul}zz")), ".env", "{nul}");
+            assert_eq!(
+                decode_ansi_c(&format!(".env{nul}zz")).as_deref(),
+                Some(".env"),
+                "{nul}"
+            );
         }
+        // Bytes that are not text, and characters the locale decides.
+        for byte in ["\\xc3", "\\303", "\\u00e9", "\\U0001F600", "\\777"] {
+            assert_eq!(decode_ansi_c(&format!("s{byte}a")), None, "{byte}");
+        }
+        assert_eq!(decode_ansi_c("\u{e9}").as_deref(), Some("\u{e9}"));
         assert!(is_plain_expansion("${HOME}"));
         assert!(!is_plain_expansion("${two@P}"));
         assert!(!is_plain_expansion("${x:-$(id)}"));
