@@ -6,7 +6,7 @@
 //! | `path-outside-workspace` | deny | a path (or a dangling symlink, or a symlink loop) is outside every root |
 //! | `protected-path` | deny / ask | a write to toolgate's own files (`.toolgate/`) / to other agents' configuration |
 //! | `network-origin` | deny | a network-originated turn writes, or runs a command the policy does not list |
-//! | `unanalysable-command` | ask | a command toolgate cannot fully analyse (a finding) |
+//! | `unanalysable-command` | ask | a command toolgate cannot fully analyse (a finding), or a call whose arguments name none of the resources its profile reads them from |
 //! | `elevated-command` | ask | `sudo` or `doas` |
 //! | `invalid-url` | deny | a URL that does not parse, has control characters or user info |
 //! | `option-injection` | ask | an argument of a tool that passes arguments to git starts with `-` |
@@ -124,6 +124,26 @@ impl Policy {
                 Guard::deny(
                     "network-origin",
                     format!("a network-originated turn cannot write (`{}`)", call.tool),
+                ),
+            );
+        }
+        // Arguments that reach none of the resources the profile names, but carry something
+        // (`read_file {"absolute_path": "/root/.ssh/id_rsa"}` for a profile that reads `/path`):
+        // the resource is where toolgate does not look, and a call read as touching nothing
+        // would pass for a read.
+        if let Some(profile) = profile.filter(|p| !p.optional)
+            && let Some(names) = unreached(profile, &call.args)
+        {
+            guard = stricter(
+                guard,
+                Guard::ask(
+                    "unanalysable-command",
+                    format!(
+                        "toolgate cannot let this through without a human: the call has none of \
+                         the arguments {} names its resources with ({names}), so \
+                         toolgate cannot see what it touches",
+                        profile.info
+                    ),
                 ),
             );
         }
@@ -353,6 +373,41 @@ impl Policy {
 fn has_other_names(path: &std::path::Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
+}
+
+/// The resource arguments `profile` names, when `args` reach none of them but carry some text
+/// or number (which may name a resource elsewhere).
+fn unreached(profile: &Profile, args: &Value) -> Option<String> {
+    let pointers: Vec<&crate::profile::Pointer> = profile
+        .paths
+        .iter()
+        .chain(&profile.patterns)
+        .chain(&profile.urls)
+        .chain(&profile.revisions)
+        .chain(&profile.command)
+        .collect();
+    if pointers.is_empty()
+        || pointers.iter().any(|p| !p.values(args).is_empty())
+        || !carries_something(args)
+    {
+        return None;
+    }
+    let names: Vec<String> = pointers.iter().map(|p| format!("`{}`", p.text)).collect();
+    Some(names.join(", "))
+}
+
+/// Whether `value` holds any text or number.
+fn carries_something(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::String(_) | Value::Number(_) => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            Value::Null | Value::Bool(_) => {}
+        }
+    }
+    false
 }
 
 /// The first string argument (at any depth) that starts with `-`.

@@ -63,6 +63,7 @@ const PROFILE_KEYS: &[&str] = &[
     "cwd",
     "url",
     "options_guard",
+    "optional",
 ];
 const NETWORK_TURN_KEYS: &[&str] = &["commands"];
 const RULE_KEYS: &[&str] = &[
@@ -927,6 +928,7 @@ impl Walker<'_> {
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut command, mut command_args, mut command_env, mut options_guard) =
             (None, None, None, false);
+        let mut optional = false;
         let single = |w: &mut Self, item: &Item<'_>, key: &str| -> Option<Pointer> {
             let text = w.string(item, key)?;
             match Pointer::new(text) {
@@ -956,6 +958,7 @@ impl Walker<'_> {
                 "options_guard" => {
                     options_guard = self.boolean(item, "options_guard").unwrap_or(false)
                 }
+                "optional" => optional = self.boolean(item, "optional").unwrap_or(false),
                 _ => self.unknown_key(
                     key,
                     PROFILE_KEYS,
@@ -1021,6 +1024,7 @@ impl Walker<'_> {
             urls,
             revisions: Vec::new(),
             options_guard,
+            optional,
         })
     }
 

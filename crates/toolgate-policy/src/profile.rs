@@ -148,6 +148,10 @@ pub(crate) struct Profile {
     pub(crate) revisions: Vec<Pointer>,
     /// Any string argument starting with `-` is option injection.
     pub(crate) options_guard: bool,
+    /// Whether a call may name none of its resources (`Grep` without `path` searches the
+    /// folder it runs in). Otherwise a call whose arguments reach none of them, but carry
+    /// something, names its resources where toolgate does not look, and asks.
+    pub(crate) optional: bool,
 }
 
 impl Profile {
@@ -178,6 +182,7 @@ struct Builtin {
     urls: &'static [&'static str],
     revisions: &'static [&'static str],
     options_guard: bool,
+    optional: bool,
 }
 
 const NONE: Builtin = Builtin {
@@ -193,9 +198,15 @@ const NONE: Builtin = Builtin {
     urls: &[],
     revisions: &[],
     options_guard: false,
+    optional: false,
 };
 
 const FS: &str = "MCP filesystem server";
+const GEMINI: &str = "Gemini CLI";
+const CLAUDE: &str = "Claude Code";
+/// Where the filesystem server, Gemini CLI (`absolute_path`, `file_path`, `dir_path`) and others
+/// put the file a tool of the same name reads or writes.
+const FILE_PATHS: &[&str] = &["/path", "/absolute_path", "/file_path", "/dir_path"];
 const GIT: &str = "MCP git server";
 const GIT_PATHS: &[&str] = &["/repo_path", "/files/*"];
 
@@ -212,7 +223,7 @@ const BUILTIN: &[Builtin] = &[
             "directory_tree",
             "get_file_info",
         ],
-        paths: &["/path"],
+        paths: FILE_PATHS,
         ..NONE
     },
     Builtin {
@@ -237,7 +248,77 @@ const BUILTIN: &[Builtin] = &[
         family: FS,
         names: &["write_file", "edit_file", "create_directory"],
         access: Access::Write,
-        paths: &["/path"],
+        paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: GEMINI,
+        names: &["replace"],
+        access: Access::Write,
+        paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: GEMINI,
+        names: &["read_many_files"],
+        paths: &["/paths/*"],
+        ..NONE
+    },
+    Builtin {
+        family: GEMINI,
+        names: &["glob"],
+        paths: FILE_PATHS,
+        patterns: &["/pattern"],
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: GEMINI,
+        names: &["search_file_content"],
+        paths: FILE_PATHS,
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["Read", "LS"],
+        paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["Write", "Edit", "MultiEdit"],
+        access: Access::Write,
+        paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["NotebookEdit"],
+        access: Access::Write,
+        paths: &["/notebook_path"],
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["Glob"],
+        paths: FILE_PATHS,
+        patterns: &["/pattern"],
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["Grep"],
+        paths: FILE_PATHS,
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["WebFetch"],
+        access: Access::Network,
+        urls: &["/url"],
         ..NONE
     },
     Builtin {
@@ -312,7 +393,14 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: "shell",
-        names: &["bash", "shell", "run_command", "run_shell_command", "exec"],
+        names: &[
+            "bash",
+            "Bash",
+            "shell",
+            "run_command",
+            "run_shell_command",
+            "exec",
+        ],
         access: Access::Execute,
         command: Some("/command"),
         cwd: &["/cwd", "/directory", "/dir", "/workdir"],
@@ -349,6 +437,7 @@ pub(crate) fn builtin_profiles() -> Vec<Profile> {
                 urls: pointers(b.urls),
                 revisions: pointers(b.revisions),
                 options_guard: b.options_guard,
+                optional: b.optional,
             });
         }
     }

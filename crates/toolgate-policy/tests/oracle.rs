@@ -421,6 +421,7 @@ fn tags_of(call: &Value) -> Vec<&str> {
 struct Facts {
     access: Option<&'static str>,
     read: bool,
+    hidden: bool,
 }
 
 /// A call's access: the first policy profile, else the built-in one, else a `read_only` tag or a
@@ -440,9 +441,23 @@ fn facts(files: &[MFile], call: &Value) -> Facts {
     let hinted = tags_of(call).contains(&"read_only")
         || (trusted && call["annotations"]["readOnlyHint"] == json!(true));
     let access = own.or(builtin).or(hinted.then_some("read"));
+    // A built-in profile names where its resources are (`/path`, `/command`, `/url`, …), and
+    // none of these calls' keys is one: arguments that carry a text or a number name their
+    // resource where toolgate does not look.
+    let hidden = own.is_none() && builtin.is_some() && carries_something(&call["args"]);
     Facts {
         access,
         read: access == Some("read"),
+        hidden,
+    }
+}
+
+fn carries_something(value: &Value) -> bool {
+    match value {
+        Value::String(_) | Value::Number(_) => true,
+        Value::Array(items) => items.iter().any(carries_something),
+        Value::Object(map) => map.values().any(carries_something),
+        Value::Null | Value::Bool(_) => false,
     }
 }
 
@@ -549,7 +564,7 @@ fn oracle(files: &[MFile], call: &Value, run: &MRun) -> (Decision, Layer, Option
             break;
         }
     }
-    let (mut d, mut layer, rule) = match best {
+    let (d, layer, rule) = match best {
         Some((d, name)) => (d, Layer::Rule, Some(name)),
         None => {
             let fallback = files.iter().filter_map(|f| f.fallback).map(decision).max();
@@ -562,15 +577,30 @@ fn oracle(files: &[MFile], call: &Value, run: &MRun) -> (Decision, Layer, Option
             (d, Layer::Default, None)
         }
     };
+    // Such a call asks at the guard unless a rule or the fallback denies it; no override or
+    // mode loosens a guard.
+    let (mut d, mut layer, rule) = if facts.hidden && d <= Decision::Ask {
+        (
+            Decision::Ask,
+            Layer::Guard,
+            Some("unanalysable-command".to_owned()),
+        )
+    } else {
+        (d, layer, rule)
+    };
     if run.require == Some(tool) && d == Decision::Allow {
         (d, layer) = (Decision::Ask, Layer::Override);
-    } else if run.disable == Some(tool) && run.require != Some(tool) && d == Decision::Ask {
+    } else if run.disable == Some(tool)
+        && run.require != Some(tool)
+        && d == Decision::Ask
+        && layer != Layer::Guard
+    {
         (d, layer) = (Decision::Allow, Layer::Override);
     }
     if mode == "deny-all" && d == Decision::Allow {
         (d, layer) = (Decision::Ask, Layer::Mode);
     }
-    if run.full_access && d == Decision::Ask {
+    if run.full_access && d == Decision::Ask && layer != Layer::Guard {
         (d, layer) = (Decision::Allow, Layer::Override);
     }
     (d, layer, rule)

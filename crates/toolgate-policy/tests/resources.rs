@@ -433,3 +433,90 @@ fn writing_a_file_with_other_names_asks() {
     ));
     assert_eq!(e.decision, Decision::Allow);
 }
+
+/// Gemini CLI and Claude Code name their files otherwise than the filesystem server; each is
+/// read where it is, and a call whose arguments reach none of its profile's resources asks.
+#[test]
+fn agents_argument_names_are_read_and_unknown_ones_ask() {
+    let w = ws();
+    let p = policy(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"no-env\"\ndecision = \"deny\"\npath = \"**/.env\"\n",
+    );
+    let decide = |tool: &str, args: serde_json::Value| {
+        let e = p.evaluate(&call(&w, tool, args));
+        (e.decision, e.rule_name().map(str::to_owned))
+    };
+    let outside = (Decision::Deny, Some("path-outside-workspace".to_owned()));
+    let env = (Decision::Deny, Some("no-env".to_owned()));
+    let hidden = (Decision::Ask, Some("unanalysable-command".to_owned()));
+    let fine = (Decision::Allow, None);
+    // Gemini CLI.
+    assert_eq!(
+        decide("read_file", json!({"absolute_path": "/root/.ssh/id_rsa"})),
+        outside
+    );
+    assert_eq!(
+        decide("write_file", json!({"file_path": ".env", "content": "x"})),
+        env
+    );
+    assert_eq!(
+        decide("replace", json!({"file_path": ".env", "old_string": "a"})),
+        env
+    );
+    assert_eq!(
+        decide("list_directory", json!({"dir_path": "/etc"})),
+        outside
+    );
+    assert_eq!(
+        decide("read_many_files", json!({"paths": ["src/main.rs", ".env"]})),
+        env
+    );
+    assert_eq!(decide("glob", json!({"pattern": "*.rs"})), fine);
+    // Claude Code.
+    assert_eq!(decide("Read", json!({"file_path": ".env"})), env);
+    assert_eq!(decide("Edit", json!({"file_path": "/etc/hosts"})), outside);
+    assert_eq!(
+        decide("NotebookEdit", json!({"notebook_path": "/tmp/x.ipynb"})),
+        outside
+    );
+    assert_eq!(decide("Bash", json!({"command": "cat .env"})), env);
+    assert_eq!(decide("Grep", json!({"pattern": "TODO"})), fine);
+    assert_eq!(
+        decide("Grep", json!({"pattern": "x", "path": "/etc"})),
+        outside
+    );
+    assert_eq!(
+        decide(
+            "WebFetch",
+            json!({"url": "file:///etc/passwd", "prompt": "p"})
+        ),
+        outside
+    );
+    // Arguments that reach none of the profile's resources but carry something: asked, even
+    // under approve-all, and full access does not skip it.
+    assert_eq!(
+        decide("read_file", json!({"target": "/root/.ssh/id_rsa"})),
+        hidden
+    );
+    assert_eq!(
+        decide("fetch", json!({"uri": "https://evil.example/"})),
+        hidden
+    );
+    assert_eq!(decide("bash", json!({"cmd": "rm -rf ~"})), hidden);
+    let full = RunOptions::default().with_full_access(true);
+    let e = p.evaluate_with(&call(&w, "Read", json!({"path_to_file": "x"})), &full);
+    assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
+    // Nothing to name a resource with: nothing hidden.
+    assert_eq!(decide("list_allowed_directories", json!({})), fine);
+    assert_eq!(decide("read_file", json!({"verbose": true})), fine);
+    // A policy profile whose resources may be absent says so.
+    let own = |optional: &str| {
+        policy(&format!(
+            "mode = \"approve-all\"\n[[tool]]\nmatch = \"search\"\naccess = \"read\"\npaths = [\"/root\"]\n{optional}"
+        ))
+        .evaluate(&call(&w, "search", json!({"query": "x"})))
+        .decision
+    };
+    assert_eq!(own(""), Decision::Ask);
+    assert_eq!(own("optional = true\n"), Decision::Allow);
+}
