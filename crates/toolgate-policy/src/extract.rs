@@ -23,6 +23,37 @@ pub(crate) struct Place {
 }
 
 impl Place {
+    /// The place a command runs in after `cd FOLDER` (relative to this one).
+    fn at(&self, folder: Option<&str>) -> Place {
+        let mut here = self.clone();
+        if let Some(folder) = folder
+            && let Some(r) = path_subject(
+                &Value::String(folder.to_owned()),
+                "",
+                Access::Read,
+                PathRole::Folder,
+                self,
+            )
+            .resolved
+        {
+            here.cwd = r.resolved;
+        }
+        here
+    }
+
+    /// Where `text` leads from this place, when it resolves.
+    fn resolve(&self, text: &str) -> Option<PathBuf> {
+        path_subject(
+            &Value::String(text.to_owned()),
+            "",
+            Access::Read,
+            PathRole::Argument,
+            self,
+        )
+        .resolved
+        .map(|r| r.resolved)
+    }
+
     fn context(&self) -> PathContext<'_> {
         PathContext {
             roots: &self.roots,
@@ -146,6 +177,13 @@ impl Policy {
             if !profile.paths.iter().any(|p| p.text == pointer.text) {
                 out.push(Subject::Path(subject));
             }
+        }
+        // The git server runs git in `repo_path`: a folder written to look like a repository
+        // there has a `config` that makes git run programs.
+        if profile.info.family == Some(crate::profile::GIT)
+            && let Some(why) = foreign_repository(&place.cwd, &place.roots, &[])
+        {
+            out.push(unanalysable(&place.cwd.display().to_string(), &why));
         }
         let mut first_path: Option<String> = None;
         for pointer in &profile.paths {
@@ -303,10 +341,11 @@ impl Policy {
 
     fn add_analysis(&self, analysis: Analysis, text: &str, place: &Place, out: &mut Vec<Subject>) {
         let Analysis {
-            commands,
+            mut commands,
             mut paths,
             findings,
         } = analysis;
+        foreign_repositories(&mut commands, &paths, place);
         let mentions = self.has_mention_rules;
         let mut urls = Vec::new();
         for (index, command) in commands.iter().enumerate() {
@@ -370,15 +409,7 @@ impl Policy {
             if p.role == PathRole::Mentioned && !mentions.paths {
                 continue;
             }
-            let mut here = place.clone();
-            if let Some(cwd) = &p.cwd {
-                let folder = Value::String(cwd.clone());
-                if let Some(r) =
-                    path_subject(&folder, "", Access::Read, PathRole::Folder, place).resolved
-                {
-                    here.cwd = r.resolved;
-                }
-            }
+            let here = place.at(p.cwd.as_deref());
             let source = sources
                 .get(p.command)
                 .cloned()
@@ -473,6 +504,105 @@ fn unanalysable(text: &str, why: &str) -> Subject {
 
 /// How many entries toolgate looks through, for one path, for links a program would follow.
 const LINK_WALK_ENTRIES: usize = 100_000;
+
+/// What makes a folder a repository to git besides a `.git` in it: git takes a folder holding
+/// `HEAD`, `objects` and `refs` for a bare repository and runs what its `config` says
+/// (`core.fsmonitor`, a diff driver's `textconv`, …).
+const REPOSITORY_ENTRIES: &[&str] = &[
+    "HEAD",
+    "config",
+    "objects",
+    "refs",
+    "commondir",
+    "gitdir",
+    "packed-refs",
+    "worktrees",
+    "info",
+    "hooks",
+];
+
+/// Whether `dir` holds what git takes for a bare repository.
+fn looks_like_a_repository(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+}
+
+/// The repository git would use from `dir`, when it is not a `.git` (which the protected paths
+/// keep the agent from writing) but a folder in the workspace the agent may have written as
+/// one, or one this line writes: the first such folder from `dir` up to its root.
+fn foreign_repository(dir: &Path, roots: &[PathBuf], written: &[PathBuf]) -> Option<String> {
+    let root = roots.iter().find(|r| dir.starts_with(r))?;
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| d.starts_with(root)) {
+        if d != root.as_path() && written.iter().any(|w| w == d) {
+            return Some(format!(
+                "this line writes `{}`, where git looks for its repository",
+                d.display()
+            ));
+        }
+        if d.join(".git").symlink_metadata().is_ok() {
+            return None;
+        }
+        let makes = written.iter().find(|w| {
+            REPOSITORY_ENTRIES
+                .iter()
+                .any(|name| w.as_path() == d.join(name) || w.starts_with(d.join(name)))
+        });
+        if let Some(w) = makes {
+            return Some(format!(
+                "this line writes `{}`, which can make `{}` a repository git would use",
+                w.display(),
+                d.display()
+            ));
+        }
+        if looks_like_a_repository(d) {
+            return Some(format!(
+                "git would use `{}` as its repository (it holds `HEAD`, `objects` and `refs`), \
+                 whose `config` can make git run programs",
+                d.display()
+            ));
+        }
+        at = d.parent();
+    }
+    None
+}
+
+/// Marks each git command that would use a repository other than a `.git` folder.
+fn foreign_repositories(
+    commands: &mut [SimpleCommand],
+    paths: &[shell::CommandPath],
+    place: &Place,
+) {
+    let is_git = |c: &SimpleCommand| c.program().map(shell::programs::basename) == Some("git");
+    if !commands.iter().any(is_git) {
+        return;
+    }
+    let written: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| p.access == Access::Write)
+        .filter_map(|p| place.at(p.cwd.as_deref()).resolve(&p.text))
+        .collect();
+    for (index, command) in commands.iter_mut().enumerate() {
+        if !is_git(command) {
+            continue;
+        }
+        // Where it runs, moved by each `-C`.
+        let mut here = place.at(command.cwd.as_deref());
+        for folder in paths
+            .iter()
+            .filter(|p| p.command == index && p.role == PathRole::Folder)
+        {
+            if let Some(dir) = here.resolve(&folder.text) {
+                here.cwd = dir;
+            }
+        }
+        if let Some(why) = foreign_repository(&here.cwd, &place.roots, &written) {
+            command.findings.push(shell::Finding {
+                kind: shell::FindingKind::Unsupported,
+                detail: why,
+            });
+        }
+    }
+}
 
 /// Where a resolved path is for the agent's command: the path, and where it leads through
 /// `/proc/PID/root` or `/cwd` (a path under `/proc` alone is this process's, never walked).

@@ -207,7 +207,7 @@ const CLAUDE: &str = "Claude Code";
 /// Where the filesystem server, Gemini CLI (`absolute_path`, `file_path`, `dir_path`) and others
 /// put the file a tool of the same name reads or writes.
 const FILE_PATHS: &[&str] = &["/path", "/absolute_path", "/file_path", "/dir_path"];
-const GIT: &str = "MCP git server";
+pub(crate) const GIT: &str = "MCP git server";
 const GIT_PATHS: &[&str] = &["/repo_path", "/files/*"];
 
 /// Well-known tools.

@@ -520,3 +520,54 @@ fn agents_argument_names_are_read_and_unknown_ones_ask() {
     assert_eq!(own(""), Decision::Ask);
     assert_eq!(own("optional = true\n"), Decision::Allow);
 }
+
+/// A folder the agent wrote to look like a repository (`HEAD`, `objects`, `refs` and a `config`
+/// whose `core.fsmonitor` runs a program) is not a `.git`, which the protected paths keep: git
+/// run there, or in a line that writes one, asks.
+#[test]
+fn git_in_a_folder_written_as_a_repository_asks() {
+    let w = ws();
+    std::fs::create_dir_all(w.root.join(".git")).unwrap();
+    let bare = w.root.join("src/r");
+    std::fs::create_dir_all(bare.join("objects")).unwrap();
+    std::fs::create_dir_all(bare.join("refs")).unwrap();
+    std::fs::create_dir_all(bare.join("sub")).unwrap();
+    std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        bare.join("config"),
+        "[core]\n\tfsmonitor = touch /tmp/pwned\n",
+    )
+    .unwrap();
+    let p = policy("mode = \"approve-all\"\n");
+    let decide = |tool: &str, args: serde_json::Value| {
+        let e = p.evaluate(&call(&w, tool, args));
+        (e.decision, e.layer)
+    };
+    let bash = |line: &str| decide("bash", json!({"command": line}));
+    let asked = (Decision::Ask, Layer::Guard);
+    let allowed = (Decision::Allow, Layer::Default);
+    assert_eq!(bash("git -C src/r status"), asked);
+    assert_eq!(bash("cd src/r && git status"), asked);
+    assert_eq!(bash("cd src/r/sub && git log"), asked);
+    assert_eq!(
+        decide("git_status", json!({"repo_path": w.root.join("src/r")})),
+        (Decision::Ask, Layer::Guard)
+    );
+    // The workspace's own repository, and folders without one.
+    assert_eq!(bash("git status"), allowed);
+    assert_eq!(bash("cd src && git status"), allowed);
+    assert_eq!(bash("git diff > out.patch"), allowed);
+    assert_eq!(decide("git_status", json!({"repo_path": w.root})), allowed);
+    // A line that makes one, then runs git in it.
+    assert_eq!(
+        bash(
+            "mkdir -p src/q/objects src/q/refs && echo 'ref: refs/heads/m' > src/q/HEAD && git -C src/q status"
+        ),
+        asked
+    );
+    assert_eq!(bash("cp -r src/r src/t && git -C src/t log"), asked);
+    assert_eq!(
+        bash("echo '[core]' > src/config && git -C src status"),
+        asked
+    );
+}
