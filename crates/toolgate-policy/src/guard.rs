@@ -172,6 +172,11 @@ impl Policy {
     ) -> Option<Guard> {
         let mut guard = call_guard.cloned();
         let network = call.context.origin == Some(Origin::Network);
+        if let Subject::Path(p) = subject
+            && let Some(g) = self.own_data_guard(p)
+        {
+            guard = stricter(guard, g);
+        }
         match subject {
             Subject::Call => {}
             Subject::Path(p) if p.role == PathRole::Operand => {
@@ -235,6 +240,44 @@ impl Policy {
             }
         }
         guard
+    }
+
+    /// A path in toolgate's own data (its API token answers any request): refused, read or
+    /// written, named or mentioned; a folder read or changed whole that holds it asks. A data
+    /// folder that holds the workspace itself protects nothing inside the workspace.
+    fn own_data_guard(&self, p: &PathSubject) -> Option<Guard> {
+        let resolved = p.resolved.as_ref()?;
+        let folders = self.own_data.iter().filter(|f| {
+            resolved
+                .root
+                .as_ref()
+                .is_none_or(|root| !root.starts_with(f))
+        });
+        for folder in folders {
+            if resolved.readings().any(|r| r.starts_with(folder)) {
+                return Some(Guard::deny(
+                    "protected-path",
+                    format!(
+                        "`{}` is toolgate's own data (`{}`: its API token and store); agents \
+                         never read or write it",
+                        p.given,
+                        folder.display()
+                    ),
+                ));
+            }
+            if p.recursive && resolved.readings().any(|r| folder.starts_with(r)) {
+                return Some(Guard::ask(
+                    "protected-path",
+                    format!(
+                        "`{}` holds toolgate's own data (`{}`: its API token and store): a \
+                         person decides",
+                        p.given,
+                        folder.display()
+                    ),
+                ));
+            }
+        }
+        None
     }
 
     /// An operand of a program that may write it: a protected path asks.

@@ -30,6 +30,7 @@ use crate::load::{self, ParsedFile};
 use crate::matcher::NamePattern;
 use crate::profile::{Profile, builtin_profiles};
 use crate::resource::matchers::{CommandPattern, PathGlob, PathMatcher, Resource};
+use crate::resource::path;
 use crate::rule::{Builtin, Rule};
 
 /// The default time a human has to answer an ask.
@@ -304,8 +305,11 @@ pub struct Policy {
     /// Protected paths that deny (toolgate's own) and that ask (built-in list and the policy's).
     pub(crate) protected_own: PathMatcher,
     pub(crate) protected: PathMatcher,
-    /// Which mentioned resources some deny or ask rule could match.
+    /// Which mentioned resources some deny or ask rule (or guard) could match.
     pub(crate) has_mention_rules: MentionRules,
+    /// toolgate's own data folders (the daemon's API token and store), as they resolve: no
+    /// agent reads or writes them.
+    pub(crate) own_data: Vec<PathBuf>,
     /// Workspace roots as they resolve.
     pub(crate) root_cache: Mutex<HashMap<PathBuf, PathBuf>>,
 }
@@ -335,7 +339,12 @@ impl Policy {
             .collect();
         protected.dedup_by(|a, b| a.text == b.text);
         let protected = PathMatcher::new(protected).unwrap_or_else(|_| PathMatcher::empty());
-        let mut mentions = MentionRules::default();
+        let own_data = own_data_folders(home.as_deref());
+        let mut mentions = MentionRules {
+            // The guard on toolgate's own data sees every path a command names.
+            paths: !own_data.is_empty(),
+            urls: false,
+        };
         for rule in sets.iter().flat_map(|s| s.rules.iter()) {
             if rule.decision != Decision::Allow {
                 match &rule.when.resource {
@@ -353,8 +362,22 @@ impl Policy {
             protected_own: guard::compile_protected(guard::TOOLGATE_PROTECTED),
             protected,
             has_mention_rules: mentions,
+            own_data,
             root_cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Also refuses every read and write of `folder`, a data folder of toolgate's (the daemon
+    /// gives its `--data-dir`: its API token, with which anyone can answer requests, and its
+    /// store). The default ones — `$TOOLGATE_DATA_DIR`, `$XDG_DATA_HOME/toolgate`,
+    /// `~/.local/share/toolgate` — are refused from the start.
+    pub fn guard_data_folder(&mut self, folder: &Path) {
+        let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+        let folder = path::resolve_existing_prefix(&folder).unwrap_or(folder);
+        if !self.own_data.contains(&folder) {
+            self.own_data.push(folder);
+        }
+        self.has_mention_rules.paths = true;
     }
 
     /// Loads one policy from TOML text; its examples must hold.
@@ -521,6 +544,24 @@ impl Policy {
     pub fn files(&self) -> impl Iterator<Item = (&str, PolicyRole)> {
         self.sets.iter().map(|s| (&*s.name, s.role))
     }
+}
+
+/// toolgate's data folders where it keeps them by default, as they resolve.
+fn own_data_folders(home: Option<&Path>) -> Vec<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut folders: Vec<PathBuf> = var("TOOLGATE_DATA_DIR")
+        .into_iter()
+        .chain(var("XDG_DATA_HOME").map(|d| d.join("toolgate")))
+        .chain(home.map(|h| h.join(".local/share/toolgate")))
+        .filter_map(|f| std::path::absolute(&f).ok())
+        .map(|f| path::resolve_existing_prefix(&f).unwrap_or(f))
+        .collect();
+    folders.dedup();
+    folders
 }
 
 /// Builds a [`Policy`] in code.

@@ -571,3 +571,62 @@ fn git_in_a_folder_written_as_a_repository_asks() {
         asked
     );
 }
+
+/// The daemon's data folder holds the token that answers any request: no call reads or writes
+/// it, however it names it, whatever the rules and the mode.
+#[test]
+fn toolgates_own_data_is_refused_to_every_call() {
+    let w = ws();
+    let data = w.root.join("state/toolgate");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("token"), "secret").unwrap();
+    let mut p = policy(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"cat\"\ndecision = \"allow\"\ncommand = \"cat\"\n",
+    );
+    p.guard_data_folder(&data);
+    let decide = |tool: &str, args: serde_json::Value| {
+        let e = p.evaluate(&call(&w, tool, args));
+        (e.decision, e.layer, e.rule_name().map(str::to_owned))
+    };
+    let refused = (
+        Decision::Deny,
+        Layer::Guard,
+        Some("protected-path".to_owned()),
+    );
+    assert_eq!(
+        decide("read_file", json!({"path": "state/toolgate/token"})),
+        refused
+    );
+    assert_eq!(
+        decide("write_file", json!({"path": "state/toolgate/grants"})),
+        refused
+    );
+    assert_eq!(
+        decide("bash", json!({"command": "cat state/toolgate/token"})),
+        refused
+    );
+    assert_eq!(
+        decide(
+            "bash",
+            json!({"command": "cd state && cat ./toolgate/token"})
+        ),
+        refused
+    );
+    assert_eq!(
+        decide("bash", json!({"command": "grep -r Bearer state"})),
+        (
+            Decision::Ask,
+            Layer::Guard,
+            Some("protected-path".to_owned())
+        )
+    );
+    assert_eq!(
+        decide("bash", json!({"command": "cat src/main.rs"})).0,
+        Decision::Allow
+    );
+    // A data folder that holds the workspace protects nothing in it.
+    let mut around = policy("mode = \"approve-all\"\n");
+    around.guard_data_folder(w.root.parent().unwrap());
+    let e = around.evaluate(&call(&w, "read_file", json!({"path": "src/main.rs"})));
+    assert_eq!(e.decision, Decision::Allow);
+}

@@ -43,7 +43,7 @@ use toolgate_store::SqliteStore;
 pub use config::{
     ADDRESS_FILE, ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
     DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig,
-    default_data_dir, parse_retain, reachable,
+    default_data_dir, parse_listen, parse_retain, reachable,
 };
 pub use connections::raise_open_file_limit;
 pub use decisions::MAX_WAIT;
@@ -171,6 +171,9 @@ impl Server {
     /// Opens the data directory and recovers what a crash left behind.
     pub async fn open(config: ServerConfig, policy: Policy) -> Result<Server, ConfigError> {
         config.validate()?;
+        // Its token answers any request: no agent the daemon judges reads or writes it.
+        let mut policy = policy;
+        policy.guard_data_folder(&config.data_dir);
         // Made readable by its owner alone; a folder that exists keeps the mode it has (the
         // files in it are kept private by the store and the token's checks).
         let mut folder = std::fs::DirBuilder::new();
@@ -180,8 +183,13 @@ impl Server {
             .recursive(true)
             .create(&config.data_dir)
             .map_err(|e| {
+                let hint = if config.data_dir.is_file() {
+                    " (it is a file, not a folder: give another --data-dir)"
+                } else {
+                    ""
+                };
                 ConfigError(format!(
-                    "cannot create the data directory {}: {e}",
+                    "cannot create the data directory {}: {e}{hint}",
                     config.data_dir.display()
                 ))
             })?;

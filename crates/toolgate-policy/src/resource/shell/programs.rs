@@ -1492,11 +1492,7 @@ pub(crate) fn check_risks(argv: &[Word], findings: &mut Vec<Finding>) {
                 ));
             }
             JqProgram::Text(text) => {
-                let lower = text.to_ascii_lowercase();
-                if ["env", "import", "include", "modulemeta"]
-                    .iter()
-                    .any(|word| lower.contains(word))
-                {
+                if jq_reads_outside(text) {
                     findings.push(finding(
                         FindingKind::ProgramText,
                         format!(
@@ -1599,6 +1595,42 @@ fn jq_program<'a>(args: &[&'a str]) -> JqProgram<'a> {
         }
     }
     program.map_or(JqProgram::None, JqProgram::Text)
+}
+
+/// Whether a jq program names `env`, `$ENV`, `import`, `include` or `modulemeta` (in any case,
+/// inside strings too, where `\(…)` runs code) other than as a field (`.env`, `.a.env` read the
+/// input): an identifier, not a substring, so `.environment` is a field like any.
+fn jq_reads_outside(program: &str) -> bool {
+    let bytes = program.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes
+            .get(i)
+            .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_');
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while bytes
+            .get(i)
+            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        {
+            i += 1;
+        }
+        let word = program
+            .get(start..i)
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        // `.env` is a field; `..env` or `$env` is not.
+        let field = start >= 1
+            && bytes.get(start - 1) == Some(&b'.')
+            && (start < 2 || bytes.get(start - 2) != Some(&b'.'));
+        if !field && matches!(word.as_str(), "env" | "import" | "include" | "modulemeta") {
+            return true;
+        }
+    }
+    false
 }
 
 /// Archivers and copiers that read the names of what they take from a file or their input
@@ -3801,6 +3833,34 @@ mod tests {
             "s/\u{e9}/e/p",
         ] {
             assert!(sed_script_is_read_only(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn jq_programs_that_read_outside_their_input() {
+        for program in [
+            "env",
+            "$ENV.OPENAI_API_KEY",
+            "env.HOME",
+            ".a | env",
+            "..env",
+            "\"\\(env)\"",
+            "import \"m\" as m; .",
+            "include \"x\"; .",
+            "modulemeta",
+            "[.[] | ENV]",
+        ] {
+            assert!(jq_reads_outside(program), "{program}");
+        }
+        for program in [
+            ".environment",
+            ".env",
+            ".a.env",
+            ".config.include_dirs",
+            "keys",
+            ".",
+        ] {
+            assert!(!jq_reads_outside(program), "{program}");
         }
     }
 
