@@ -313,6 +313,11 @@ where
                         format!("{name} is not a query parameter of this route ({takes})"),
                     );
                 }
+                // Rust's words for a number that does not parse, in a reader's.
+                let detail = detail
+                    .replace("invalid float literal", "not a number")
+                    .replace("invalid digit found in string", "not a whole number")
+                    .replace("number too large to fit in target type", "too large");
                 ApiError::bad_request(
                     "invalid_query",
                     format!(

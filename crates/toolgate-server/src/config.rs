@@ -136,8 +136,9 @@ impl ServerConfig {
         }
         if !self.listen.ip().is_loopback() && !self.allow_remote {
             return Err(ConfigError(format!(
-                "refusing to listen on {}: it is not a loopback address (pass --allow-remote to \
-                 expose the approval API beyond this machine)",
+                "refusing to listen on {}: it is not a loopback address (pass --allow-remote, or \
+                 set `allow_remote = true` in daemon.toml, to expose the approval API beyond this \
+                 machine)",
                 self.listen
             )));
         }
@@ -251,7 +252,8 @@ pub fn default_data_dir() -> Option<PathBuf> {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    /// Where to listen.
+    /// Where to listen (`localhost:PORT` is 127.0.0.1:PORT, as on the command line).
+    #[serde(default, deserialize_with = "listen_in_file")]
     pub listen: Option<SocketAddr>,
     /// Where the database and the token live.
     pub data_dir: Option<PathBuf>,
@@ -267,6 +269,29 @@ pub struct ConfigFile {
     pub max_anonymous_connections: Option<usize>,
     /// How long events and decided decisions are kept (see [`ServerConfig::retain`]).
     pub retain: Option<Retain>,
+}
+
+/// `listen`: an IP address and port; `localhost:PORT` is taken as 127.0.0.1:PORT (a name is
+/// not looked up: what it resolves to could change under the Host checks).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        return port
+            .parse::<u16>()
+            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
+            .map_err(|_| format!("`{port}` is not a port (0 to 65535)"));
+    }
+    text.parse().map_err(|_| {
+        format!("`{text}` is not an IP address and port, like 127.0.0.1:7811 or [::1]:7811")
+    })
+}
+
+fn listen_in_file<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<SocketAddr>, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+    parse_listen(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
 }
 
 impl ConfigFile {
@@ -299,9 +324,27 @@ impl ConfigFile {
             )));
         }
         for host in &file.hosts {
-            if host.is_empty() || host.contains(['/', ' ', '@']) {
+            let why = if host.is_empty() || host.contains(['/', ' ', '@']) {
+                Some("it is not a host[:port] value".to_owned())
+            } else {
+                check_host_entry(host).err().map(str::to_owned)
+            };
+            if let Some(why) = why {
+                // Where it is written, for the message (the first place the text appears).
+                let at = text
+                    .find(&format!("\"{host}\""))
+                    .or_else(|| text.find(&format!("'{host}'")))
+                    .map(|start| {
+                        let before = text.get(..start).unwrap_or("");
+                        let line = before.matches('\n').count() + 1;
+                        let column =
+                            before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                        format!(":{line}:{column}")
+                    })
+                    .unwrap_or_default();
                 return Err(ConfigError(format!(
-                    "{}: `{host}` in `hosts` is not a host[:port] value",
+                    "{}{at}: `hosts` entry `{host}` is not a host name with an optional port \
+                     (like `toolgate.lan:7811`): {why}",
                     path.display()
                 )));
             }

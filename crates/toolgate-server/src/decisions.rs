@@ -194,11 +194,20 @@ impl PermissionEvent<'_> {
     }
 }
 
+/// The fields of an outcome that offer answers to a person: only a pending outcome has them.
+pub(crate) const OFFER: &[&str] = &["choices", "always", "timeout_ms", "grant"];
+
 fn outcome(id: &str, status: &str, evaluation: &Evaluation, extra: Map<String, Value>) -> Value {
     let mut body = match serde_json::to_value(evaluation) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
+    // A decided call offers nothing: what a person would have been offered goes.
+    if status != "pending" {
+        for key in OFFER {
+            body.remove(*key);
+        }
+    }
     body.insert("id".into(), json!(id));
     body.insert("status".into(), json!(status));
     body.extend(extra);

@@ -36,7 +36,7 @@ pub(crate) struct Ending<'a> {
 }
 
 /// `pending` decided: `decision`, `layer`, `reason` and `status` replaced in place, `actor` set,
-/// the offer (`choices`, `always`) dropped, every other field copied as it is. (Of anything but
+/// the offer (`choices`, `always`, `timeout_ms`, `grant`) dropped, every other field copied as it is. (Of anything but
 /// an object, which the daemon never stores, nothing is kept.)
 pub(crate) fn decided(
     pending: &JsonText,
@@ -123,7 +123,8 @@ impl Serialize for Decided<'_, '_> {
                     map.serialize_entry("status", "decided")?;
                     replaced[3] = true;
                 }
-                "actor" | "choices" | "always" => {}
+                "actor" => {}
+                key if crate::decisions::OFFER.contains(&key) => {}
                 other => map.serialize_entry(other, value)?,
             }
         }
@@ -177,7 +178,7 @@ mod tests {
             json!({
                 "decision": "allow", "reason": "approved by ann \"the\" reviewer", "rule": "r",
                 "layer": "handler", "source": {"file": "p.toml", "line": 3},
-                "subjects": [{"kind": "call"}], "timeout_ms": 1000, "id": "x",
+                "subjects": [{"kind": "call"}], "id": "x",
                 "status": "decided", "actor": "ann", "odd\"key\n": "kept \u{1F600}",
             })
         );

@@ -214,6 +214,10 @@ async fn an_always_answer_is_a_grant_that_answers_the_next_call_until_revoked() 
         (next["decision"].as_str(), next["layer"].as_str()),
         (Some("allow"), Some("grant"))
     );
+    // A decided call offers nothing (a client may tell an ask by its `choices`).
+    for key in ["choices", "always", "timeout_ms", "grant"] {
+        assert!(next.get(key).is_none(), "{key} in {next}");
+    }
     // Another session is asked again.
     let other = json!({"tool": "pay", "args": {}, "context": {"session": "s2"}});
     let (status, _) = daemon.call("POST", "/api/decisions", Some(other)).await;

@@ -20,7 +20,7 @@ pub(crate) struct ApprovalsArgs {
     #[arg(long, global = true)]
     pub(crate) json: bool,
     /// List only this session's requests.
-    #[arg(long, global = true, value_name = "SESSION")]
+    #[arg(long, value_name = "SESSION")]
     pub(crate) session: Option<String>,
     #[command(subcommand)]
     pub(crate) action: Option<Action>,
@@ -29,11 +29,18 @@ pub(crate) struct ApprovalsArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Action {
     /// List the pending requests (the default).
-    List,
+    List(ListArgs),
     /// Allow a request (once, or always with --always).
     Allow(Answer),
     /// Refuse a request (once, or always with --always).
     Deny(Answer),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// List only this session's requests.
+    #[arg(long, value_name = "SESSION")]
+    pub(crate) session: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -47,7 +54,7 @@ pub(crate) struct Answer {
     /// Why (a refusal's reason is what the agent reads).
     #[arg(long)]
     pub(crate) reason: Option<String>,
-    /// Who answers, as the audit log says it (`approved by NAME`).
+    /// Who answers, as the audit log records it.
     #[arg(long, value_name = "NAME", default_value = "cli")]
     pub(crate) by: String,
 }
@@ -64,8 +71,12 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
     let client = Client::new(&args.client)?;
     let mut out = std::io::stdout().lock();
     match &args.action {
-        None | Some(Action::List) => {
-            let path = match &args.session {
+        None | Some(Action::List(_)) => {
+            let session = match &args.action {
+                Some(Action::List(list)) => list.session.as_ref().or(args.session.as_ref()),
+                _ => args.session.as_ref(),
+            };
+            let path = match session {
                 Some(session) => format!("/api/pending?session={}", crate::client::encode(session)),
                 None => "/api/pending".to_owned(),
             };
@@ -75,7 +86,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 return Ok(EXIT_OK);
             }
             if pending.is_empty() {
-                match &args.session {
+                match session {
                     Some(session) => {
                         writeln!(
                             out,

@@ -17,20 +17,27 @@ pub(crate) struct GrantsArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub(crate) json: bool,
-    /// List only the grants kept for this session.
-    #[arg(long, global = true, value_name = "SESSION")]
-    pub(crate) session: Option<String>,
-    /// List only the grants about this tool.
-    #[arg(long, global = true, value_name = "TOOL")]
-    pub(crate) tool: Option<String>,
+    #[command(flatten)]
+    pub(crate) filter: Filter,
     #[command(subcommand)]
     pub(crate) action: Option<Action>,
+}
+
+/// Which grants are listed.
+#[derive(Debug, Args, Clone, Default)]
+pub(crate) struct Filter {
+    /// List only the grants kept for this session.
+    #[arg(long, value_name = "SESSION")]
+    pub(crate) session: Option<String>,
+    /// List only the grants about this tool.
+    #[arg(long, value_name = "TOOL")]
+    pub(crate) tool: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Action {
     /// List them (the default).
-    List,
+    List(Filter),
     /// Revoke one.
     Revoke {
         /// The grant's id, or its start (4+ characters).
@@ -45,8 +52,14 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
     let client = Client::new(&args.client)?;
     let mut out = std::io::stdout().lock();
     match &args.action {
-        None | Some(Action::List) => {
-            let filters: Vec<String> = [("session", &args.session), ("tool", &args.tool)]
+        None | Some(Action::List(_)) => {
+            let given = match &args.action {
+                Some(Action::List(list)) => list.clone(),
+                _ => Filter::default(),
+            };
+            let session = given.session.or_else(|| args.filter.session.clone());
+            let tool = given.tool.or_else(|| args.filter.tool.clone());
+            let filters: Vec<String> = [("session", &session), ("tool", &tool)]
                 .into_iter()
                 .filter_map(|(name, value)| {
                     value
@@ -78,7 +91,9 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             }
             Ok(EXIT_OK)
         }
-        Some(Action::Revoke { .. }) if args.session.is_some() || args.tool.is_some() => {
+        Some(Action::Revoke { .. })
+            if args.filter.session.is_some() || args.filter.tool.is_some() =>
+        {
             Err(Failure::Message(
                 "--session and --tool choose what is listed; a revocation names its grant by id"
                     .into(),

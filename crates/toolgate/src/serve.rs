@@ -107,6 +107,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         config.listen = address;
         let token_file = config.token_file();
         let address_file = config.address_file();
+        // Which files decide, as Claude Code and Gemini CLI say where their settings come from.
+        let files: Vec<String> = policy.files().map(|(name, _)| name.to_owned()).collect();
+        let mode = policy.settings().mode;
         let database = config.database();
         let server = Server::open(config, policy)
             .await
@@ -130,6 +133,14 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
             token_file.display()
         );
         let _ = writeln!(out, "  store: {}", database.display());
+        if files.is_empty() {
+            let _ = writeln!(
+                out,
+                "  policy: no policy file found; no rules, mode {mode} (give --policy FILE)"
+            );
+        } else {
+            let _ = writeln!(out, "  policy: {}", files.join(", "));
+        }
         if server.recovered > 0 {
             let _ = writeln!(
                 out,
@@ -155,18 +166,9 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     })
 }
 
-/// `--listen`: an IP address and port; `localhost:PORT` is taken as 127.0.0.1:PORT (a name is
-/// not looked up: what it resolves to could change under the Host checks).
+/// `--listen`: as in daemon.toml (`localhost:PORT` is 127.0.0.1:PORT).
 fn listen_address(text: &str) -> Result<SocketAddr, String> {
-    if let Some(port) = text.strip_prefix("localhost:") {
-        return port
-            .parse::<u16>()
-            .map(|port| SocketAddr::from(([127, 0, 0, 1], port)))
-            .map_err(|_| format!("`{port}` is not a port (0 to 65535)"));
-    }
-    text.parse().map_err(|_| {
-        format!("`{text}` is not an IP address and port, like 127.0.0.1:7811 or [::1]:7811")
-    })
+    toolgate_server::parse_listen(text)
 }
 
 /// Replaces `path` with `text`, readable by its owner only: written to a new file beside it,
@@ -196,10 +198,15 @@ async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+        // A closed terminal (SIGHUP) stops it as Ctrl-C does: cleanly, its address removed.
+        if let (Ok(mut terminate), Ok(mut hangup)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = terminate.recv() => {}
+                _ = hangup.recv() => {}
             }
             return;
         }

@@ -799,6 +799,28 @@ fn the_readme_quick_start_runs_as_written() {
             "README shows {line:?}, the command prints:\n{text}"
         );
     }
+    // The JSON the README shows is what `check` writes for that call, up to its subjects.
+    let shown = readme_block(&readme, marker, "json");
+    let shown = shown.split(",\"subjects\"").next().unwrap().trim();
+    let id = shown.split('"').nth(3).unwrap();
+    let args: Vec<&str> = args
+        .split(' ')
+        .filter(|a| *a != "--format" && *a != "text")
+        .collect();
+    let o = Command::new(BIN)
+        .args(&args)
+        .current_dir(root())
+        .env("HOME", "/nonexistent")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    let json = stdout(&o);
+    assert!(
+        json.lines()
+            .any(|l| l.starts_with(shown) && l.contains(&format!("\"id\":\"{id}\""))),
+        "README shows {shown}, check writes:\n{json}"
+    );
 }
 
 #[test]
@@ -814,6 +836,7 @@ fn help_text_is_committed_and_current() {
         Some("approvals"),
         Some("grants"),
         Some("tail"),
+        Some("page"),
     ] {
         let mut args: Vec<&str> = sub.into_iter().collect();
         args.push("--help");
@@ -1377,6 +1400,25 @@ fn serve_reads_its_settings_file() {
         stderr.contains("bad.toml:1:10: `5m` is shorter than the shortest retention, 1h"),
         "{stderr}"
     );
+    // A `hosts` entry names where it is written.
+    std::fs::write(
+        &bad,
+        "durability = \"full\"\nhosts = [\"ok.lan\", \"localhost\"]\n",
+    )
+    .unwrap();
+    let output = serve_with(&bad).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:2:20: `hosts` entry `localhost` is not a host name"),
+        "{stderr}"
+    );
+    std::fs::write(&bad, "listen = \"localhost:x\"\n").unwrap();
+    let output = serve_with(&bad).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:1:10: `x` is not a port"),
+        "{stderr}"
+    );
     std::fs::write(&bad, "max_anonymous_connections = 0\n").unwrap();
     let output = serve_with(&bad).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -1388,7 +1430,7 @@ fn serve_reads_its_settings_file() {
     let good = dir.path().join("daemon.toml");
     std::fs::write(
         &good,
-        "listen = \"127.0.0.1:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\nmax_anonymous_connections = 64\nretain = \"90d\"\n",
+        "listen = \"localhost:0\"\ndata_dir = \"state\"\nhosts = [\"toolgate.lan:7811\"]\ndurability = \"process\"\nmax_anonymous_connections = 64\nretain = \"90d\"\n",
     )
     .unwrap();
     let child = serve_with(&good)
@@ -1397,7 +1439,14 @@ fn serve_reads_its_settings_file() {
         .spawn()
         .unwrap();
     let mut child = Killed(child);
-    let (store, seen) = wait_for_line(child.0.stdout.take().unwrap(), "  store: ");
+    let (_, seen) = wait_for_line(child.0.stdout.take().unwrap(), "  policy: ");
+    // Which policy decides is said at start.
+    assert_eq!(seen.last().unwrap(), "  policy: examples/policy.toml");
+    let store = seen
+        .iter()
+        .find(|l| l.starts_with("  store: "))
+        .unwrap()
+        .clone();
     // The relative data directory is the file's neighbour.
     assert_eq!(
         store.trim(),
@@ -1464,7 +1513,7 @@ fn clients_find_the_daemon_its_settings_file_describes() {
 #[test]
 fn serve_stops_when_asked_with_streams_and_polls_open() {
     use std::io::{BufRead, BufReader, Write};
-    for signal in ["INT", "TERM"] {
+    for signal in ["INT", "TERM", "HUP"] {
         let data = tempfile::tempdir().unwrap();
         let mut daemon = DaemonProcess::start(data.path());
         let token = daemon.token();
