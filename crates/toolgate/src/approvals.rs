@@ -59,6 +59,22 @@ pub(crate) struct Answer {
     pub(crate) by: String,
 }
 
+/// How long a request has waited, and when it is refused unanswered (`waiting 2m 10s, refused
+/// in 2m 50s`), to the second; `None` when the daemon does not say when it was made.
+fn waiting(item: &Value, request: &Value, now: std::time::SystemTime) -> Option<String> {
+    let created = humantime::parse_rfc3339(field(item, "created").as_str()?).ok()?;
+    let seconds = |d: std::time::Duration| {
+        humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+    };
+    let waited = now.duration_since(created).unwrap_or_default();
+    let mut said = format!("waiting {}", seconds(waited));
+    if let Some(timeout) = field(request, "timeout_ms").as_u64() {
+        let left = std::time::Duration::from_millis(timeout).saturating_sub(waited);
+        said += &format!(", refused unanswered in {}", seconds(left));
+    }
+    Some(said)
+}
+
 /// How much of one value a line shows (`--json` shows everything).
 const SHOWN: usize = 300;
 
@@ -138,6 +154,9 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 }
                 if !place.is_empty() {
                     writeln!(out, "    in: {}", place.join(", "))?;
+                }
+                if let Some(waiting) = waiting(&item, request, std::time::SystemTime::now()) {
+                    writeln!(out, "    {waiting}")?;
                 }
                 let choices: Vec<String> = field(request, "choices")
                     .as_array()
@@ -241,5 +260,39 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                 _ => Err(Failure::Message(reply.error())),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::waiting;
+    use serde_json::json;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn how_long_a_request_has_waited_and_has_left() {
+        let created = humantime::parse_rfc3339("2026-11-27T10:00:00Z").unwrap();
+        let now = created + Duration::from_millis(130_400);
+        let item = json!({"created": "2026-11-27T10:00:00Z"});
+        assert_eq!(
+            waiting(&item, &json!({"timeout_ms": 300_000}), now).as_deref(),
+            Some("waiting 2m 10s, refused unanswered in 2m 49s")
+        );
+        assert_eq!(
+            waiting(&item, &json!({}), now).as_deref(),
+            Some("waiting 2m 10s")
+        );
+        // Past its time (the daemon refuses it any moment), and a clock behind the daemon's.
+        let late = created + Duration::from_secs(400);
+        assert_eq!(
+            waiting(&item, &json!({"timeout_ms": 300_000}), late).as_deref(),
+            Some("waiting 6m 40s, refused unanswered in 0s")
+        );
+        assert_eq!(
+            waiting(&item, &json!({}), SystemTime::UNIX_EPOCH).as_deref(),
+            Some("waiting 0s")
+        );
+        assert_eq!(waiting(&json!({}), &json!({}), now), None);
     }
 }

@@ -194,6 +194,29 @@ pub(crate) fn folded(value: &Value, width: usize) -> String {
 pub(crate) struct Client {
     host: String,
     token: String,
+    /// Where `host` comes from.
+    whence: &'static str,
+}
+
+/// A token file others can read is refused, as the daemon refuses it: whoever reads it can
+/// answer every request.
+fn check_private(file: &std::path::Path) -> Result<(), Failure> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(file)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            return Err(Failure::Message(format!(
+                "the token file {} can be read by others (mode {:o}): run `chmod 600 {}`",
+                file.display(),
+                meta.permissions().mode() & 0o777,
+                file.display()
+            )));
+        }
+    }
+    let _ = file;
+    Ok(())
 }
 
 impl Client {
@@ -210,10 +233,18 @@ impl Client {
                 .map(|text| text.trim().to_owned())
                 .filter(|url| url.starts_with("http://"))
         });
-        let url = args.url.clone().or(written).unwrap_or_else(|| {
-            let listen = toolgate_server::reachable(file.listen.unwrap_or(DEFAULT_LISTEN));
-            format!("http://{listen}")
-        });
+        // Where the address comes from, said when the daemon cannot be reached there.
+        let (url, whence) = match (args.url.clone(), written) {
+            (Some(url), _) => (url, "given with --url"),
+            (None, Some(url)) => (url, "written by the daemon in its data directory"),
+            (None, None) => {
+                let listen = toolgate_server::reachable(file.listen.unwrap_or(DEFAULT_LISTEN));
+                (
+                    format!("http://{listen}"),
+                    "the default: no daemon has written its address in the data directory",
+                )
+            }
+        };
         let host = url
             .strip_prefix("http://")
             .ok_or_else(|| {
@@ -239,6 +270,7 @@ impl Client {
                                 .into(),
                         )
                     })?;
+                check_private(&file)?;
                 std::fs::read_to_string(&file)
                     .map_err(|e| {
                         Failure::Message(format!(
@@ -252,7 +284,11 @@ impl Client {
                     .to_owned()
             }
         };
-        Ok(Client { host, token })
+        Ok(Client {
+            host,
+            token,
+            whence,
+        })
     }
 
     /// The daemon's address, as given.
@@ -263,8 +299,9 @@ impl Client {
     fn connect(&self) -> Result<TcpStream, Failure> {
         let unreachable = |e: std::io::Error| {
             Failure::Message(format!(
-                "cannot reach the daemon at http://{}: {e} (start it with `toolgate serve`)",
-                self.host
+                "cannot reach the daemon at http://{} ({}): {e} (start it with `toolgate \
+                 serve`)",
+                self.host, self.whence
             ))
         };
         let address = self
@@ -329,8 +366,13 @@ impl Client {
         let body = if body.trim().is_empty() {
             Value::Null
         } else {
-            serde_json::from_str(&body)
-                .map_err(|e| Failure::Message(format!("the daemon's answer is not JSON: {e}")))?
+            serde_json::from_str(&body).map_err(|e| {
+                Failure::Message(format!(
+                    "http://{} answered {status} with something that is not JSON ({e}): is \
+                     it a toolgate daemon? (--url, or the address its data directory names)",
+                    self.host
+                ))
+            })?
         };
         Ok(Reply { status, body })
     }

@@ -246,10 +246,16 @@ fn follow(
                 // Its newest events first, as at the start (those logged since it came back
                 // would otherwise be skipped), then on.
                 let events = newest(client, args, DEFAULT_LAST)?;
+                // Nothing printed yet: the number was the one given with --after.
+                let why = if first && args.after == Some(after) {
+                    "the number given with --after"
+                } else {
+                    "it is not the log printed so far (a backup restored, or another data \
+                     directory)"
+                };
                 let _ = writeln!(
                     std::io::stderr(),
-                    "toolgate: the daemon's log at http://{} ends before #{after}: it is not the \
-                     log printed so far (a backup restored, or another data directory); \
+                    "toolgate: the daemon's log at http://{} ends before #{after}: {why}; \
                      following it from its newest events",
                     client.host()
                 );

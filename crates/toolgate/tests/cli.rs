@@ -1071,7 +1071,54 @@ fn people_answer_list_and_revoke_from_the_command_line() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1"));
+    assert!(
+        stderr(&o).contains("cannot reach the daemon at http://127.0.0.1:1 (given with --url)")
+    );
+
+    // A token file others can read is refused, as the daemon refuses it.
+    let dir = tempfile::tempdir().unwrap();
+    let shared = dir.path().join("token");
+    std::fs::write(&shared, "x".repeat(40)).unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let o = Command::new(BIN)
+        .args(["approvals", "--url", "http://127.0.0.1:1", "--token-file"])
+        .arg(&shared)
+        .env_remove("TOOLGATE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("can be read by others (mode 644)"),
+        "{}",
+        stderr(&o)
+    );
+
+    // An HTTP server that is not toolgate is said to be one.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buffer = [0u8; 4096];
+            let _ = stream.read(&mut buffer);
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+            );
+        }
+    });
+    let o = Command::new(BIN)
+        .args(["approvals", "--url", &format!("http://{address}")])
+        .env("TOOLGATE_TOKEN", "x")
+        .output()
+        .unwrap();
+    server.join().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("answered 200 with something that is not JSON")
+            && stderr(&o).contains("is it a toolgate daemon?"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The terminal list folds what the agent wrote (showing its start and its end), says where a
@@ -1347,6 +1394,24 @@ fn tail_says_when_the_daemon_comes_back_with_an_older_log() {
     let said = said_by(&mut tail);
     assert!(
         said.contains("ends before #6: it is not the log printed so far"),
+        "{said}"
+    );
+    // A number given with --after past the log's end is said to be that one.
+    let mut given = Killed(
+        Command::new(BIN)
+            .args(["tail", "--json", "--after", "999"])
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .env("TOOLGATE_URL", format!("http://{address}"))
+            .env_remove("TOOLGATE_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let _ = wait_for_line(given.0.stdout.take().unwrap(), "{");
+    let said = said_by(&mut given);
+    assert!(
+        said.contains("ends before #999: the number given with --after"),
         "{said}"
     );
 }
