@@ -139,13 +139,8 @@ impl Policy {
         let args = &call.args;
         // An argument of the wrong shape would reach no resource and pass for an absent one.
         let pointers = profile
-            .paths
-            .iter()
-            .chain(&profile.patterns)
+            .resource_pointers()
             .chain(&profile.cwd)
-            .chain(&profile.urls)
-            .chain(&profile.revisions)
-            .chain(&profile.command)
             .chain(&profile.command_args);
         for pointer in pointers {
             if pointer.misshapen(args) {

@@ -421,14 +421,7 @@ fn has_other_names(path: &std::path::Path) -> bool {
 /// The resource arguments `profile` names, when `args` reach none of them but carry some text
 /// or number (which may name a resource elsewhere).
 fn unreached(profile: &Profile, args: &Value) -> Option<String> {
-    let pointers: Vec<&crate::profile::Pointer> = profile
-        .paths
-        .iter()
-        .chain(&profile.patterns)
-        .chain(&profile.urls)
-        .chain(&profile.revisions)
-        .chain(&profile.command)
-        .collect();
+    let pointers: Vec<&crate::profile::Pointer> = profile.resource_pointers().collect();
     if pointers.is_empty()
         || pointers.iter().any(|p| !p.values(args).is_empty())
         || !carries_something(args)

@@ -159,6 +159,16 @@ impl Profile {
         self.matcher.is_match(tool)
     }
 
+    /// The pointers to resources a call names (not its folder, nor a command's rest).
+    pub(crate) fn resource_pointers(&self) -> impl Iterator<Item = &Pointer> {
+        self.paths
+            .iter()
+            .chain(&self.patterns)
+            .chain(&self.urls)
+            .chain(&self.revisions)
+            .chain(&self.command)
+    }
+
     /// Whether the profile says where any resource is.
     pub(crate) fn has_resources(&self) -> bool {
         !(self.paths.is_empty()

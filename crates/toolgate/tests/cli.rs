@@ -1441,55 +1441,47 @@ fn serve_with(config: &Path) -> Command {
 fn serve_reads_its_settings_file() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "durability = \"full\"\nlisen = \"127.0.0.1:0\"\n").unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    // A bad settings file: exit 2, and what stderr says.
+    let refused = |text: &str| {
+        std::fs::write(&bad, text).unwrap();
+        let output = serve_with(&bad).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{text}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    for (text, said) in [
+        (
+            "durability = \"full\"\nlisen = \"127.0.0.1:0\"\n",
+            "bad.toml:2:1: unknown field `lisen`",
+        ),
+        (
+            "durability = \"fast\"\n",
+            "bad.toml:1:14: unknown variant `fast`",
+        ),
+        (
+            "retain = \"5m\"\n",
+            "bad.toml:1:10: `5m` is shorter than the shortest retention, 1h",
+        ),
+        // A `hosts` entry names where it is written.
+        (
+            "durability = \"full\"\nhosts = [\"ok.lan\", \"localhost\"]\n",
+            "bad.toml:2:20: `hosts` entry `localhost` is not a host name",
+        ),
+        (
+            "listen = \"localhost:x\"\n",
+            "bad.toml:1:10: `x` is not a port",
+        ),
+        (
+            "max_anonymous_connections = 0\n",
+            "bad.toml: `max_anonymous_connections` is at least 1",
+        ),
+    ] {
+        let stderr = refused(text);
+        assert!(stderr.contains(said), "{stderr}");
+    }
+    // The keys it knows are named.
     assert!(
-        stderr.contains("bad.toml:2:1: unknown field `lisen`"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("`listen`"), "the keys it knows: {stderr}");
-    std::fs::write(&bad, "durability = \"fast\"\n").unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml:1:14: unknown variant `fast`"),
-        "{stderr}"
-    );
-
-    std::fs::write(&bad, "retain = \"5m\"\n").unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml:1:10: `5m` is shorter than the shortest retention, 1h"),
-        "{stderr}"
-    );
-    // A `hosts` entry names where it is written.
-    std::fs::write(
-        &bad,
-        "durability = \"full\"\nhosts = [\"ok.lan\", \"localhost\"]\n",
-    )
-    .unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml:2:20: `hosts` entry `localhost` is not a host name"),
-        "{stderr}"
-    );
-    std::fs::write(&bad, "listen = \"localhost:x\"\n").unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml:1:10: `x` is not a port"),
-        "{stderr}"
-    );
-    std::fs::write(&bad, "max_anonymous_connections = 0\n").unwrap();
-    let output = serve_with(&bad).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("bad.toml: `max_anonymous_connections` is at least 1"),
-        "{stderr}"
+        refused("lisen = 1\n").contains("`listen`"),
+        "the keys it knows"
     );
 
     let good = dir.path().join("daemon.toml");
