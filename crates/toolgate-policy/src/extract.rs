@@ -516,9 +516,10 @@ const REPOSITORY_ENTRIES: &[&str] = &[
     "hooks",
 ];
 
-/// Whether `dir` holds what git takes for a bare repository.
+/// Whether `dir` may be what git takes for a repository: any `HEAD` in it (a file, or a link
+/// even to nothing), since `objects`, `refs` and `config` may be elsewhere (`commondir`).
 fn looks_like_a_repository(dir: &Path) -> bool {
-    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
+    dir.join("HEAD").symlink_metadata().is_ok()
 }
 
 /// The repository git would use from `dir`, when it is not a `.git` (which the protected paths
@@ -551,8 +552,8 @@ fn foreign_repository(dir: &Path, roots: &[PathBuf], written: &[PathBuf]) -> Opt
         }
         if looks_like_a_repository(d) {
             return Some(format!(
-                "git would use `{}` as its repository (it holds `HEAD`, `objects` and `refs`), \
-                 whose `config` can make git run programs",
+                "git may use `{}` as its repository (it holds a `HEAD`), whose `config` can \
+                 make git run programs",
                 d.display()
             ));
         }

@@ -147,6 +147,21 @@ impl Policy {
                 ),
             );
         }
+        // A tool no profile describes may still name toolgate's data in any argument.
+        if !profile.is_some_and(Profile::has_resources)
+            && let Some(named) = self.names_own_data(&call.args)
+        {
+            guard = stricter(
+                guard,
+                Guard::deny(
+                    "protected-path",
+                    format!(
+                        "`{named}` is toolgate's own data (its API token and store); agents \
+                         never read or write it"
+                    ),
+                ),
+            );
+        }
         if profile.is_some_and(|p| p.options_guard)
             && let Some(option) = first_option(&call.args)
         {
@@ -240,6 +255,48 @@ impl Policy {
             }
         }
         guard
+    }
+
+    /// The first text in `args` that is an absolute or `~` path into toolgate's own data (at
+    /// most 1,000 paths are resolved; past them, one is assumed to be).
+    fn names_own_data(&self, args: &Value) -> Option<String> {
+        if self.own_data.is_empty() {
+            return None;
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut stack = vec![args];
+        let mut looked = 0usize;
+        while let Some(value) = stack.pop() {
+            match value {
+                Value::String(text) => {
+                    let trimmed = text.trim();
+                    let path = match trimmed.strip_prefix('~') {
+                        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+                            home.as_ref().map(|h| h.join(rest.trim_start_matches('/')))
+                        }
+                        Some(_) => None,
+                        None if trimmed.starts_with('/') => Some(PathBuf::from(trimmed)),
+                        None => None,
+                    };
+                    let Some(path) = path else { continue };
+                    looked += 1;
+                    if looked > 1_000 {
+                        return Some("one of more than 1,000 paths".to_owned());
+                    }
+                    let lexical = crate::resource::path::normalize(&path);
+                    let resolved = crate::resource::path::resolve_existing_prefix(&lexical).ok();
+                    let inside =
+                        |p: &std::path::Path| self.own_data.iter().any(|f| p.starts_with(f));
+                    if inside(&lexical) || resolved.as_deref().is_some_and(inside) {
+                        return Some(text.clone());
+                    }
+                }
+                Value::Array(items) => stack.extend(items),
+                Value::Object(map) => stack.extend(map.values()),
+                Value::Null | Value::Bool(_) | Value::Number(_) => {}
+            }
+        }
+        None
     }
 
     /// A path in toolgate's own data (its API token answers any request): refused, read or

@@ -271,7 +271,8 @@ const BUILTIN: &[Builtin] = &[
     Builtin {
         family: GEMINI,
         names: &["read_many_files"],
-        paths: &["/paths/*"],
+        // Globs (Gemini expands them), as `include`'s are.
+        patterns: &["/paths/*", "/include/*"],
         ..NONE
     },
     Builtin {
@@ -286,6 +287,8 @@ const BUILTIN: &[Builtin] = &[
         family: GEMINI,
         names: &["search_file_content"],
         paths: FILE_PATHS,
+        // The files searched: a glob under the folder.
+        patterns: &["/include"],
         optional: true,
         ..NONE
     },
@@ -293,6 +296,12 @@ const BUILTIN: &[Builtin] = &[
         family: CLAUDE,
         names: &["Read", "LS"],
         paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
+        names: &["NotebookRead"],
+        paths: &["/notebook_path"],
         ..NONE
     },
     Builtin {
@@ -321,6 +330,8 @@ const BUILTIN: &[Builtin] = &[
         family: CLAUDE,
         names: &["Grep"],
         paths: FILE_PATHS,
+        // The files searched: a glob under the folder.
+        patterns: &["/glob"],
         optional: true,
         ..NONE
     },

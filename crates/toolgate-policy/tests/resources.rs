@@ -566,6 +566,17 @@ fn git_in_a_folder_written_as_a_repository_asks() {
         asked
     );
     assert_eq!(bash("cp -r src/r src/t && git -C src/t log"), asked);
+    // A `HEAD` alone may make one (`commondir` names where the rest is), and so may a `HEAD`
+    // that is a link to nothing.
+    let split = w.root.join("src/w");
+    std::fs::create_dir_all(&split).unwrap();
+    std::fs::write(split.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(split.join("commondir"), "../c\n").unwrap();
+    assert_eq!(bash("cd src/w && git diff HEAD~1 HEAD"), asked);
+    let linked = w.root.join("src/h");
+    std::fs::create_dir_all(&linked).unwrap();
+    std::os::unix::fs::symlink("refs/heads/nope", linked.join("HEAD")).unwrap();
+    assert_eq!(bash("git -C src/h status"), asked);
     assert_eq!(
         bash("echo '[core]' > src/config && git -C src status"),
         asked
@@ -610,6 +621,16 @@ fn toolgates_own_data_is_refused_to_every_call() {
             "bash",
             json!({"command": "cd state && cat ./toolgate/token"})
         ),
+        refused
+    );
+    // A tool no profile describes, naming it in any argument.
+    let token = data.join("token").display().to_string();
+    assert_eq!(
+        decide("mytool", json!({"options": {"file": token}})),
+        refused
+    );
+    assert_eq!(
+        decide("NotebookRead", json!({"notebook_path": token})),
         refused
     );
     assert_eq!(

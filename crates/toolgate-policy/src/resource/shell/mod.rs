@@ -608,6 +608,23 @@ mod tests {
             ("f() { cd src; } && cat ../x", DynamicArguments),
             ("if cd src; then :; else cat ../x; fi", DynamicArguments),
             ("until cd src; do cat ../x; done", DynamicArguments),
+            // `exit` sent to the background leaves nothing.
+            ("cd nope || { exit 1 & }; cat ../x", DynamicArguments),
+            ("cd nope || { echo; exit & }; cat ../x", DynamicArguments),
+            // The directory stack is not followed.
+            ("pushd -n nope || exit; cat ../x", DynamicArguments),
+            ("pushd src && pushd +1 && cat ../x", DynamicArguments),
+            ("pushd src && popd && cat ../x", DynamicArguments),
+            ("pushd && cat ../x", DynamicArguments),
+            // A link made on the line moves the paths after it.
+            ("ln -s / r && cat r/etc/passwd", DynamicArguments),
+            ("ln -sf / r; cat r/etc/passwd", DynamicArguments),
+            ("ln --sym / r && cat r/x", DynamicArguments),
+            ("cp -s a b && cat b", DynamicArguments),
+            // The shell's own code, behind a wrapper.
+            ("command eval \"cat x\"", Eval),
+            ("builtin source f", Eval),
+            ("builtin -- . f", Eval),
             ("git branch evil", RiskyOption),
             ("file -C -m magic", RiskyOption),
             ("file --compile", RiskyOption),
@@ -787,6 +804,12 @@ mod tests {
             ("coproc cd src && cat x", None),
             ("command cd src && cat x", Some("src")),
             ("builtin cd src && cat x", Some("src")),
+            ("builtin -- cd src && cat x", Some("src")),
+            ("command -- cd src && cat x", Some("src")),
+            ("time cd src && cat x", Some("src")),
+            ("time -p cd src && cat x", Some("src")),
+            ("pushd src && cat x", Some("src")),
+            ("pushd -- src && cat x", Some("src")),
             ("'cd' src && cat x", Some("src")),
         ] {
             let a = analyze(line);

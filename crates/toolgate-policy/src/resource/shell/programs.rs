@@ -339,7 +339,9 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
                 skip_options(&current, 1, &["-s", "--signal", "-k", "--kill-after"]).map(|i| i + 1)
             }
             "nice" => skip_options(&current, 1, &["-n", "--adjustment"]),
-            "coproc" | "builtin" => Some(1),
+            "coproc" => Some(1),
+            // `builtin -- cd`: the `--` ends its options, as for `command`.
+            "builtin" => skip_options(&current, 1, &[]),
             "time" => skip_options(&current, 1, &["-f", "--format", "-o", "--output"]),
             "stdbuf" => skip_options(
                 &current,
@@ -1604,6 +1606,22 @@ fn jq_reads_outside(program: &str) -> bool {
     let bytes = program.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
+        // A string is text unless it interpolates (`"\(env)"`): such a one is read as code.
+        if bytes.get(i) == Some(&b'"') {
+            let start = i;
+            i += 1;
+            while let Some(&b) = bytes.get(i) {
+                i += if b == b'\\' { 2 } else { 1 };
+                if b == b'"' {
+                    break;
+                }
+            }
+            let text = program.get(start..i.min(program.len())).unwrap_or_default();
+            if text.contains("\\(") && jq_names_outside(text) {
+                return true;
+            }
+            continue;
+        }
         let starts = bytes
             .get(i)
             .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_');
@@ -1626,11 +1644,21 @@ fn jq_reads_outside(program: &str) -> bool {
         let field = start >= 1
             && bytes.get(start - 1) == Some(&b'.')
             && (start < 2 || bytes.get(start - 2) != Some(&b'.'));
-        if !field && matches!(word.as_str(), "env" | "import" | "include" | "modulemeta") {
+        if !field && JQ_OUTSIDE.contains(&word.as_str()) {
             return true;
         }
     }
     false
+}
+
+/// What a jq program reads beyond its input through: the environment and modules.
+const JQ_OUTSIDE: &[&str] = &["env", "import", "include", "modulemeta"];
+
+/// Whether any identifier in `text` (an interpolating string, read whole as code) is one of
+/// [`JQ_OUTSIDE`].
+fn jq_names_outside(text: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|w| JQ_OUTSIDE.contains(&w.to_ascii_lowercase().as_str()))
 }
 
 /// Archivers and copiers that read the names of what they take from a file or their input
@@ -2088,11 +2116,17 @@ fn check_sed(args: &[&str], flag: &mut impl FnMut(String)) {
 
 /// Walks a sed script: addresses, then one command each, separated by `;`, newlines or braces.
 fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
-    // In the C locale sed reads a script byte by byte: a delimiter may be one byte of a
-    // character, and what follows it is not what a reading by characters sees.
-    if !script.is_ascii() {
-        return Err("has characters beyond ASCII, which sed may read byte by byte");
-    }
+    // In the C locale sed reads a script byte by byte: a delimiter beyond ASCII may be one
+    // byte of a character, and what follows it is not what a reading by characters sees. (An
+    // ASCII delimiter is never part of a UTF-8 character, so text beyond ASCII elsewhere reads
+    // the same both ways.)
+    let beyond = |d: char| {
+        if d.is_ascii() {
+            Ok(())
+        } else {
+            Err("has a delimiter beyond ASCII, which sed may read byte by byte")
+        }
+    };
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
     let at = |i: usize| chars.get(i).copied();
@@ -2110,6 +2144,7 @@ fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
                 }
                 Some('\\') => {
                     let d = at(i + 1).ok_or("has an unterminated address")?;
+                    beyond(d)?;
                     i = skip_delimited(&chars, i + 2, d).ok_or("has an unterminated address")?;
                 }
                 Some('I' | 'M') if i > 0 && at(i - 1) == Some('/') => i += 1,
@@ -2132,6 +2167,7 @@ fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
                 if d == '\n' || d == '\\' {
                     return Err("has an `s` command toolgate does not follow");
                 }
+                beyond(d)?;
                 i = skip_delimited(&chars, i + 1, d).ok_or("has an unterminated `s` command")?;
                 i = skip_delimited(&chars, i, d).ok_or("has an unterminated `s` command")?;
                 while let Some(f) = at(i) {
@@ -2146,6 +2182,7 @@ fn sed_script_is_read_only(script: &str) -> Result<(), &'static str> {
             }
             'y' => {
                 let d = at(i).ok_or("has an unterminated `y` command")?;
+                beyond(d)?;
                 i = skip_delimited(&chars, i + 1, d).ok_or("has an unterminated `y` command")?;
                 i = skip_delimited(&chars, i, d).ok_or("has an unterminated `y` command")?;
             }
@@ -3779,6 +3816,9 @@ mod tests {
             "/start/,/end/{p}",
             "/fn main/{p;q}",
             "1,/x/{/y/{s/a/b/p}}",
+            // Text beyond ASCII between ASCII delimiters reads the same byte by byte.
+            "/caf\u{e9}/p",
+            "s/\u{2192}/->/g",
         ] {
             assert_eq!(sed_script_is_read_only(ok), Ok(()), "{ok}");
         }
@@ -3830,7 +3870,9 @@ mod tests {
             "/x/!{r .env",
             // Read byte by byte in the C locale, `\xc3` is the delimiter and `é` holds one.
             "s\u{e9}*\u{c3}touch x;:\u{c3}e\n#\u{e9}\u{e9}",
-            "s/\u{e9}/e/p",
+            "s\u{c3}a\u{c3}b\u{c3}w out",
+            "y\u{e9}a\u{e9}b\u{e9}",
+            "\\\u{e9}x\u{e9}w out",
         ] {
             assert!(sed_script_is_read_only(bad).is_err(), "{bad}");
         }
@@ -3849,6 +3891,7 @@ mod tests {
             "include \"x\"; .",
             "modulemeta",
             "[.[] | ENV]",
+            "\"\\(1) \\(env.HOME)\"",
         ] {
             assert!(jq_reads_outside(program), "{program}");
         }
@@ -3859,6 +3902,7 @@ mod tests {
             ".config.include_dirs",
             "keys",
             ".",
+            ".[] | select(.name == \"env\")",
         ] {
             assert!(!jq_reads_outside(program), "{program}");
         }

@@ -250,6 +250,19 @@ impl<'s> Walker<'s> {
                 ),
             ));
         }
+        // A symbolic link made on the line changes where the paths after it lead, which were
+        // resolved before it existed (`ln -s / r && cat r/home/me/.ssh/id_rsa`).
+        let links = self
+            .out
+            .commands
+            .iter()
+            .position(|c| makes_symlink(&c.argv));
+        if links.is_some_and(|at| at + 1 < self.out.commands.len()) {
+            self.out.findings.push(finding(
+                FindingKind::DynamicArguments,
+                "a symbolic link made on this line changes where the paths after it lead",
+            ));
+        }
         self.out
     }
 
@@ -502,6 +515,14 @@ impl<'s> Walker<'s> {
                         .filter(|c| c.kind() != "comment")
                         .last()
                     {
+                        // `{ exit 1 & }` leaves in the background: the script goes on.
+                        Some(last)
+                            if last
+                                .next_sibling()
+                                .is_some_and(|n| !n.is_named() && self.text(n) == "&") =>
+                        {
+                            return false;
+                        }
                         Some(last) => node = last,
                         None => return false,
                     }
@@ -888,6 +909,16 @@ impl<'s> Walker<'s> {
             return (self.out.commands.len() > before).then_some(before);
         }
         let argv = unwrapped.argv;
+        // `command eval …`, `builtin source …`: what a wrapper runs may be the shell's own.
+        if !unwrapped.wrappers.is_empty()
+            && let Some(name) = argv.first().and_then(Word::value).map(basename)
+            && matches!(name, "eval" | "source" | "." | "trap" | "alias" | "enable")
+        {
+            findings.push(finding(
+                FindingKind::Eval,
+                format!("`{name}` runs code toolgate cannot see"),
+            ));
+        }
         programs::check_risks(&argv, &mut findings);
         let index = self.out.commands.len();
         if unwrapped.spawned.is_empty() {
@@ -918,19 +949,33 @@ impl<'s> Walker<'s> {
     ) {
         let index = self.out.commands.len();
         // Only the shell's own `cd` moves it: not `/usr/bin/cd`, nor one run by `env`,
-        // `timeout`, `nice` or `coproc` (a program, or a subshell, of its own).
-        let builtin = argv
-            .first()
-            .and_then(Word::value)
-            .is_some_and(|name| matches!(name, "cd" | "pushd"))
-            && wrappers.iter().all(|layer| {
-                layer
-                    .first()
-                    .and_then(Word::value)
-                    .is_some_and(|name| matches!(name, "builtin" | "command"))
-            });
-        if builtin {
-            self.change_folder(&argv, index);
+        // `timeout`, `nice` or `coproc` (a program, or a subshell, of its own); `builtin`,
+        // `command` and bash's `time` (`time -p`) run it in the shell.
+        let name = argv.first().and_then(Word::value);
+        let in_the_shell = wrappers.iter().all(|layer| {
+            let words: Vec<Option<&str>> = layer.iter().map(Word::value).collect();
+            match words.as_slice() {
+                [Some("builtin" | "command"), ..] => true,
+                // Bash's `time` takes `-p` only; another option is GNU time's, a program.
+                [Some("time"), rest @ ..] => {
+                    let rest = match rest {
+                        [Some("-p"), more @ ..] => more,
+                        all => all,
+                    };
+                    rest.first()
+                        .is_some_and(|w| w.is_some_and(|v| !v.starts_with('-')))
+                }
+                _ => false,
+            }
+        });
+        match name {
+            Some("cd" | "pushd") if in_the_shell => self.change_folder(&argv, index),
+            // The directory stack: where `popd` leads is not followed.
+            Some("popd") if in_the_shell => self.line_finding(
+                FindingKind::DynamicArguments,
+                "`popd` returns to a folder toolgate does not follow",
+            ),
+            _ => {}
         }
         // Devices a program may be told to write to without writing a file (`curl -o
         // /dev/null`, `strace -o /dev/stderr`).
@@ -970,6 +1015,22 @@ impl<'s> Walker<'s> {
     }
 
     fn change_folder(&mut self, argv: &[Word], index: usize) {
+        if argv.first().and_then(Word::value) == Some("pushd") {
+            let operands: Vec<Option<&str>> = argv.iter().skip(1).map(Word::value).collect();
+            let plain = match operands.as_slice() {
+                [Some(dir)] => !dir.starts_with(['-', '+']),
+                [Some("--"), Some(_)] => true,
+                _ => false,
+            };
+            // `pushd -n DIR` moves nothing; `pushd +1` and `pushd` alone rotate the stack.
+            if !plain {
+                self.line_finding(
+                    FindingKind::DynamicArguments,
+                    "this `pushd` moves along the directory stack, which toolgate does not follow",
+                );
+                return;
+            }
+        }
         let target = argv
             .iter()
             .skip(1)
@@ -1536,6 +1597,26 @@ fn decode_ansi_c(text: &str) -> Option<String> {
         out.truncate(end);
     }
     Some(out)
+}
+
+/// Whether `argv` makes a symbolic link: `ln -s` (in a cluster, `--symbolic` or an
+/// abbreviation of it), `cp -s`/`--symbolic-link`.
+fn makes_symlink(argv: &[Word]) -> bool {
+    let program = argv.first().and_then(Word::value).map(basename);
+    let options = argv
+        .iter()
+        .skip(1)
+        .filter_map(Word::value)
+        .take_while(|a| *a != "--");
+    let (short, long) = match program {
+        Some("ln") => ('s', "symbolic"),
+        Some("cp") => ('s', "symbolic-link"),
+        _ => return false,
+    };
+    options.into_iter().any(|a| match a.strip_prefix("--") {
+        Some(name) => name.len() >= 2 && long.starts_with(name),
+        None => a.starts_with('-') && a.get(1..).is_some_and(|c| c.contains(short)),
+    })
 }
 
 fn excerpt(text: &str) -> String {
