@@ -24,24 +24,36 @@ pub(crate) struct PolicyArgs {
 impl PolicyArgs {
     /// The files in load order.
     pub(crate) fn files(&self) -> Result<Vec<(PolicyRole, PathBuf)>, Failure> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?;
+        Ok(self.files_from(&cwd))
+    }
+
+    /// The files in load order, the project's found from `folder`.
+    pub(crate) fn files_from(&self, folder: &std::path::Path) -> Vec<(PolicyRole, PathBuf)> {
         let mut files = Vec::new();
         if !self.isolated {
-            let cwd = std::env::current_dir().map_err(|e| {
-                Failure::Message(format!("error: cannot read the current folder: {e}"))
-            })?;
-            files = discover_policy_files(&cwd);
+            files = discover_policy_files(folder);
         }
         files.extend(self.policies.iter().map(|p| (PolicyRole::Given, p.clone())));
-        Ok(files)
+        files
     }
 
     /// Loads the policy; with no file at all, the empty policy (approve-reads, no rules).
     pub(crate) fn load(&self, options: LoadOptions) -> Result<Policy, Failure> {
         let files = self.files()?;
+        Self::load_files(&files, options)
+    }
+
+    /// Loads these files; with none, the empty policy.
+    pub(crate) fn load_files(
+        files: &[(PolicyRole, PathBuf)],
+        options: LoadOptions,
+    ) -> Result<Policy, Failure> {
         if files.is_empty() {
             return Ok(Policy::default());
         }
-        Ok(Policy::load_paths(&files, options)?)
+        Ok(Policy::load_paths(files, options)?)
     }
 }
 

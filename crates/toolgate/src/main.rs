@@ -6,6 +6,7 @@ mod check;
 mod client;
 mod explain;
 mod grants;
+mod hook;
 mod lines;
 mod lint;
 mod page;
@@ -57,6 +58,7 @@ enum Command {
     Grants(grants::GrantsArgs),
     Tail(tail::TailArgs),
     Page(page::PageArgs),
+    Hook(hook::HookArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Grants(args) => grants::run(&args),
         Command::Tail(args) => tail::run(&args),
         Command::Page(args) => page::run(&args),
+        Command::Hook(args) => hook::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

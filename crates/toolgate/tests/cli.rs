@@ -837,6 +837,7 @@ fn help_text_is_committed_and_current() {
         Some("grants"),
         Some("tail"),
         Some("page"),
+        Some("hook"),
     ] {
         let mut args: Vec<&str> = sub.into_iter().collect();
         args.push("--help");
@@ -1748,4 +1749,151 @@ fn the_clients_find_a_daemon_by_its_data_directory() {
             .contains(".new")),
         "no file is left half written"
     );
+}
+
+/// `toolgate hook claude`: Claude Code's `PreToolUse` input in, its decision out; the project's
+/// policy is found from the project folder; whatever goes wrong is a `deny`.
+#[test]
+fn hook_speaks_claude_codes_pre_tool_use() {
+    use std::io::Write;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(project.path()).unwrap();
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    let hook = |args: &[&str], input: &str, project_dir: Option<&Path>| -> Value {
+        let mut command = Command::new(BIN);
+        command
+            .arg("hook")
+            .arg("claude")
+            .args(args)
+            .current_dir(root())
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("TOOLGATE_CONFIG_DIR")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        if let Some(dir) = project_dir {
+            command.env("CLAUDE_PROJECT_DIR", dir);
+        }
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{input}");
+        let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(out["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+        out["hookSpecificOutput"].clone()
+    };
+    let shipped = ["--isolated", "--policy", "examples/policy.toml"];
+    let input = |tool: &str, args: Value| {
+        json!({"session_id": "s1", "cwd": project, "hook_event_name": "PreToolUse",
+               "tool_name": tool, "tool_input": args})
+        .to_string()
+    };
+    let decided = |out: Value| {
+        (
+            out["permissionDecision"].as_str().unwrap().to_owned(),
+            out["permissionDecisionReason"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (decision, reason) = decided(hook(
+        &shipped,
+        &input(
+            "Bash",
+            json!({"command": "cat config/.env", "description": "x"}),
+        ),
+        None,
+    ));
+    assert_eq!(decision, "deny");
+    assert_eq!(
+        reason,
+        "toolgate (no-secrets): secrets stay on this machine"
+    );
+    let file = project.join("src/main.rs").display().to_string();
+    assert_eq!(
+        decided(hook(
+            &shipped,
+            &input("Read", json!({"file_path": file})),
+            None
+        ))
+        .0,
+        "allow"
+    );
+    assert_eq!(
+        decided(hook(
+            &shipped,
+            &input("Bash", json!({"command": "git push origin main"})),
+            None
+        ))
+        .0,
+        "ask"
+    );
+    // An MCP tool is its server's: the fetch server's profile reads its URL.
+    assert_eq!(
+        decided(hook(
+            &shipped,
+            &input("mcp__fetch__fetch", json!({"url": "https://docs.rs/serde"})),
+            None
+        )),
+        (
+            "allow".to_owned(),
+            "toolgate (rust-docs): documentation sites are read-only".to_owned()
+        )
+    );
+    assert_eq!(
+        decided(hook(
+            &shipped,
+            &input("Read", json!({"file_path": "/etc/passwd"})),
+            None
+        ))
+        .0,
+        "deny"
+    );
+    // Claude Code names the project; the session may have moved below it.
+    let below = json!({"cwd": project.join("src"), "tool_name": "Read",
+                       "tool_input": {"file_path": project.join("README.md")}})
+    .to_string();
+    assert_eq!(decided(hook(&shipped, &below, Some(&project))).0, "allow");
+    assert_eq!(decided(hook(&shipped, &below, None)).0, "deny");
+    // The project's own policy, found from the project.
+    std::fs::create_dir_all(project.join(".toolgate")).unwrap();
+    std::fs::write(
+        project.join(".toolgate/policy.toml"),
+        "[[rule]]\nname = \"no-reading\"\ndecision = \"deny\"\ntool = \"Read\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        decided(hook(&[], &input("Read", json!({"file_path": file})), None)),
+        (
+            "deny".to_owned(),
+            "toolgate (no-reading): matched rule `no-reading`".to_owned()
+        )
+    );
+    // Whatever goes wrong refuses the call: a hook that fails otherwise lets it through.
+    for (input, said) in [
+        ("not json", "is not JSON"),
+        ("{\"cwd\": \"/tmp\"}", "has no `tool_name`"),
+        (
+            "{\"tool_name\": \"Bash\", \"tool_input\": \"ls\", \"cwd\": \"/tmp\"}",
+            "is not an object",
+        ),
+        ("{\"tool_name\": \"Bash\"}", "says where the project is"),
+    ] {
+        let (decision, reason) = decided(hook(&shipped, input, None));
+        assert_eq!(decision, "deny", "{input}");
+        assert!(reason.contains(said), "{input}: {reason}");
+    }
+    std::fs::write(
+        project.join(".toolgate/policy.toml"),
+        "[[rule]]\nname = 1\n",
+    )
+    .unwrap();
+    let (decision, reason) = decided(hook(&[], &input("Read", json!({"file_path": file})), None));
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("the policy does not load"), "{reason}");
 }
