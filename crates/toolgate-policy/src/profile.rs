@@ -337,6 +337,19 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: CLAUDE,
+        // The agent's own bookkeeping: a plan, a to-do list, a sub-agent (whose calls are
+        // judged one by one), a background shell's output. They touch no file or host.
+        names: &[
+            "TodoWrite",
+            "TodoRead",
+            "Task",
+            "ExitPlanMode",
+            "BashOutput",
+        ],
+        ..NONE
+    },
+    Builtin {
+        family: CLAUDE,
         names: &["WebFetch"],
         access: Access::Network,
         urls: &["/url"],

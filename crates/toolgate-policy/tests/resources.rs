@@ -506,6 +506,25 @@ fn agents_argument_names_are_read_and_unknown_ones_ask() {
     let full = RunOptions::default().with_full_access(true);
     let e = p.evaluate_with(&call(&w, "Read", json!({"path_to_file": "x"})), &full);
     assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
+    // Claude Code's own bookkeeping is a read: approve-reads lets it through.
+    let reads = policy("mode = \"approve-reads\"\n");
+    for (tool, args) in [
+        (
+            "TodoWrite",
+            json!({"todos": [{"content": "x", "status": "pending"}]}),
+        ),
+        (
+            "Task",
+            json!({"description": "d", "prompt": "p", "subagent_type": "general"}),
+        ),
+        ("ExitPlanMode", json!({"plan": "p"})),
+    ] {
+        assert_eq!(
+            reads.evaluate(&call(&w, tool, args)).decision,
+            Decision::Allow,
+            "{tool}"
+        );
+    }
     // Nothing to name a resource with: nothing hidden.
     assert_eq!(decide("list_allowed_directories", json!({})), fine);
     assert_eq!(decide("read_file", json!({"verbose": true})), fine);
