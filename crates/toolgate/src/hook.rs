@@ -6,6 +6,11 @@
 //!
 //! Whatever goes wrong — unreadable input, a policy that does not load — is a `deny` with what
 //! went wrong as its reason: a hook that fails any other way lets the call through.
+//!
+//! With `--daemon`, the daemon decides instead (its policy, its grants, its audit log): a call
+//! it asks about waits for a person on the approval page for up to `--wait` seconds, then is
+//! left to Claude Code's own prompt (`ask`) — an answer must come before Claude Code's hook
+//! timeout, past which it runs the call. A daemon that cannot be reached is an `ask` too.
 
 use std::io::{Read, Write};
 
@@ -14,6 +19,7 @@ use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Decision, LoadOptions};
 
 use crate::args::PolicyArgs;
+use crate::client::{Client, ClientArgs, field};
 use crate::{EXIT_OK, Failure};
 
 /// Decides tool calls as an agent's permission hook: the call on stdin, the decision on stdout.
@@ -24,6 +30,20 @@ pub(crate) struct HookArgs {
     agent: Agent,
     #[command(flatten)]
     policy: PolicyArgs,
+    /// Let the daemon decide (`toolgate serve`): its asks wait on the approval page.
+    #[arg(long)]
+    daemon: bool,
+    /// With --daemon, how long a call waits for a person on the page before it is left to the
+    /// agent's own prompt (keep it under the hook's timeout, 60 s by default in Claude Code).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 50.0,
+        requires = "daemon"
+    )]
+    wait: f64,
+    #[command(flatten)]
+    client: ClientArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -69,6 +89,9 @@ fn decide(args: &HookArgs, input: &str) -> Result<(&'static str, String), String
     let hook: Value =
         serde_json::from_str(input).map_err(|e| format!("the hook's input is not JSON: {e}"))?;
     let (call, folder) = call_of(&hook)?;
+    if args.daemon {
+        return Ok(ask_the_daemon(args, &call));
+    }
     let files = args.policy.files_from(&folder);
     let policy = PolicyArgs::load_files(&files, LoadOptions::default())
         .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
@@ -83,6 +106,73 @@ fn decide(args: &HookArgs, input: &str) -> Result<(&'static str, String), String
         None => format!("toolgate: {}", evaluation.reason),
     };
     Ok((decision, reason))
+}
+
+/// The daemon's decision on `call`, waiting up to `--wait` seconds for a person; `ask` (the
+/// agent's own prompt) when none comes in time or the daemon cannot be reached.
+fn ask_the_daemon(args: &HookArgs, call: &Call) -> (&'static str, String) {
+    let prompt = |why: String| ("ask", format!("toolgate: {why}"));
+    let client = match Client::new(&args.client) {
+        Ok(client) => client,
+        Err(e) => return prompt(format!("cannot ask the daemon ({})", failure_text(&e))),
+    };
+    let body = match serde_json::to_value(call) {
+        Ok(body) => body,
+        Err(e) => return prompt(format!("cannot send the call: {e}")),
+    };
+    let decided = |body: &Value| -> Option<(&'static str, String)> {
+        let reason = field(body, "reason").as_str().unwrap_or_default();
+        match field(body, "decision").as_str()? {
+            "allow" => Some(("allow", format!("toolgate: {reason}"))),
+            "deny" => Some(("deny", format!("toolgate: {reason}"))),
+            _ => None,
+        }
+    };
+    let reply = match client.send("POST", "/api/decisions", Some(&body)) {
+        Ok(reply) => reply,
+        Err(e) => return prompt(format!("cannot ask the daemon ({})", failure_text(&e))),
+    };
+    let id = match reply.status {
+        200 => {
+            return decided(&reply.body)
+                .unwrap_or_else(|| prompt("the daemon's answer has no decision".into()));
+        }
+        202 => field(&reply.body, "id")
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        _ => return prompt(format!("the daemon refused the call: {}", reply.error())),
+    };
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_secs_f64(args.wait.clamp(0.0, 3600.0));
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let wait = left.as_secs_f64().min(60.0);
+        let path = format!(
+            "/api/decisions/{}?wait={wait:.1}",
+            crate::client::encode(&id)
+        );
+        match client.send("GET", &path, None) {
+            Ok(reply) if reply.status == 200 => {
+                if let Some(answer) = decided(&reply.body) {
+                    return answer;
+                }
+            }
+            Ok(reply) => {
+                return prompt(format!("the daemon lost request `{id}`: {}", reply.error()));
+            }
+            Err(e) => return prompt(format!("the daemon went away ({})", failure_text(&e))),
+        }
+    }
+    prompt(format!(
+        "{} — nobody answered on the approval page in time (request `{id}` waits there)",
+        field(&reply.body, "reason")
+            .as_str()
+            .unwrap_or("a person decides")
+    ))
 }
 
 fn failure_text(failure: &Failure) -> String {

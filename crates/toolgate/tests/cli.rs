@@ -1897,3 +1897,90 @@ fn hook_speaks_claude_codes_pre_tool_use() {
     assert_eq!(decision, "deny");
     assert!(reason.contains("the policy does not load"), "{reason}");
 }
+
+/// `toolgate hook claude --daemon`: the daemon decides; its ask waits on the page, and a person's
+/// answer there is the hook's; nobody answering in time leaves it to Claude Code's prompt; no
+/// daemon is Claude Code's prompt too.
+#[test]
+fn the_hook_asks_the_daemon_and_waits_for_the_page() {
+    use std::io::Write;
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let project = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(project.path()).unwrap();
+    let url = format!("http://{}", daemon.address);
+    let spawn = |command: &str, wait: &str| {
+        let mut child = Command::new(BIN)
+            .args(["hook", "claude", "--daemon", "--wait", wait, "--url", &url])
+            .arg("--data-dir")
+            .arg(data.path())
+            .env_remove("TOOLGATE_TOKEN")
+            .env("CLAUDE_PROJECT_DIR", &project)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let input = json!({"session_id": "claude-1", "cwd": project, "tool_name": "Bash",
+                           "tool_input": {"command": command}});
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        child
+    };
+    let decided = |child: std::process::Child| {
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (
+            out["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+            out["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        )
+    };
+    // Decided at once by the daemon's policy.
+    assert_eq!(decided(spawn("cat config/.env", "5")).0, "deny");
+    assert_eq!(decided(spawn("git status", "5")).0, "allow");
+    // An ask waits on the page; answered there, the hook says so.
+    let waiting = spawn("npm publish", "30");
+    let id = (0..100)
+        .find_map(|_| {
+            let (_, pending) = daemon.http("GET", "/api/pending", None).unwrap();
+            let id = pending["pending"][0]["id"].as_str().map(str::to_owned);
+            if id.is_none() {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            id
+        })
+        .expect("the hook's call waits on the page");
+    let (status, _) = daemon
+        .http(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(&json!({"decision": "allow-once"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200);
+    let (decision, reason) = decided(waiting);
+    assert_eq!(decision, "allow");
+    assert!(reason.contains("approved by"), "{reason}");
+    // Nobody answers in time: Claude Code's own prompt asks.
+    let (decision, reason) = decided(spawn("npm publish", "0.5"));
+    assert_eq!(decision, "ask");
+    assert!(
+        reason.contains("nobody answered on the approval page in time"),
+        "{reason}"
+    );
+    // No daemon: Claude Code's own prompt asks.
+    drop(daemon);
+    let (decision, reason) = decided(spawn("git status", "1"));
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("cannot ask the daemon"), "{reason}");
+}
