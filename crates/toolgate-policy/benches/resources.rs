@@ -1,6 +1,7 @@
 //! Resource checks: analysing a 100-character compound command, checking a path against the
 //! workspace (next to a bare `std::fs::canonicalize` of the same path, the baseline), checking a
-//! URL, and whole evaluations of a shell call and a file call.
+//! URL, and whole evaluations of a shell call (under the shipped policy, and under one with
+//! command rules only) and a file call.
 //! Run with `cargo bench -p toolgate-policy --bench resources`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -89,6 +90,23 @@ fn evaluate_shell_call(bencher: Bencher) {
     }))
     .unwrap();
     bencher.bench_local(|| policy().evaluate(black_box(&call)));
+}
+
+/// The same call under a policy with command rules only (no path rule to read its mentioned
+/// paths for, but the guard on toolgate's own data reads them).
+#[divan::bench(sample_count = 200, sample_size = 50)]
+fn evaluate_shell_call_without_path_rules(bencher: Bencher) {
+    let f = fixture();
+    let policy = Policy::from_toml(
+        "commands.toml",
+        "[[rule]]\nname = \"reads\"\ndecision = \"allow\"\ncommand = [\"git status\", \"ls\", \"tail\", \"grep\", \"pwd\"]\n",
+    )
+    .unwrap();
+    let call = Call::from_value(serde_json::json!({
+        "tool": "bash", "args": {"command": COMMAND}, "context": {"workspace": f.root.display().to_string()}
+    }))
+    .unwrap();
+    bencher.bench_local(|| policy.evaluate(black_box(&call)));
 }
 
 #[divan::bench(sample_count = 200, sample_size = 50)]
