@@ -197,7 +197,7 @@ impl Policy {
         }
         for pointer in &profile.revisions {
             for value in pointer.values(args) {
-                if let Some(path) = value.as_str().and_then(shell::revision_path) {
+                for path in value.as_str().into_iter().flat_map(shell::revision_paths) {
                     out.push(Subject::Path(path_subject(
                         &Value::String(path.to_owned()),
                         &pointer.text,

@@ -240,9 +240,10 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
     syntax::analyze_argv(argv)
 }
 
-/// The path of git's `REV:PATH`, `:PATH` and `:N:PATH`.
-pub(crate) fn revision_path(arg: &str) -> Option<&str> {
-    programs::revision_path(arg)
+/// The paths git's `REV:PATH` (`:PATH`, `:N:PATH`, `HEAD^{/:}:PATH`) may name: every name
+/// after a colon, since where the path starts depends on the revision's syntax.
+pub(crate) fn revision_paths(arg: &str) -> impl Iterator<Item = &str> {
+    programs::after_colons(arg)
 }
 
 /// What setting these environment variables for a command is found to do, as `NAME=value`

@@ -3712,7 +3712,7 @@ pub(crate) fn revision_path(arg: &str) -> Option<&str> {
 
 /// Every non-empty name after a colon in `arg`: the files a git revision (`REV:PATH`) or line
 /// range (`-L RANGE:PATH`) may name, whatever its syntax puts before them.
-fn after_colons(arg: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn after_colons(arg: &str) -> impl Iterator<Item = &str> {
     arg.match_indices(':')
         .filter_map(move |(i, _)| arg.get(i + 1..))
         .filter(|path| !path.is_empty())
