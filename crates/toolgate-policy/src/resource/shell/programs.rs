@@ -1944,15 +1944,8 @@ fn branch_changes(args: &[&str]) -> bool {
     let mut rest = args.iter();
     while let Some(a) = rest.next() {
         if let Some(long) = a.strip_prefix("--").filter(|l| !l.is_empty()) {
-            let name = long.split('=').next().unwrap_or(long);
-            listing |= LISTING
-                .iter()
-                .any(|o| o.starts_with(name) && name.len() >= 3);
-            if !long.contains('=')
-                && VALUED
-                    .iter()
-                    .any(|o| o.starts_with(name) && name.len() >= 3)
-            {
+            listing |= LISTING.iter().any(|o| long_prefix_of(a, o, 3));
+            if !long.contains('=') && VALUED.iter().any(|o| long_prefix_of(a, o, 3)) {
                 rest.next();
             }
         } else if let Some(short) = a.strip_prefix('-').filter(|s| !s.is_empty() && *a != "--") {

@@ -353,29 +353,35 @@ impl<'s> Walker<'s> {
     }
 
     fn children(&mut self, node: Node<'_>, level: usize) {
-        let mut cursor = node.walk();
-        let all: Vec<Node<'_>> = node.children(&mut cursor).collect();
-        for (i, child) in all.iter().enumerate() {
-            if !child.is_named() {
-                continue;
-            }
+        for child in named_children(node) {
             let before = self.folder();
             if is_statement(child.kind()) {
-                self.statement(*child, level + 1);
+                self.statement(child, level + 1);
             } else {
-                self.expression(*child, level, "the command");
+                self.expression(child, level, "the command");
             }
             if self.cwd != before.0 {
-                self.after_cd(&all, i, before);
+                self.after_cd(node, child, before);
             }
         }
     }
 
-    /// After `all[i]`, a child of a list, changed the folder (`before` is where it was).
-    /// Kept out of [`Walker::children`] and [`Walker::statement`], which recurse: their
-    /// frames bound how deep a line nests on a worker's stack.
+    /// After `child` of `parent` (a list) changed the folder (`before` is where it was). Only
+    /// then are its siblings looked at (collected: indexing a child is linear). Kept out of
+    /// [`Walker::children`] and [`Walker::statement`], which recurse: their frames bound how
+    /// deep a line nests on a worker's stack.
     #[inline(never)]
-    fn after_cd(&mut self, all: &[Node<'_>], i: usize, before: (Option<String>, bool, bool)) {
+    fn after_cd(
+        &mut self,
+        parent: Node<'_>,
+        child: Node<'_>,
+        before: (Option<String>, bool, bool),
+    ) {
+        let mut cursor = parent.walk();
+        let all: Vec<Node<'_>> = parent.children(&mut cursor).collect();
+        let Some(i) = all.iter().position(|n| *n == child) else {
+            return;
+        };
         // A `cd` ran in this command. Sent to the background (`&`) it changes nothing
         // here; after `||` it runs only when what came before failed; followed by `;`, a
         // line's end or `||`, what comes next runs whether it worked or not, in a folder
@@ -416,19 +422,19 @@ impl<'s> Walker<'s> {
             self.function_name(node);
         }
         let before = self.cwd.clone();
-        let statements: Vec<Node<'_>> = named_children(node)
+        let mut statements = named_children(node)
             .filter(|c| c.kind() != "comment")
-            .collect();
-        for (i, child) in statements.iter().enumerate() {
+            .peekable();
+        while let Some(child) = statements.next() {
             let entered = self.cwd.clone();
             if is_statement(child.kind()) {
-                self.statement(*child, level + 1);
+                self.statement(child, level + 1);
             } else {
-                self.expression(*child, level, "a loop or condition");
+                self.expression(child, level, "a loop or condition");
             }
             // `if cd x; then …; else …; fi`, `until cd x; do …; done`: what follows a `cd`
             // here may run whether it worked or not.
-            if self.cwd != entered && i + 1 < statements.len() {
+            if self.cwd != entered && statements.peek().is_some() {
                 self.unsure_cd_finding();
             }
         }
@@ -951,27 +957,32 @@ impl<'s> Walker<'s> {
         // Only the shell's own `cd` moves it: not `/usr/bin/cd`, nor one run by `env`,
         // `timeout`, `nice` or `coproc` (a program, or a subshell, of its own); `builtin`,
         // `command` and bash's `time` (`time -p`) run it in the shell.
-        let name = argv.first().and_then(Word::value);
-        let in_the_shell = wrappers.iter().all(|layer| {
-            let words: Vec<Option<&str>> = layer.iter().map(Word::value).collect();
-            match words.as_slice() {
-                [Some("builtin" | "command"), ..] => true,
-                // Bash's `time` takes `-p` only; another option is GNU time's, a program.
-                [Some("time"), rest @ ..] => {
-                    let rest = match rest {
-                        [Some("-p"), more @ ..] => more,
-                        all => all,
-                    };
-                    rest.first()
-                        .is_some_and(|w| w.is_some_and(|v| !v.starts_with('-')))
+        let name = argv
+            .first()
+            .and_then(Word::value)
+            .filter(|name| matches!(*name, "cd" | "pushd" | "popd"));
+        let in_the_shell = || {
+            wrappers.iter().all(|layer| {
+                let words: Vec<Option<&str>> = layer.iter().map(Word::value).collect();
+                match words.as_slice() {
+                    [Some("builtin" | "command"), ..] => true,
+                    // Bash's `time` takes `-p` only; another option is GNU time's, a program.
+                    [Some("time"), rest @ ..] => {
+                        let rest = match rest {
+                            [Some("-p"), more @ ..] => more,
+                            all => all,
+                        };
+                        rest.first()
+                            .is_some_and(|w| w.is_some_and(|v| !v.starts_with('-')))
+                    }
+                    _ => false,
                 }
-                _ => false,
-            }
-        });
+            })
+        };
         match name {
-            Some("cd" | "pushd") if in_the_shell => self.change_folder(&argv, index),
+            Some("cd" | "pushd") if in_the_shell() => self.change_folder(&argv, index),
             // The directory stack: where `popd` leads is not followed.
-            Some("popd") if in_the_shell => self.line_finding(
+            Some("popd") if in_the_shell() => self.line_finding(
                 FindingKind::DynamicArguments,
                 "`popd` returns to a folder toolgate does not follow",
             ),
