@@ -285,6 +285,14 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// `:LINE:COLUMN` of the byte `offset` in `text`, both from 1 (columns in characters).
+fn line_and_column(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or("");
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!(":{line}:{column}")
+}
+
 fn listen_in_file<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<SocketAddr>, D::Error> {
@@ -302,12 +310,7 @@ impl ConfigFile {
         let mut file: ConfigFile = toml::from_str(&text).map_err(|e| {
             let at = e
                 .span()
-                .map(|span| {
-                    let before = text.get(..span.start).unwrap_or("");
-                    let line = before.matches('\n').count() + 1;
-                    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                    format!(":{line}:{column}")
-                })
+                .map(|span| line_and_column(&text, span.start))
                 .unwrap_or_default();
             ConfigError(format!("{}{at}: {}", path.display(), e.message()))
         })?;
@@ -334,13 +337,7 @@ impl ConfigFile {
                 let at = text
                     .find(&format!("\"{host}\""))
                     .or_else(|| text.find(&format!("'{host}'")))
-                    .map(|start| {
-                        let before = text.get(..start).unwrap_or("");
-                        let line = before.matches('\n').count() + 1;
-                        let column =
-                            before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                        format!(":{line}:{column}")
-                    })
+                    .map(|start| line_and_column(&text, start))
                     .unwrap_or_default();
                 return Err(ConfigError(format!(
                     "{}{at}: `hosts` entry `{host}` is not a host name with an optional port \
