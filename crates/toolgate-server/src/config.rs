@@ -460,8 +460,10 @@ pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
     }
 }
 
+/// Refuses a token file others can read (whoever reads it can answer every request); the
+/// daemon and its command-line clients check it alike.
 #[cfg(unix)]
-fn check_private(path: &Path) -> Result<(), ConfigError> {
+pub fn check_private(path: &Path) -> Result<(), ConfigError> {
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(path)
         .map_err(|e| ConfigError(format!("cannot read {}: {e}", path.display())))?
@@ -469,16 +471,18 @@ fn check_private(path: &Path) -> Result<(), ConfigError> {
         .mode();
     if mode & 0o077 != 0 {
         return Err(ConfigError(format!(
-            "the token file {} is readable by others (mode {:o}); run `chmod 600` on it",
+            "the token file {} can be read by others (mode {:o}): run `chmod 600 {}`",
             path.display(),
-            mode & 0o777
+            mode & 0o777,
+            path.display()
         )));
     }
     Ok(())
 }
 
+/// Refuses a token file others can read (no such modes here: nothing to refuse).
 #[cfg(not(unix))]
-fn check_private(_path: &Path) -> Result<(), ConfigError> {
+pub fn check_private(_path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 

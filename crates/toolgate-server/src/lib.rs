@@ -42,7 +42,7 @@ use toolgate_store::SqliteStore;
 
 pub use config::{
     ADDRESS_FILE, ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
-    DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig,
+    DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig, check_private,
     default_data_dir, parse_listen, parse_retain, reachable,
 };
 pub use connections::raise_open_file_limit;

@@ -198,27 +198,6 @@ pub(crate) struct Client {
     whence: &'static str,
 }
 
-/// A token file others can read is refused, as the daemon refuses it: whoever reads it can
-/// answer every request.
-fn check_private(file: &std::path::Path) -> Result<(), Failure> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if let Ok(meta) = std::fs::metadata(file)
-            && meta.permissions().mode() & 0o077 != 0
-        {
-            return Err(Failure::Message(format!(
-                "the token file {} can be read by others (mode {:o}): run `chmod 600 {}`",
-                file.display(),
-                meta.permissions().mode() & 0o777,
-                file.display()
-            )));
-        }
-    }
-    let _ = file;
-    Ok(())
-}
-
 impl Client {
     pub(crate) fn new(args: &ClientArgs) -> Result<Client, Failure> {
         // The daemon's own settings say where it listens and keeps its token.
@@ -270,7 +249,11 @@ impl Client {
                                 .into(),
                         )
                     })?;
-                check_private(&file)?;
+                // Refused as the daemon refuses it (a missing file is said below).
+                if file.exists() {
+                    toolgate_server::check_private(&file)
+                        .map_err(|e| Failure::Message(e.to_string()))?;
+                }
                 std::fs::read_to_string(&file)
                     .map_err(|e| {
                         Failure::Message(format!(
