@@ -12,14 +12,15 @@
 //!   `Durability::Full`, a bare write and flush of a journal-sized record on the same file
 //!   system, after the same pause, shows what the disk alone adds;
 //! - sustained decisions: concurrent clients posting calls the policy decides at once, each
-//!   committed (SQLite, `synchronous = FULL`) before its answer;
+//!   committed (journaled; with `Durability::Full`, flushed to the disk) before its answer;
 //! - 10,000 pending requests held, and the memory each costs.
 //!
 //! The daemon runs on a runtime of its own, as `toolgate serve` does; the clients run on
 //! another, as other programs would.
 //!
-//! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk)
-//! and `Durability::Process` (commits survive the daemon's crash, not the machine's).
+//! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk
+//! before it returns) and `Durability::Process`, the default (commits survive the daemon's
+//! crash; the journal is flushed off their path, so a power loss costs the last moment's).
 //!
 //! Run with `cargo bench -p toolgate-server --bench daemon`; `TOOLGATE_BENCH_DURABILITY=process`
 //! (or `full`) measures one durability only; `TOOLGATE_BENCH_ROUND_TRIP_ONLY=1` stops after the
@@ -184,6 +185,7 @@ fn main() {
         // The daemon on a runtime of its own, built as `toolgate serve` builds it: its clients
         // are other programs, whose threads it does not share.
         let daemon = tokio::runtime::Builder::new_multi_thread()
+            .thread_name("toolgate-daemon")
             .enable_all()
             .build()
             .unwrap();

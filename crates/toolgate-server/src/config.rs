@@ -72,7 +72,8 @@ pub struct ServerConfig {
     /// Extra `Host` values accepted besides the listening address's loopback names (a name a
     /// reverse proxy forwards, say).
     pub extra_hosts: Vec<String>,
-    /// What an acknowledged decision survives (default: a power loss too).
+    /// What an acknowledged decision survives (default: the daemon's crash; a power loss costs
+    /// at most the last tenth of a second's, see [`toolgate_store::Durability`]).
     pub durability: toolgate_store::Durability,
     /// How long a client may take to send a request's head (its line and headers), and then
     /// its body (default: 30 s each). A head that does not arrive closes the connection; a body
@@ -97,7 +98,7 @@ impl ServerConfig {
             listen: DEFAULT_LISTEN,
             allow_remote: false,
             extra_hosts: Vec::new(),
-            durability: toolgate_store::Durability::Full,
+            durability: toolgate_store::Durability::default(),
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_anonymous_connections: DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
             retain: None,

@@ -30,6 +30,15 @@ pub(crate) struct Entry {
     /// one): a journal copied next to another database is refused, not applied to it.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) store: u64,
+    /// Written by a store that does not flush each commit ([`Durability::Process`]): it flushes
+    /// the journal every moment instead, so a power loss may have kept any part of what came
+    /// after the last flush and lost the rest. A break in such a journal is where that loss
+    /// begins, not damage: what reads whole before it is applied, what follows it is lost. (A
+    /// journal holds the records of one run, so one record says it for all.)
+    ///
+    /// [`Durability::Process`]: crate::Durability::Process
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) lazy: bool,
     /// The sequence numbers of `batch.events`, in order.
     pub(crate) seqs: Vec<i64>,
     pub(crate) batch: Batch,
@@ -250,6 +259,17 @@ impl<R: std::io::Read> Reader<R> {
 /// What every record's payload starts with (an entry's first field, its number).
 const MARKER: &[u8] = br#"{"lsn":"#;
 
+/// The record at byte `at` of `file` (`size` bytes), when a whole one is there.
+pub(crate) fn entry_at(
+    mut file: &std::fs::File,
+    at: u64,
+    size: u64,
+) -> std::io::Result<Option<Entry>> {
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(at))?;
+    Reader::new(std::io::BufReader::new(file), size.saturating_sub(at)).next()
+}
+
 /// The first whole record numbered above `above` that starts at or after byte `from` of
 /// `file` (`size` bytes): its offset and number. Every place a record could start is looked at,
 /// so a damaged header or a cut record does not hide what follows it. No crash leaves a whole
@@ -364,6 +384,7 @@ mod tests {
         Entry {
             lsn,
             store: 0,
+            lazy: false,
             seqs: vec![7],
             batch: Batch {
                 close: Some(format!("r{lsn}")),

@@ -108,7 +108,8 @@ CREATE INDEX pending_by_session ON pending (session, created, id);
 /// trip on the machines we measure on).
 const APPLY_POLL: Duration = Duration::from_millis(2);
 
-/// After this many looks in a row find nothing, the applier sleeps until a commit wakes it (or
+/// After this many looks in a row find nothing (a tenth of a second), the applier flushes the
+/// journal (with [`Durability::Process`]) and sleeps until a commit wakes it (or
 /// [`APPLY_EVERY`] passes): an idle daemon does not wake up every few milliseconds.
 const IDLE_POLLS: u32 = 50;
 
@@ -149,6 +150,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10
 const PRUNED_EVENTS: &str = "time < ?1";
 const PRUNED_DECISIONS: &str = "status = 'decided' AND updated < ?1";
 
+/// How often, at most, a journal written with [`Durability::Process`] waits to be flushed to
+/// the disk while commits keep coming: what a power loss can cost. A commit after a quiet
+/// moment is flushed at once, off its path; so is the last of a burst.
+const FLUSH_EVERY: Duration = Duration::from_millis(100);
+
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
 
@@ -157,13 +163,28 @@ const JOURNAL_GROWTH: u64 = 1 << 20;
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// The daemon's crash and the machine's: every commit is flushed to the disk (`fsync`)
-    /// before it returns (`synchronous = FULL`).
-    #[default]
+    /// before it returns (`synchronous = FULL`). A disk flush per commit: on the machines we
+    /// measure on, more than a whole trivial HTTP request.
     Full,
-    /// The daemon's crash (`kill -9`), not a power loss or kernel crash: commits reach the
-    /// operating system before they return, and the disk at each checkpoint
-    /// (`synchronous = NORMAL` in WAL mode). Several times faster per commit.
+    /// The daemon's crash (`kill -9`) loses nothing: commits reach the operating system
+    /// before they return. A power loss or kernel crash loses at most the last moment's: the
+    /// journal is flushed to the disk off the commits' path, right after a commit that follows a
+    /// quiet moment and every [`FLUSH_EVERY`] while commits keep coming, and the database
+    /// before the journal is written again from the top; the store then starts from the commits
+    /// that reached the disk, in order (see [`journal::Entry::lazy`]). Redis's `appendfsync
+    /// everysec` and SQLite's `synchronous = NORMAL` in WAL mode make the same trade.
+    #[default]
     Process,
+}
+
+impl Durability {
+    /// SQLite's `synchronous` for it, in WAL mode.
+    fn synchronous(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Process => "NORMAL",
+        }
+    }
 }
 
 impl std::str::FromStr for Durability {
@@ -214,6 +235,16 @@ struct Shared {
     interrupt: rusqlite::InterruptHandle,
     /// Set when the store closes: the applier stops.
     closing: AtomicBool,
+    /// The number of the last commit journaled.
+    journaled: AtomicU64,
+    /// The number of the last commit known to be on the disk in the journal.
+    flushed: AtomicU64,
+    /// The number of the last commit known to be on the disk in the database: the journal is
+    /// written again from the top only once it is the last journaled.
+    applied_on_disk: AtomicU64,
+    /// With [`Durability::Process`], the journal's file again, for the applier to flush it
+    /// without holding the journal (commits go on meanwhile).
+    flush: Option<File>,
 }
 
 /// What a read reads, and a commit writes.
@@ -387,19 +418,31 @@ fn journal_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Applies journaled commits in one transaction, with the LSN of the last.
-fn apply(connection: &mut Connection, entries: &[Entry]) -> Result<(), StoreError> {
+/// Applies journaled commits in one transaction, with the LSN of the last; with `flushed`, the
+/// transaction is flushed to the disk (and every one before it) whatever the connection's
+/// `synchronous` is.
+fn apply(connection: &mut Connection, entries: &[Entry], flushed: bool) -> Result<(), StoreError> {
     let Some(last) = entries.last() else {
         return Ok(());
     };
-    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    for entry in entries {
-        apply_entry(&tx, entry)?;
+    if flushed {
+        connection.pragma_update(None, "synchronous", "FULL")?;
     }
-    tx.prepare_cached("UPDATE journal SET applied_lsn = ? WHERE id = 1")?
-        .execute([i64::try_from(last.lsn).unwrap_or(i64::MAX)])?;
-    tx.commit()?;
-    Ok(())
+    let applied = (|| {
+        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for entry in entries {
+            apply_entry(&tx, entry)?;
+        }
+        tx.prepare_cached("UPDATE journal SET applied_lsn = ? WHERE id = 1")?
+            .execute([i64::try_from(last.lsn).unwrap_or(i64::MAX)])?;
+        tx.commit()?;
+        Ok(())
+    })();
+    if flushed {
+        // Back to what the connection had (only a lazy store asks for a flush).
+        connection.pragma_update(None, "synchronous", Durability::Process.synchronous())?;
+    }
+    applied
 }
 
 /// One commit's rows. What the commit decided (whether the request was still pending, the
@@ -525,6 +568,9 @@ fn recover(
         return Err(refused("it is not a regular file".into()));
     }
     let size = size.len();
+    // What is applied here is flushed to the disk before the journal is emptied, whatever the
+    // durability: the journal is then all there was of those commits.
+    connection.pragma_update(None, "synchronous", "FULL")?;
     let (applied, store): (i64, i64) = connection.query_row(
         "SELECT applied_lsn, store FROM journal WHERE id = 1",
         [],
@@ -537,6 +583,11 @@ fn recover(
     let mut reader = from_start(&file, size).map_err(|e| named(&e))?;
     let mut expected = applied.saturating_add(1);
     let mut ahead = None;
+    // Whether the run that wrote it flushed it every moment rather than at each commit (see
+    // `Entry::lazy`), and where such a journal breaks: the commits from there on were lost
+    // with the machine, as that durability allows.
+    let mut lazy = false;
+    let mut cut = None;
     while let Some(entry) = reader.next().map_err(|e| named(&e))? {
         if entry.store != 0 && entry.store != store {
             return Err(refused(format!(
@@ -546,16 +597,31 @@ fn recover(
                 path.display()
             )));
         }
+        lazy |= entry.lazy;
         if entry.lsn <= applied {
             continue;
         }
         if entry.lsn != expected {
-            ahead = Some(entry.lsn);
+            // Read past a damaged record the database lacks: a lazy journal ends there.
+            if lazy && reader.damaged().last().is_some_and(|d| d.lsn == expected) {
+                cut = Some(expected);
+            } else {
+                ahead = Some(entry.lsn);
+            }
             break;
         }
         expected += 1;
     }
-    if let Some(damage) = reader.damaged().iter().find(|d| d.lsn > applied) {
+    if lazy
+        && cut.is_none()
+        && let journal::End::Gap { found, .. } = reader.end()
+        && found > applied
+    {
+        cut = Some(expected);
+    }
+    if let Some(damage) = reader.damaged().iter().find(|d| d.lsn > applied)
+        && cut.is_none()
+    {
         return Err(out_of_step(format!(
             "the record at byte {} (commit {}) is damaged, and commits after it follow",
             damage.offset, damage.lsn
@@ -575,6 +641,7 @@ fn recover(
         found,
     } = reader.end()
         && found > applied
+        && cut.is_none()
     {
         return Err(out_of_step(format!(
             "the record at byte {offset} is commit {found}, where commit {expected} was due"
@@ -582,9 +649,21 @@ fn recover(
     }
     // Past where reading stopped, nothing newer may follow: a damaged header or a record cut
     // by damage (not by a crash) would otherwise hide the commits after it.
-    if let Some((at, lsn)) =
-        journal::whole_record_after(&file, reader.stopped_at(), size, expected - 1)
-            .map_err(|e| named(&e))?
+    let after = match cut {
+        Some(_) => None,
+        None => journal::whole_record_after(&file, reader.stopped_at(), size, expected - 1)
+            .map_err(|e| named(&e))?,
+    };
+    // A journal nothing whole was read from says whether it is lazy by the record found.
+    let lazy = lazy
+        || after.is_some_and(|(at, _)| {
+            journal::entry_at(&file, at, size).is_ok_and(|e| e.is_some_and(|e| e.lazy))
+        });
+    if lazy && let Some((_, lsn)) = after {
+        cut = Some(cut.unwrap_or(expected).min(lsn));
+    }
+    if let Some((at, lsn)) = after
+        && !lazy
     {
         return Err(out_of_step(format!(
             "reading stopped at byte {} (a damaged or cut record), and a whole record of commit \
@@ -603,19 +682,33 @@ fn recover(
         );
     }
 
-    // Then applied, a chunk per transaction.
+    if let Some(cut) = cut {
+        eprintln!(
+            "toolgate: the commit journal {} breaks at commit {cut}: it was written with \
+             durability = \"process\", which flushes it to the disk every {} ms, and a power \
+             loss or system crash kept only part of what came after the last flush. The commits \
+             before the break are applied; those from commit {cut} on are lost",
+            journal_path.display(),
+            FLUSH_EVERY.as_millis()
+        );
+    }
+
+    // Then applied, a chunk per transaction, up to the break of a lazy journal.
     let mut reader = from_start(&file, size).map_err(|e| named(&e))?;
     let mut chunk = Vec::new();
     while let Some(entry) = reader.next().map_err(|e| named(&e))? {
+        if cut.is_some_and(|cut| entry.lsn >= cut) {
+            break;
+        }
         if entry.lsn > applied {
             chunk.push(entry);
         }
         if chunk.len() >= RECOVER_CHUNK {
-            apply(connection, &chunk)?;
+            apply(connection, &chunk, false)?;
             chunk.clear();
         }
     }
-    apply(connection, &chunk)?;
+    apply(connection, &chunk, false)?;
     let last = expected - 1;
     // Everything the file held is in the database now: a clean allocation from the top.
     file.set_len(0).map_err(|e| named(&e))?;
@@ -637,9 +730,8 @@ fn recover(
         chunks: Vec::new(),
     };
     journal.grow(JOURNAL_GROWTH).map_err(|e| named(&e))?;
-    if durability == Durability::Full {
-        journal.file.sync_all().map_err(|e| named(&e))?;
-    }
+    journal.file.sync_all().map_err(|e| named(&e))?;
+    connection.pragma_update(None, "synchronous", durability.synchronous())?;
     let next_seq: i64 =
         connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
             row.get(0)
@@ -659,13 +751,18 @@ fn recover(
 
 /// Starts the thread that applies journaled commits. While commits keep coming it looks at the
 /// journal every [`APPLY_POLL`] and applies what is queued; after [`IDLE_POLLS`] looks that
-/// find nothing it sleeps until a commit wakes it. It ends with the store.
+/// find nothing it sleeps until a commit wakes it. It ends with the store. With
+/// [`Durability::Process`] it flushes the journal too (see [`SqliteStore::flush_journal`]).
 fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let handle = std::thread::Builder::new()
         .name("toolgate-store-apply".into())
         .spawn(move || {
             let mut idle = 0;
+            // Long enough ago that the first commit is flushed at once.
+            let mut flushed_at = Instant::now()
+                .checked_sub(FLUSH_EVERY)
+                .unwrap_or_else(Instant::now);
             loop {
                 let Some(shared) = weak.upgrade() else {
                     return;
@@ -678,6 +775,7 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
                 // A failure stays queued: the next look, or the next read, tries again.
                 let applied = queued && store.write(|_| Ok(())).is_ok();
                 idle = if applied { 0 } else { idle + 1 };
+                store.flush_journal(&mut flushed_at, idle >= IDLE_POLLS);
                 if idle < IDLE_POLLS {
                     drop(store);
                     std::thread::park_timeout(APPLY_POLL);
@@ -729,14 +827,7 @@ fn connect(path: &Path, durability: Durability, read_only: bool) -> Result<Conne
     if !read_only {
         connection.pragma_update(None, "journal_mode", "WAL")?;
     }
-    connection.pragma_update(
-        None,
-        "synchronous",
-        match durability {
-            Durability::Full => "FULL",
-            Durability::Process => "NORMAL",
-        },
-    )?;
+    connection.pragma_update(None, "synchronous", durability.synchronous())?;
     connection.pragma_update(None, "foreign_keys", "ON")?;
     connection.set_prepared_statement_cache_capacity(32);
     Ok(connection)
@@ -841,6 +932,11 @@ impl SqliteStore {
             let mut writer = connect(path, durability, false)?;
             migrate(&mut writer)?;
             let journal = recover(&mut writer, path, durability)?;
+            let journaled = journal.next_lsn.saturating_sub(1);
+            let flush = match durability {
+                Durability::Full => None,
+                Durability::Process => Some(journal.file.try_clone()?),
+            };
             let reader = connect(path, durability, true)?;
             let interrupt = writer.get_interrupt_handle();
             let shared = Arc::new(Shared {
@@ -856,6 +952,10 @@ impl SqliteStore {
                 locked_out: Mutex::new(None),
                 interrupt,
                 closing: AtomicBool::new(false),
+                journaled: AtomicU64::new(journaled),
+                flushed: AtomicU64::new(journaled),
+                applied_on_disk: AtomicU64::new(journaled),
+                flush,
             });
             start_applier(&shared)?;
             Ok(SqliteStore { shared })
@@ -911,6 +1011,46 @@ impl SqliteStore {
         }
     }
 
+    /// Applies `entries` (the writer is held), flushed to the disk when `flush` is asked for or
+    /// every transaction is ([`Durability::Full`]), and notes how far the database on the disk
+    /// goes.
+    fn apply(
+        &self,
+        writer: &mut Connection,
+        entries: &[Entry],
+        flush: bool,
+    ) -> Result<(), StoreError> {
+        let lazy = self.shared.durability == Durability::Process;
+        apply(writer, entries, flush && lazy)?;
+        if let Some(last) = entries.last()
+            && (flush || !lazy)
+        {
+            self.shared
+                .applied_on_disk
+                .fetch_max(last.lsn, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Flushes the journal to the disk when a commit reached it since the last flush, and either
+    /// `due` or [`FLUSH_EVERY`] has passed since `at`, the last flush (with
+    /// [`Durability::Process`]; with `Full` every commit was).
+    fn flush_journal(&self, at: &mut Instant, due: bool) {
+        let Some(file) = &self.shared.flush else {
+            return;
+        };
+        let journaled = self.shared.journaled.load(Ordering::Acquire);
+        let flushed = self.shared.flushed.load(Ordering::Acquire);
+        if journaled <= flushed || !(due || at.elapsed() >= FLUSH_EVERY) {
+            return;
+        }
+        // A failure is tried again at the next look; the commits are in the journal already.
+        if file.sync_data().is_ok() {
+            self.shared.flushed.store(journaled, Ordering::Release);
+        }
+        *at = Instant::now();
+    }
+
     /// Whether a commit that returned and writes `table` is not in the database yet.
     fn behind(&self, table: Table) -> bool {
         self.shared
@@ -932,12 +1072,23 @@ impl SqliteStore {
     }
 
     /// Applies what the journal's queue holds now (the writer is held).
+    ///
+    /// With [`Durability::Process`] the database is not flushed at each transaction; once the
+    /// journal is long enough to be written again from the top, it is (see
+    /// [`SqliteStore::start_again`]): the records written over are then on the disk in the
+    /// database. The apply that empties the queue is the one that saw the journal that long, since
+    /// nothing was journaled after it took the queue.
     fn apply_queue(&self, writer: &mut Connection) -> Result<(), StoreError> {
-        let (entries, bytes) = take_queue(&mut lock(&self.shared.journal));
+        let (entries, bytes, long) = {
+            let mut journal = lock(&self.shared.journal);
+            let long = journal.length > TRUNCATE_ABOVE;
+            let (entries, bytes) = take_queue(&mut journal);
+            (entries, bytes, long)
+        };
         if entries.is_empty() {
             return Ok(());
         }
-        let applied = apply(writer, &entries);
+        let applied = self.apply(writer, &entries, long);
         self.count_applied(&mut lock(&self.shared.journal), entries, bytes, &applied);
         applied
     }
@@ -964,13 +1115,17 @@ impl SqliteStore {
             let applied = writer
                 .busy_timeout(Duration::ZERO)
                 .map_err(StoreError::from)
-                .and_then(|()| apply(writer, &entries));
+                .and_then(|()| self.apply(writer, &entries, true));
             let restored = writer.busy_timeout(patience);
             // Counted (or put back) whatever happens next.
             self.count_applied(&mut journal, entries, bytes, &applied);
             restored?;
         }
-        if journal.queue.is_empty() && journal.length > TRUNCATE_ABOVE {
+        if journal.queue.is_empty()
+            && journal.length > TRUNCATE_ABOVE
+            && self.shared.applied_on_disk.load(Ordering::Acquire)
+                >= journal.next_lsn.saturating_sub(1)
+        {
             // Everything it holds is applied: the next record goes at the top.
             journal.length = 0;
         }
@@ -1311,6 +1466,7 @@ impl Store for SqliteStore {
         let entry = Entry {
             lsn: journal.next_lsn,
             store: journal.store,
+            lazy: self.shared.durability == Durability::Process,
             seqs: (journal.next_seq..journal.next_seq.saturating_add(count)).collect(),
             batch,
         };
@@ -1323,6 +1479,9 @@ impl Store for SqliteStore {
         let size = record.len();
         journal.buffer = record;
         appended?;
+        self.shared
+            .journaled
+            .store(journal.next_lsn, Ordering::Release);
         journal.next_lsn += 1;
         journal.next_seq = journal.next_seq.saturating_add(count);
         if let Some(id) = &entry.batch.close {
@@ -1810,6 +1969,7 @@ mod tests {
             Entry {
                 lsn: applied,
                 store: 0,
+                lazy: false,
                 seqs: vec![1],
                 batch: Batch {
                     events: vec![event("duplicate", "r1")],
@@ -1819,6 +1979,7 @@ mod tests {
             Entry {
                 lsn: applied + 1,
                 store: 0,
+                lazy: false,
                 seqs: vec![2],
                 batch: Batch {
                     close: Some("r1".into()),
@@ -1831,6 +1992,7 @@ mod tests {
             Entry {
                 lsn: applied + 2,
                 store: 0,
+                lazy: false,
                 seqs: vec![3, 4],
                 batch: Batch {
                     open: Some(pending("r2")),
@@ -1847,6 +2009,7 @@ mod tests {
         let cut = journal::encode(&Entry {
             lsn: applied + 3,
             store: 0,
+            lazy: false,
             seqs: vec![5],
             batch: Batch {
                 events: vec![event("torn", "r3")],
@@ -1987,6 +2150,7 @@ mod tests {
                     let entry = Entry {
                         lsn: journal.next_lsn,
                         store: journal.store,
+                        lazy: durability == Durability::Process,
                         seqs: vec![journal.next_seq],
                         batch: Batch {
                             events: vec![event("failed", "b")],
@@ -2066,6 +2230,19 @@ mod tests {
             written += 2;
             let journal = lock(&store.shared.journal);
             if journal.length == 0 {
+                // Written again from the top only with the database on the disk up to its last
+                // commit (with `process`, an apply flushed for it), and `synchronous` as it was.
+                assert_eq!(
+                    store.shared.applied_on_disk.load(Ordering::Acquire),
+                    journal.next_lsn - 1
+                );
+                let synchronous: i64 = writer
+                    .pragma_query_value(None, "synchronous", |row| row.get(0))
+                    .unwrap();
+                assert_eq!(
+                    synchronous,
+                    if durability == Durability::Full { 2 } else { 1 }
+                );
                 // Everything was applied, the last commit too, once this round passed WRAP_ABOVE.
                 assert!(
                     before + 2 * 5000 > WRAP_ABOVE,
@@ -2161,9 +2338,19 @@ mod tests {
     }
 
     fn record(lsn: u64) -> Vec<u8> {
+        record_with(lsn, false)
+    }
+
+    /// A record as a store with [`Durability::Process`] writes it.
+    fn lazy(lsn: u64) -> Vec<u8> {
+        record_with(lsn, true)
+    }
+
+    fn record_with(lsn: u64, lazy: bool) -> Vec<u8> {
         journal::encode(&Entry {
             lsn,
             store: 0,
+            lazy,
             seqs: vec![i64::try_from(lsn).unwrap()],
             batch: Batch {
                 events: vec![event("journaled", "r")],
@@ -2174,10 +2361,192 @@ mod tests {
     }
 
     fn damaged(lsn: u64) -> Vec<u8> {
-        let mut bytes = record(lsn);
+        damage(record(lsn))
+    }
+
+    fn damage(mut bytes: Vec<u8>) -> Vec<u8> {
         let last = bytes.len() - 2;
         bytes[last] ^= 0x20;
         bytes
+    }
+
+    fn headless(mut bytes: Vec<u8>) -> Vec<u8> {
+        bytes[..8].fill(0);
+        bytes
+    }
+
+    /// A database whose journal has applied commits 1 to 3, and the journal's path.
+    async fn three_commits_applied(dir: &Path) -> (PathBuf, PathBuf) {
+        let path = dir.join("toolgate.db");
+        let store = SqliteStore::open(&path).await.unwrap();
+        for _ in 0..3 {
+            store.append(&[event("applied", "r")]).await.unwrap();
+        }
+        store.close().await;
+        drop(store);
+        assert_eq!(applied_lsn(&path), 3);
+        let journal = journal_path(&path);
+        (path, journal)
+    }
+
+    /// A journal written with `Durability::Process` is flushed every moment, not at each
+    /// commit: a power loss may keep any part of what came after the last flush. Where it
+    /// breaks, the commits that read whole before are applied and the store opens; what follows
+    /// was lost with the machine (the same breaks in a journal flushed at each commit are
+    /// damage, and refused: see the next test). What no power loss leaves is still refused.
+    #[tokio::test]
+    async fn a_lazy_journal_cut_by_a_power_loss_keeps_what_reads_whole_before_the_break() {
+        let block_zeroed = {
+            let records: Vec<Vec<u8>> = (4..40).map(lazy).collect();
+            // The records that end before the zeros begin.
+            let whole = records
+                .iter()
+                .scan(0, |end, r| {
+                    *end += r.len();
+                    Some(*end)
+                })
+                .take_while(|end| *end <= 900)
+                .count();
+            let mut bytes = records.concat();
+            bytes[900..900 + 4096].fill(0);
+            (bytes, 3 + u64::try_from(whole).unwrap())
+        };
+        let cases: [(&str, Vec<u8>, u64); 8] = [
+            ("whole", [lazy(4), lazy(5)].concat(), 5),
+            (
+                "a zeroed header with commits after it",
+                [lazy(4), headless(lazy(5)), lazy(6)].concat(),
+                4,
+            ),
+            (
+                "a damaged record with commits after it",
+                [lazy(4), damage(lazy(5)), lazy(6)].concat(),
+                4,
+            ),
+            (
+                "two damaged records in a row",
+                [lazy(4), damage(lazy(5)), damage(lazy(6)), lazy(7)].concat(),
+                4,
+            ),
+            ("a skipped number", [lazy(4), lazy(6)].concat(), 4),
+            (
+                "the first record the database lacks without its header",
+                [headless(lazy(4)), lazy(5)].concat(),
+                3,
+            ),
+            (
+                "the top written again, a page of it lost",
+                [lazy(4), record(2), record(3), lazy(7)].concat(),
+                4,
+            ),
+            (
+                "a block of zeros over several records",
+                block_zeroed.0,
+                block_zeroed.1,
+            ),
+        ];
+        for (case, bytes, kept) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let (path, journal_file) = three_commits_applied(dir.path()).await;
+            std::fs::write(&journal_file, &bytes).unwrap();
+            let store = SqliteStore::open_with(&path, Durability::Process)
+                .await
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(applied_lsn(&path), kept, "{case}");
+            assert_eq!(
+                store.last_seq().await.unwrap(),
+                i64::try_from(kept).unwrap(),
+                "{case}"
+            );
+            // It goes on after what it kept.
+            let next = store.append(&[event("next", "r")]).await.unwrap();
+            assert_eq!(next, [i64::try_from(kept).unwrap() + 1], "{case}");
+            store.close().await;
+            drop(store);
+            assert_eq!(applied_lsn(&path), kept + 1, "{case}");
+        }
+
+        // What a power loss does not leave is refused all the same.
+        let refusals: [(&str, Vec<u8>, &str); 2] = [
+            (
+                "an older database",
+                [lazy(6), lazy(7)].concat(),
+                "continues from commit 6",
+            ),
+            (
+                "another database's journal",
+                journal::encode(&Entry {
+                    lsn: 4,
+                    store: 12345,
+                    lazy: true,
+                    seqs: vec![4],
+                    batch: Batch {
+                        events: vec![event("foreign", "r")],
+                        ..Batch::default()
+                    },
+                })
+                .unwrap(),
+                "belongs to another database",
+            ),
+        ];
+        for (case, bytes, why) in refusals {
+            let dir = tempfile::tempdir().unwrap();
+            let (path, journal_file) = three_commits_applied(dir.path()).await;
+            std::fs::write(&journal_file, &bytes).unwrap();
+            let error = SqliteStore::open_with(&path, Durability::Process)
+                .await
+                .unwrap_err()
+                .0;
+            assert!(error.contains(why), "{case}: {error}");
+            assert_eq!(std::fs::read(&journal_file).unwrap(), bytes, "{case}: kept");
+            assert_eq!(applied_lsn(&path), 3, "{case}: nothing applied");
+        }
+    }
+
+    /// With `Durability::Process` the applier flushes the journal: a commit after a quiet
+    /// moment at once, and while commits keep coming, every `FLUSH_EVERY`. Its records say
+    /// they are lazy; with `Full`, where each commit is flushed before it returns, they do not.
+    #[tokio::test]
+    async fn a_lazy_store_flushes_its_journal_off_the_commits_path() {
+        let flushed_up_to = async |store: &SqliteStore, lsn: u64| {
+            let started = Instant::now();
+            while store.shared.flushed.load(Ordering::Acquire) < lsn {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "commit {lsn} not flushed"
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        flushed_up_to(&store, 1).await;
+        for _ in 0..5 {
+            store.append(&[event("more", "r")]).await.unwrap();
+        }
+        flushed_up_to(&store, 6).await;
+        assert_eq!(store.shared.journaled.load(Ordering::Acquire), 6);
+        let bytes = std::fs::read(journal_path(&path)).unwrap();
+        let entries = journal::decode(&bytes);
+        assert_eq!(entries.len(), 6);
+        assert!(entries.iter().all(|e| e.lazy));
+        drop(store);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Full)
+            .await
+            .unwrap();
+        assert!(store.shared.flush.is_none());
+        store.append(&[event("first", "r")]).await.unwrap();
+        let bytes = std::fs::read(journal_path(&path)).unwrap();
+        let entries = journal::decode(&bytes);
+        assert_eq!(entries.len(), 1);
+        assert!(!entries[0].lazy);
     }
 
     /// A journal that applying would lose or invent commits from is refused, named and left
@@ -2186,20 +2555,7 @@ mod tests {
     #[tokio::test]
     async fn a_journal_that_does_not_follow_the_database_is_refused_and_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("toolgate.db");
-        let store = SqliteStore::open(&path).await.unwrap();
-        for _ in 0..3 {
-            store.append(&[event("applied", "r")]).await.unwrap();
-        }
-        store.close().await;
-        drop(store);
-        assert_eq!(applied_lsn(&path), 3);
-        let journal_file = journal_path(&path);
-        let headless = |lsn: u64| {
-            let mut bytes = record(lsn);
-            bytes[..8].fill(0);
-            bytes
-        };
+        let (path, journal_file) = three_commits_applied(dir.path()).await;
         let long = |lsn: u64| {
             let mut bytes = record(lsn);
             bytes[..4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
@@ -2218,6 +2574,7 @@ mod tests {
         let foreign = journal::encode(&Entry {
             lsn: 4,
             store: u64::try_from(ours).unwrap() ^ 1,
+            lazy: false,
             seqs: vec![4],
             batch: Batch {
                 events: vec![event("foreign", "r")],
@@ -2233,12 +2590,12 @@ mod tests {
             ),
             (
                 "a zeroed header with commits after it",
-                [record(4), headless(5), record(6)].concat(),
+                [record(4), headless(record(5)), record(6)].concat(),
                 "a whole record of commit 6, which the database lacks, follows at byte",
             ),
             (
                 "the first record the database lacks without its header",
-                [headless(4), record(5)].concat(),
+                [headless(record(4)), record(5)].concat(),
                 "reading stopped at byte 0",
             ),
             (
@@ -2318,6 +2675,7 @@ mod tests {
         let forged = journal::encode(&Entry {
             lsn: u64::MAX,
             store: 0,
+            lazy: false,
             seqs: vec![4],
             batch: Batch {
                 events: vec![event("forged", "r")],

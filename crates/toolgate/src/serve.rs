@@ -39,8 +39,10 @@ pub(crate) struct ServeArgs {
     /// Allow listening on a non-loopback address.
     #[arg(long)]
     pub(crate) allow_remote: bool,
-    /// What an acknowledged decision survives: `full` (a power loss too: every commit is
-    /// flushed to the disk) or `process` (the daemon's crash only; faster) [default: full].
+    /// What an acknowledged decision survives: `process` (the daemon's crash; a power loss
+    /// costs at most the last 0.1 s of decisions, flushed to the disk off their path) or `full`
+    /// (a power loss too: every commit is flushed before it is acknowledged; a disk flush
+    /// slower per decision) [default: process].
     #[arg(long, value_name = "LEVEL", value_parser = parse_durability)]
     pub(crate) durability: Option<toolgate_store::Durability>,
     /// How long the audit log's events and decided decisions are kept, as `90d`, `12h` or

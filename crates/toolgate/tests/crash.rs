@@ -23,16 +23,17 @@ fn call(command: &str) -> Value {
     json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "crash"}})
 }
 
+/// With the default durability (`process`): what the journal holds when the process dies is
+/// applied when it starts again.
 #[test]
 fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
     killed_while_writing(&[]);
 }
 
-/// The same with commits that survive the process, not the machine: what the journal holds
-/// when the process dies is applied when it starts again.
+/// The same with every commit flushed to the disk before it is acknowledged.
 #[test]
-fn nothing_acknowledged_is_lost_when_the_daemon_is_killed_with_process_durability() {
-    killed_while_writing(&["--durability", "process"]);
+fn nothing_acknowledged_is_lost_when_the_daemon_is_killed_with_full_durability() {
+    killed_while_writing(&["--durability", "full"]);
 }
 
 fn killed_while_writing(arguments: &[&str]) {
