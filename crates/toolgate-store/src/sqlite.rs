@@ -105,10 +105,11 @@ CREATE INDEX pending_by_session ON pending (session, created, id);
 
 /// How often the applier looks at the journal while commits keep coming. It is not woken by
 /// each: waking a thread is a system call on the commit's path (7-16 µs of an approval's round
-/// trip on the machines we measure on). Nor does it look every 2 ms, as it first did: a SQLite
-/// transaction per commit or two, each landing on some approval's path, cost 0.09 of the round
-/// trip's ratio to a trivial request (1.55× → 1.46×, medians of five alternating runs of
-/// `cargo bench -p toolgate-server --bench daemon`); every 10 ms and every 20 ms did as well.
+/// trip on the machines we measure on). Nor does it look every 2 ms, as it first did: with the
+/// journal also flushed in the background ([`Durability::Process`]), a look that finds a commit
+/// or two to apply and a flush to check, every 2 ms, put an approval's round trip at 1.54× a
+/// trivial request, every 10 ms at 1.45× (medians of seven alternating runs of
+/// `cargo bench -p toolgate-server --bench daemon`; 2 ms without the background flush: 1.46×).
 const APPLY_POLL: Duration = Duration::from_millis(10);
 
 /// After this many looks in a row find nothing (a tenth of a second), the applier flushes the
