@@ -173,9 +173,9 @@ pub enum Durability {
     /// The daemon's crash (`kill -9`) loses nothing: commits reach the operating system
     /// before they return. A power loss or kernel crash loses at most the last moment's: the
     /// journal is flushed to the disk off the commits' path, right after a commit that follows a
-    /// quiet moment and every [`FLUSH_EVERY`] while commits keep coming, and the database
-    /// before the journal is written again from the top; the store then starts from the commits
-    /// that reached the disk, in order (see [`journal::Entry::lazy`]). Redis's `appendfsync
+    /// quiet moment and every 100 ms while commits keep coming, and the database before the
+    /// journal is written again from the top; the store then starts from the commits that
+    /// reached the disk, in order, up to where the journal breaks. Redis's `appendfsync
     /// everysec` and SQLite's `synchronous = NORMAL` in WAL mode make the same trade.
     #[default]
     Process,
