@@ -171,11 +171,11 @@ pub enum Durability {
     /// measure on, more than a whole trivial HTTP request.
     Full,
     /// The daemon's crash (`kill -9`) loses nothing: commits reach the operating system
-    /// before they return. A power loss or kernel crash loses at most the last moment's: the
-    /// journal is flushed to the disk off the commits' path, right after a commit that follows a
-    /// quiet moment and every 100 ms while commits keep coming, and the database before the
-    /// journal is written again from the top; the store then starts from the commits that
-    /// reached the disk, in order, up to where the journal breaks. Redis's `appendfsync
+    /// before they return. A power loss or kernel crash loses at most the last moment's: a
+    /// thread of its own flushes the journal to the disk, right after a commit that follows a
+    /// quiet moment and every 100 ms while commits keep coming, and the database's files are
+    /// flushed before the journal is written again from the top or emptied; the store then
+    /// starts from the commits that reached the disk, in order, up to where the journal breaks. Redis's `appendfsync
     /// everysec` and SQLite's `synchronous = NORMAL` in WAL mode make the same trade.
     #[default]
     Process,
@@ -230,6 +230,10 @@ struct Shared {
     unapplied: [AtomicU64; Table::COUNT],
     /// The thread that applies journaled commits.
     applier: OnceLock<std::thread::Thread>,
+    /// The thread that flushes the journal (with [`Durability::Process`]).
+    flusher: OnceLock<std::thread::Thread>,
+    /// Whether it sleeps until woken.
+    flusher_asleep: AtomicBool,
     /// Whether it sleeps until woken (else it looks every [`APPLY_POLL`]).
     applier_asleep: AtomicBool,
     /// When a write last found the database locked by another program past the busy timeout.
@@ -422,31 +426,19 @@ fn journal_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Applies journaled commits in one transaction, with the LSN of the last; with `flushed`, the
-/// transaction is flushed to the disk (and every one before it) whatever the connection's
-/// `synchronous` is.
-fn apply(connection: &mut Connection, entries: &[Entry], flushed: bool) -> Result<(), StoreError> {
+/// Applies journaled commits in one transaction, with the LSN of the last.
+fn apply(connection: &mut Connection, entries: &[Entry]) -> Result<(), StoreError> {
     let Some(last) = entries.last() else {
         return Ok(());
     };
-    if flushed {
-        connection.pragma_update(None, "synchronous", "FULL")?;
+    let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for entry in entries {
+        apply_entry(&tx, entry)?;
     }
-    let applied = (|| {
-        let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for entry in entries {
-            apply_entry(&tx, entry)?;
-        }
-        tx.prepare_cached("UPDATE journal SET applied_lsn = ? WHERE id = 1")?
-            .execute([i64::try_from(last.lsn).unwrap_or(i64::MAX)])?;
-        tx.commit()?;
-        Ok(())
-    })();
-    if flushed {
-        // Back to what the connection had (only a lazy store asks for a flush).
-        connection.pragma_update(None, "synchronous", Durability::Process.synchronous())?;
-    }
-    applied
+    tx.prepare_cached("UPDATE journal SET applied_lsn = ? WHERE id = 1")?
+        .execute([i64::try_from(last.lsn).unwrap_or(i64::MAX)])?;
+    tx.commit()?;
+    Ok(())
 }
 
 /// One commit's rows. What the commit decided (whether the request was still pending, the
@@ -572,9 +564,6 @@ fn recover(
         return Err(refused("it is not a regular file".into()));
     }
     let size = size.len();
-    // What is applied here is flushed to the disk before the journal is emptied, whatever the
-    // durability: the journal is then all there was of those commits.
-    connection.pragma_update(None, "synchronous", "FULL")?;
     let (applied, store): (i64, i64) = connection.query_row(
         "SELECT applied_lsn, store FROM journal WHERE id = 1",
         [],
@@ -675,7 +664,9 @@ fn recover(
             reader.stopped_at()
         )));
     }
-    if let Some(damage) = reader.damaged().first() {
+    if let Some(damage) = reader.damaged().first()
+        && damage.lsn <= applied
+    {
         // Nothing the database lacks: worth a word all the same.
         eprintln!(
             "toolgate: the commit journal {} has a damaged record at byte {} (commit {}, \
@@ -708,13 +699,16 @@ fn recover(
             chunk.push(entry);
         }
         if chunk.len() >= RECOVER_CHUNK {
-            apply(connection, &chunk, false)?;
+            apply(connection, &chunk)?;
             chunk.clear();
         }
     }
-    apply(connection, &chunk, false)?;
+    apply(connection, &chunk)?;
     let last = expected - 1;
-    // Everything the file held is in the database now: a clean allocation from the top.
+    // Everything the file held is in the database now, and on the disk (with `process`, what
+    // the last run applied may not be, whether or not anything was left to apply here): a clean
+    // allocation from the top.
+    flush_database_files(path).map_err(|e| named(&e))?;
     file.set_len(0).map_err(|e| named(&e))?;
     let mut journal = Journal {
         file,
@@ -735,7 +729,6 @@ fn recover(
     };
     journal.grow(JOURNAL_GROWTH).map_err(|e| named(&e))?;
     journal.file.sync_all().map_err(|e| named(&e))?;
-    connection.pragma_update(None, "synchronous", durability.synchronous())?;
     let next_seq: i64 =
         connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
             row.get(0)
@@ -755,18 +748,13 @@ fn recover(
 
 /// Starts the thread that applies journaled commits. While commits keep coming it looks at the
 /// journal every [`APPLY_POLL`] and applies what is queued; after [`IDLE_POLLS`] looks that
-/// find nothing it sleeps until a commit wakes it. It ends with the store. With
-/// [`Durability::Process`] it flushes the journal too (see [`SqliteStore::flush_journal`]).
+/// find nothing it sleeps until a commit wakes it. It ends with the store.
 fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let handle = std::thread::Builder::new()
         .name("toolgate-store-apply".into())
         .spawn(move || {
             let mut idle = 0;
-            // Long enough ago that the first commit is flushed at once.
-            let mut flushed_at = Instant::now()
-                .checked_sub(FLUSH_EVERY)
-                .unwrap_or_else(Instant::now);
             loop {
                 let Some(shared) = weak.upgrade() else {
                     return;
@@ -779,7 +767,6 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
                 // A failure stays queued: the next look, or the next read, tries again.
                 let applied = queued && store.write(|_| Ok(())).is_ok();
                 idle = if applied { 0 } else { idle + 1 };
-                store.flush_journal(&mut flushed_at, idle >= IDLE_POLLS);
                 if idle < IDLE_POLLS {
                     drop(store);
                     std::thread::park_timeout(APPLY_POLL);
@@ -802,6 +789,94 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
             }
         })?;
     let _ = shared.applier.set(handle.thread().clone());
+    Ok(())
+}
+
+/// With [`Durability::Process`], starts the thread that flushes the journal to the disk, off
+/// the commits' path and apart from the applier (which may wait on another program's lock on
+/// the database): at once when a commit comes after a quiet moment, then every [`FLUSH_EVERY`]
+/// while commits keep coming; with nothing to flush it sleeps until a commit wakes it. It ends
+/// with the store (which flushes the journal as it closes).
+fn start_flusher(shared: &Arc<Shared>) -> Result<(), StoreError> {
+    if shared.flush.is_none() {
+        return Ok(());
+    }
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let handle = std::thread::Builder::new()
+        .name("toolgate-store-flush".into())
+        .spawn(move || {
+            loop {
+                let Some(shared) = weak.upgrade() else {
+                    return;
+                };
+                if shared.closing.load(Ordering::SeqCst) {
+                    return;
+                }
+                if shared.flush_journal() {
+                    drop(shared);
+                    std::thread::park_timeout(FLUSH_EVERY);
+                    continue;
+                }
+                // To sleep: said first, then looked again, so a commit either finds it asleep
+                // (and wakes it) or is seen here.
+                shared.flusher_asleep.store(true, Ordering::SeqCst);
+                if shared.journaled.load(Ordering::SeqCst) > shared.flushed.load(Ordering::SeqCst) {
+                    shared.flusher_asleep.store(false, Ordering::SeqCst);
+                    continue;
+                }
+                drop(shared);
+                std::thread::park_timeout(APPLY_EVERY);
+                if let Some(shared) = weak.upgrade() {
+                    shared.flusher_asleep.store(false, Ordering::SeqCst);
+                }
+            }
+        })?;
+    let _ = shared.flusher.set(handle.thread().clone());
+    Ok(())
+}
+
+impl Shared {
+    /// Flushes the journal when a commit reached it since the last flush (with
+    /// [`Durability::Process`]; with `Full` every commit was): whether there was one.
+    fn flush_journal(&self) -> bool {
+        let Some(file) = &self.flush else {
+            return false;
+        };
+        let journaled = self.journaled.load(Ordering::SeqCst);
+        if journaled <= self.flushed.load(Ordering::SeqCst) {
+            return false;
+        }
+        // A failure is tried again at the next look; the commits are in the journal already.
+        if file.sync_data().is_ok() {
+            self.flushed.store(journaled, Ordering::SeqCst);
+        }
+        true
+    }
+
+    /// With [`Durability::Process`], flushes the database's files (its write-ahead log holds
+    /// what the applies since the last checkpoint wrote, not flushed with `synchronous =
+    /// NORMAL`) and notes that the database on the disk holds every commit up to `upto`.
+    /// Before the journal is written again from the top, or emptied.
+    fn flush_database(&self, upto: u64) -> std::io::Result<()> {
+        if self.durability == Durability::Process {
+            flush_database_files(&self.path)?;
+        }
+        self.applied_on_disk.fetch_max(upto, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// Flushes `path` and its write-ahead log (when there is one) to the disk.
+fn flush_database_files(path: &Path) -> std::io::Result<()> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    for file in [path.to_owned(), PathBuf::from(wal)] {
+        match File::open(&file) {
+            Ok(file) => file.sync_all()?,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error),
+        }
+    }
     Ok(())
 }
 
@@ -953,6 +1028,8 @@ impl SqliteStore {
                 unapplied: Default::default(),
                 applier: OnceLock::new(),
                 applier_asleep: AtomicBool::new(false),
+                flusher: OnceLock::new(),
+                flusher_asleep: AtomicBool::new(false),
                 locked_out: Mutex::new(None),
                 interrupt,
                 closing: AtomicBool::new(false),
@@ -962,6 +1039,7 @@ impl SqliteStore {
                 flush,
             });
             start_applier(&shared)?;
+            start_flusher(&shared)?;
             Ok(SqliteStore { shared })
         })
         .map_err(|error: StoreError| {
@@ -1015,44 +1093,18 @@ impl SqliteStore {
         }
     }
 
-    /// Applies `entries` (the writer is held), flushed to the disk when `flush` is asked for or
-    /// every transaction is ([`Durability::Full`]), and notes how far the database on the disk
-    /// goes.
-    fn apply(
-        &self,
-        writer: &mut Connection,
-        entries: &[Entry],
-        flush: bool,
-    ) -> Result<(), StoreError> {
-        let lazy = self.shared.durability == Durability::Process;
-        apply(writer, entries, flush && lazy)?;
+    /// Applies `entries` (the writer is held); with [`Durability::Full`] each transaction is on
+    /// the disk when it returns.
+    fn apply(&self, writer: &mut Connection, entries: &[Entry]) -> Result<(), StoreError> {
+        apply(writer, entries)?;
         if let Some(last) = entries.last()
-            && (flush || !lazy)
+            && self.shared.durability == Durability::Full
         {
             self.shared
                 .applied_on_disk
                 .fetch_max(last.lsn, Ordering::AcqRel);
         }
         Ok(())
-    }
-
-    /// Flushes the journal to the disk when a commit reached it since the last flush, and either
-    /// `due` or [`FLUSH_EVERY`] has passed since `at`, the last flush (with
-    /// [`Durability::Process`]; with `Full` every commit was).
-    fn flush_journal(&self, at: &mut Instant, due: bool) {
-        let Some(file) = &self.shared.flush else {
-            return;
-        };
-        let journaled = self.shared.journaled.load(Ordering::Acquire);
-        let flushed = self.shared.flushed.load(Ordering::Acquire);
-        if journaled <= flushed || !(due || at.elapsed() >= FLUSH_EVERY) {
-            return;
-        }
-        // A failure is tried again at the next look; the commits are in the journal already.
-        if file.sync_data().is_ok() {
-            self.shared.flushed.store(journaled, Ordering::Release);
-        }
-        *at = Instant::now();
     }
 
     /// Whether a commit that returned and writes `table` is not in the database yet.
@@ -1076,23 +1128,12 @@ impl SqliteStore {
     }
 
     /// Applies what the journal's queue holds now (the writer is held).
-    ///
-    /// With [`Durability::Process`] the database is not flushed at each transaction; once the
-    /// journal is long enough to be written again from the top, it is (see
-    /// [`SqliteStore::start_again`]): the records written over are then on the disk in the
-    /// database. The apply that empties the queue is the one that saw the journal that long, since
-    /// nothing was journaled after it took the queue.
     fn apply_queue(&self, writer: &mut Connection) -> Result<(), StoreError> {
-        let (entries, bytes, long) = {
-            let mut journal = lock(&self.shared.journal);
-            let long = journal.length > TRUNCATE_ABOVE;
-            let (entries, bytes) = take_queue(&mut journal);
-            (entries, bytes, long)
-        };
+        let (entries, bytes) = take_queue(&mut lock(&self.shared.journal));
         if entries.is_empty() {
             return Ok(());
         }
-        let applied = self.apply(writer, &entries, long);
+        let applied = self.apply(writer, &entries);
         self.count_applied(&mut lock(&self.shared.journal), entries, bytes, &applied);
         applied
     }
@@ -1119,11 +1160,22 @@ impl SqliteStore {
             let applied = writer
                 .busy_timeout(Duration::ZERO)
                 .map_err(StoreError::from)
-                .and_then(|()| self.apply(writer, &entries, true));
+                .and_then(|()| self.apply(writer, &entries));
             let restored = writer.busy_timeout(patience);
             // Counted (or put back) whatever happens next.
             self.count_applied(&mut journal, entries, bytes, &applied);
             restored?;
+        }
+        let last = journal.next_lsn.saturating_sub(1);
+        if journal.queue.is_empty()
+            && journal.length > TRUNCATE_ABOVE
+            && self.shared.applied_on_disk.load(Ordering::Acquire) < last
+        {
+            // With `process` the database is not flushed at each transaction: it is now, once
+            // (commits go on meanwhile), so that the records written over are on the disk in it.
+            drop(journal);
+            self.shared.flush_database(last)?;
+            journal = lock(&self.shared.journal);
         }
         if journal.queue.is_empty()
             && journal.length > TRUNCATE_ABOVE
@@ -1400,8 +1452,17 @@ impl Store for SqliteStore {
             let _ = writer.busy_timeout(CLOSE_WAIT);
             let _ = self.catch_up(&mut writer).and_then(|()| {
                 writer.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+                // What came after the last flush, and the database as it is (another program's
+                // read can keep the checkpoint from finishing): on the disk before the journal
+                // is written again from the top.
+                let last = lock(&self.shared.journal).next_lsn.saturating_sub(1);
+                self.shared.flush_journal();
+                self.shared.flush_database(last)?;
                 let mut journal = lock(&self.shared.journal);
-                if journal.queue.is_empty() {
+                if journal.queue.is_empty()
+                    && self.shared.applied_on_disk.load(Ordering::Acquire)
+                        >= journal.next_lsn.saturating_sub(1)
+                {
                     journal.length = 0;
                 }
                 Ok(())
@@ -1485,7 +1546,7 @@ impl Store for SqliteStore {
         appended?;
         self.shared
             .journaled
-            .store(journal.next_lsn, Ordering::Release);
+            .store(journal.next_lsn, Ordering::SeqCst);
         journal.next_lsn += 1;
         journal.next_seq = journal.next_seq.saturating_add(count);
         if let Some(id) = &entry.batch.close {
@@ -1523,6 +1584,11 @@ impl Store for SqliteStore {
             && let Some(applier) = self.shared.applier.get()
         {
             applier.unpark();
+        }
+        if self.shared.flusher_asleep.load(Ordering::SeqCst)
+            && let Some(flusher) = self.shared.flusher.get()
+        {
+            flusher.unpark();
         }
         Ok(Committed::Written(seqs))
     }
@@ -2440,7 +2506,7 @@ mod tests {
             ),
             (
                 "the top written again, a page of it lost",
-                [lazy(4), record(2), record(3), lazy(7)].concat(),
+                [lazy(4), lazy(2), lazy(3), lazy(7)].concat(),
                 4,
             ),
             (
