@@ -106,15 +106,15 @@ CREATE INDEX pending_by_session ON pending (session, created, id);
 /// How often the applier looks at the journal while commits keep coming. It is not woken by
 /// each: waking a thread is a system call on the commit's path (7-16 µs of an approval's round
 /// trip on the machines we measure on). Nor does it look every 2 ms, as it first did: with the
-/// journal also flushed in the background ([`Durability::Process`]), a look that finds a commit
-/// or two to apply and a flush to check, every 2 ms, put an approval's round trip at 1.54× a
-/// trivial request, every 10 ms at 1.45× (medians of seven alternating runs of
+/// journal also flushed in the background ([`Durability::Process`]), a look every 2 ms (a
+/// transaction for a commit or two each time) put an approval's round trip at 1.54× a trivial
+/// request, every 10 ms at 1.45× (medians of seven alternating runs of
 /// `cargo bench -p toolgate-server --bench daemon`; 2 ms without the background flush: 1.46×).
 const APPLY_POLL: Duration = Duration::from_millis(10);
 
-/// After this many looks in a row find nothing (a tenth of a second), the applier flushes the
-/// journal (with [`Durability::Process`]) and sleeps until a commit wakes it (or
-/// [`APPLY_EVERY`] passes): an idle daemon does not wake up every few milliseconds.
+/// After this many looks in a row find nothing (a tenth of a second), the applier sleeps until
+/// a commit wakes it (or [`APPLY_EVERY`] passes): an idle daemon does not wake up every few
+/// milliseconds.
 const IDLE_POLLS: u32 = 10;
 
 /// How often a sleeping applier looks at the journal when no commit woke it.
@@ -175,8 +175,9 @@ pub enum Durability {
     /// thread of its own flushes the journal to the disk, right after a commit that follows a
     /// quiet moment and every 100 ms while commits keep coming, and the database's files are
     /// flushed before the journal is written again from the top or emptied; the store then
-    /// starts from the commits that reached the disk, in order, up to where the journal breaks. Redis's `appendfsync
-    /// everysec` and SQLite's `synchronous = NORMAL` in WAL mode make the same trade.
+    /// starts from the commits that reached the disk, in order, up to where the journal breaks.
+    /// Redis's `appendfsync everysec` and SQLite's `synchronous = NORMAL` in WAL mode make the
+    /// same trade.
     #[default]
     Process,
 }
@@ -241,7 +242,7 @@ struct Shared {
     /// Stops the writer's statement in progress (a wait for another program's lock) when the
     /// store closes.
     interrupt: rusqlite::InterruptHandle,
-    /// Set when the store closes: the applier stops.
+    /// Set when the store closes: the applier and the flusher stop.
     closing: AtomicBool,
     /// The number of the last commit journaled.
     journaled: AtomicU64,
@@ -250,8 +251,8 @@ struct Shared {
     /// The number of the last commit known to be on the disk in the database: the journal is
     /// written again from the top only once it is the last journaled.
     applied_on_disk: AtomicU64,
-    /// With [`Durability::Process`], the journal's file again, for the applier to flush it
-    /// without holding the journal (commits go on meanwhile).
+    /// With [`Durability::Process`], the journal's file again, for the flusher thread to flush
+    /// it without holding the journal (commits go on meanwhile).
     flush: Option<File>,
 }
 
@@ -652,8 +653,8 @@ fn recover(
         || after.is_some_and(|(at, _)| {
             journal::entry_at(&file, at, size).is_ok_and(|e| e.is_some_and(|e| e.lazy))
         });
-    if lazy && let Some((_, lsn)) = after {
-        cut = Some(cut.unwrap_or(expected).min(lsn));
+    if lazy && after.is_some() {
+        cut = Some(expected);
     }
     if let Some((at, lsn)) = after
         && !lazy
@@ -853,10 +854,11 @@ impl Shared {
         true
     }
 
-    /// With [`Durability::Process`], flushes the database's files (its write-ahead log holds
+    /// Notes that the database on the disk holds every commit up to `upto` (applied: the caller
+    /// knows), flushing its files first with [`Durability::Process`] (its write-ahead log holds
     /// what the applies since the last checkpoint wrote, not flushed with `synchronous =
-    /// NORMAL`) and notes that the database on the disk holds every commit up to `upto`.
-    /// Before the journal is written again from the top, or emptied.
+    /// NORMAL`; with `Full` each transaction was). Before the journal is written again from the
+    /// top.
     fn flush_database(&self, upto: u64) -> std::io::Result<()> {
         if self.durability == Durability::Process {
             flush_database_files(&self.path)?;
@@ -1093,20 +1095,6 @@ impl SqliteStore {
         }
     }
 
-    /// Applies `entries` (the writer is held); with [`Durability::Full`] each transaction is on
-    /// the disk when it returns.
-    fn apply(&self, writer: &mut Connection, entries: &[Entry]) -> Result<(), StoreError> {
-        apply(writer, entries)?;
-        if let Some(last) = entries.last()
-            && self.shared.durability == Durability::Full
-        {
-            self.shared
-                .applied_on_disk
-                .fetch_max(last.lsn, Ordering::AcqRel);
-        }
-        Ok(())
-    }
-
     /// Whether a commit that returned and writes `table` is not in the database yet.
     fn behind(&self, table: Table) -> bool {
         self.shared
@@ -1133,7 +1121,7 @@ impl SqliteStore {
         if entries.is_empty() {
             return Ok(());
         }
-        let applied = self.apply(writer, &entries);
+        let applied = apply(writer, &entries);
         self.count_applied(&mut lock(&self.shared.journal), entries, bytes, &applied);
         applied
     }
@@ -1160,29 +1148,40 @@ impl SqliteStore {
             let applied = writer
                 .busy_timeout(Duration::ZERO)
                 .map_err(StoreError::from)
-                .and_then(|()| self.apply(writer, &entries));
+                .and_then(|()| apply(writer, &entries));
             let restored = writer.busy_timeout(patience);
             // Counted (or put back) whatever happens next.
             self.count_applied(&mut journal, entries, bytes, &applied);
             restored?;
         }
+        self.start_from_top(journal, TRUNCATE_ABOVE)
+    }
+
+    /// Writes the journal again from the top when everything in it is applied and it holds
+    /// more than `above` bytes, once the database on the disk holds every commit in it: with
+    /// [`Durability::Process`], whose transactions are not flushed each, the database's files
+    /// are flushed first, once, with the journal let go meanwhile (the writer is held, so what
+    /// was applied stays applied).
+    fn start_from_top<'a>(
+        &'a self,
+        mut journal: MutexGuard<'a, Journal>,
+        above: u64,
+    ) -> Result<(), StoreError> {
+        let all_applied = |journal: &Journal| journal.queue.is_empty() && journal.length > above;
+        if !all_applied(&journal) {
+            return Ok(());
+        }
         let last = journal.next_lsn.saturating_sub(1);
-        if journal.queue.is_empty()
-            && journal.length > TRUNCATE_ABOVE
-            && self.shared.applied_on_disk.load(Ordering::Acquire) < last
-        {
-            // With `process` the database is not flushed at each transaction: it is now, once
-            // (commits go on meanwhile), so that the records written over are on the disk in it.
+        if self.shared.applied_on_disk.load(Ordering::Acquire) < last {
             drop(journal);
             self.shared.flush_database(last)?;
             journal = lock(&self.shared.journal);
         }
-        if journal.queue.is_empty()
-            && journal.length > TRUNCATE_ABOVE
+        if all_applied(&journal)
             && self.shared.applied_on_disk.load(Ordering::Acquire)
                 >= journal.next_lsn.saturating_sub(1)
         {
-            // Everything it holds is applied: the next record goes at the top.
+            // The next record goes at the top.
             journal.length = 0;
         }
         Ok(())
@@ -1452,20 +1451,11 @@ impl Store for SqliteStore {
             let _ = writer.busy_timeout(CLOSE_WAIT);
             let _ = self.catch_up(&mut writer).and_then(|()| {
                 writer.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
-                // What came after the last flush, and the database as it is (another program's
-                // read can keep the checkpoint from finishing): on the disk before the journal
-                // is written again from the top.
-                let last = lock(&self.shared.journal).next_lsn.saturating_sub(1);
+                // What came after the last flush on the disk too; and the database (another
+                // program's read can keep the checkpoint from finishing) before the journal is
+                // written again from the top.
                 self.shared.flush_journal();
-                self.shared.flush_database(last)?;
-                let mut journal = lock(&self.shared.journal);
-                if journal.queue.is_empty()
-                    && self.shared.applied_on_disk.load(Ordering::Acquire)
-                        >= journal.next_lsn.saturating_sub(1)
-                {
-                    journal.length = 0;
-                }
-                Ok(())
+                self.start_from_top(lock(&self.shared.journal), 0)
             });
         });
     }
@@ -2301,7 +2291,7 @@ mod tests {
             let journal = lock(&store.shared.journal);
             if journal.length == 0 {
                 // Written again from the top only with the database on the disk up to its last
-                // commit (with `process`, an apply flushed for it), and `synchronous` as it was.
+                // commit (with `process`, its files flushed for it), and `synchronous` as it was.
                 assert_eq!(
                     store.shared.applied_on_disk.load(Ordering::Acquire),
                     journal.next_lsn - 1
