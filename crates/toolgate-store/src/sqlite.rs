@@ -117,6 +117,10 @@ const APPLY_POLL: Duration = Duration::from_millis(10);
 /// milliseconds.
 const IDLE_POLLS: u32 = 10;
 
+/// How long the applier waits before it tries again after an apply failed (the database
+/// locked by another program, say).
+const APPLY_RETRY: Duration = Duration::from_millis(100);
+
 /// How often a sleeping applier looks at the journal when no commit woke it.
 const APPLY_EVERY: Duration = Duration::from_secs(1);
 
@@ -254,6 +258,9 @@ struct Shared {
     /// With [`Durability::Process`], the journal's file again, for the flusher thread to flush
     /// it without holding the journal (commits go on meanwhile).
     flush: Option<File>,
+    /// How many applies the applier thread tried.
+    #[cfg(test)]
+    applies_tried: AtomicU64,
 }
 
 /// What a read reads, and a commit writes.
@@ -764,10 +771,23 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
                     return;
                 }
                 let store = SqliteStore { shared };
-                let queued = lock(&store.shared.journal).unapplied > 0;
-                // A failure stays queued: the next look, or the next read, tries again.
-                let applied = queued && store.write(|_| Ok(())).is_ok();
-                idle = if applied { 0 } else { idle + 1 };
+                if lock(&store.shared.journal).unapplied > 0 {
+                    #[cfg(test)]
+                    store.shared.applies_tried.fetch_add(1, Ordering::SeqCst);
+                    // A failure stays queued: the next look, or the next read, tries again —
+                    // not at once: while another program holds the database's lock a write
+                    // fails without waiting (see `LOCKED_OUT_FOR`), and trying again at once
+                    // would spin.
+                    let pause = match store.write(|_| Ok(())) {
+                        Ok(()) => APPLY_POLL,
+                        Err(_) => APPLY_RETRY,
+                    };
+                    idle = 0;
+                    drop(store);
+                    std::thread::park_timeout(pause);
+                    continue;
+                }
+                idle += 1;
                 if idle < IDLE_POLLS {
                     drop(store);
                     std::thread::park_timeout(APPLY_POLL);
@@ -1039,6 +1059,8 @@ impl SqliteStore {
                 flushed: AtomicU64::new(journaled),
                 applied_on_disk: AtomicU64::new(journaled),
                 flush,
+                #[cfg(test)]
+                applies_tried: AtomicU64::new(0),
             });
             start_applier(&shared)?;
             start_flusher(&shared)?;
@@ -2794,6 +2816,38 @@ mod tests {
             started.elapsed() < BUSY_TIMEOUT * 3,
             "six waiters took {:?}",
             started.elapsed()
+        );
+        outside.execute_batch("ROLLBACK").unwrap();
+        drop(outside);
+        let kinds = kinds_after(&store, 0).await;
+        assert_eq!(kinds, ["first", "queued"]);
+    }
+
+    /// While another program holds the database's lock, the applier tries again now and then,
+    /// not in a loop: a write found the lock held tells the next ones at once for a second
+    /// (`LOCKED_OUT_FOR`), and an applier that tried again at once spun through that second.
+    #[tokio::test]
+    async fn the_applier_does_not_spin_while_the_database_is_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open_with(&path, Durability::Process)
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        let _ = store.last_seq().await.unwrap();
+        let outside = Connection::open(&path).unwrap();
+        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
+        store.append(&[event("queued", "r")]).await.unwrap();
+        let before = store.shared.applies_tried.load(Ordering::SeqCst);
+        // One busy timeout the applier waits out, then the second the writes after it are
+        // told at once, and more.
+        let held = BUSY_TIMEOUT + LOCKED_OUT_FOR + Duration::from_millis(500);
+        tokio::time::sleep(held).await;
+        let tried = store.shared.applies_tried.load(Ordering::SeqCst) - before;
+        let most = u64::try_from(held.as_millis() / APPLY_RETRY.as_millis()).unwrap() + 2;
+        assert!(
+            (1..=most).contains(&tried),
+            "the applier tried {tried} times in {held:?} (at most {most})"
         );
         outside.execute_batch("ROLLBACK").unwrap();
         drop(outside);
