@@ -866,8 +866,18 @@ impl Ticket {
     /// ended — by this timeout or earlier — or `None` while a claimed answer is being recorded
     /// (its [`Claim`] delivers it).
     pub fn expire(&mut self) -> Option<Resolution> {
-        self.broker
-            .finish(self.request.id(), &self.scope, Resolution::TimedOut);
+        self.end(Resolution::TimedOut)
+    }
+
+    /// Cancels the request if it is still waiting (its requester stopped waiting), as
+    /// [`Ticket::expire`] times it out: returns how it ended — by this cancellation or earlier —
+    /// or `None` while a claimed answer is being recorded.
+    pub fn cancel(&mut self) -> Option<Resolution> {
+        self.end(Resolution::Cancelled)
+    }
+
+    fn end(&mut self, how: Resolution) -> Option<Resolution> {
+        self.broker.finish(self.request.id(), &self.scope, how);
         self.receiver.as_mut()?.try_recv().ok()
     }
 }

@@ -297,7 +297,7 @@ async fn a_claimed_answer_outlives_the_timeout_and_a_failed_claim_denies() {
 }
 
 #[test]
-fn a_held_ticket_expires_unless_answered_and_never_while_an_answer_is_recorded() {
+fn a_held_ticket_expires_or_is_cancelled_unless_answered_and_never_while_an_answer_is_recorded() {
     use toolgate_runtime::Request;
     let broker = ApprovalBroker::new(EventBus::new());
     let open = |i| {
@@ -338,5 +338,25 @@ fn a_held_ticket_expires_unless_answered_and_never_while_an_answer_is_recorded()
     assert!(matches!(
         ticket.expire(),
         Some(Resolution::Answered { by, .. }) if by == "carol"
+    ));
+    // Cancelled by its holder (the requester stopped waiting): it ends as cancelled, and an
+    // answer afterwards is a conflict.
+    let mut ticket = open(4);
+    assert_eq!(ticket.cancel(), Some(Resolution::Cancelled));
+    assert!(broker.is_empty());
+    assert!(matches!(
+        broker.respond("req-4", Answer::from(Choice::AllowOnce).into(), "late"),
+        Err(Conflict::AlreadyResolved { .. })
+    ));
+    // Claimed: a cancellation changes nothing either.
+    let mut ticket = open(5);
+    let claim = broker
+        .claim("req-5", Answer::from(Choice::AllowOnce).into())
+        .unwrap();
+    assert_eq!(ticket.cancel(), None);
+    claim.complete("dave");
+    assert!(matches!(
+        ticket.cancel(),
+        Some(Resolution::Answered { by, .. }) if by == "dave"
     ));
 }

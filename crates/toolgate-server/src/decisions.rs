@@ -590,6 +590,71 @@ pub(crate) async fn close(
     Ok((committed, result))
 }
 
+/// `DELETE /api/decisions/{id}?by=NAME`: the requester withdraws a call that waits for a
+/// person, because it stopped waiting (its own timeout, a call its client cancelled): the
+/// request is refused as cancelled (HPD's words), recorded like any ending — its
+/// `permission_resolved` event's `actor` is `by`, else `requester` — and its polls hear it; the
+/// answer is the decision as it now stands. One no longer pending is a `409` and changes
+/// nothing.
+pub(crate) async fn withdraw(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<crate::grants::ByQuery>,
+) -> Result<Response, ApiError> {
+    let by = crate::approvals::named_actor(query.by.as_deref(), "requester")?;
+    let resolved = |message: String| ApiError::conflict("already_resolved", message);
+    let Some(open) = state.open_request(&id) else {
+        if let Some(message) = crate::approvals::no_longer_pending(&state, &id, None).await? {
+            return Err(resolved(message));
+        }
+        return Err(ApiError::not_found(format!(
+            "no pending decision `{id}` (only a call sent to `POST /api/decisions` is \
+             withdrawn here)"
+        )));
+    };
+    let being_answered = || {
+        resolved(format!(
+            "request `{id}` already has an answer, which is being recorded"
+        ))
+    };
+    match state.inner.timer.cancel(&id) {
+        Some(Some(Resolution::Cancelled)) => {}
+        // Ended just before by its timeout, or answered: that stands.
+        Some(Some(resolution)) => {
+            settle_unanswered(&state, &id, &open.facts, resolution).await;
+            return Err(
+                match crate::approvals::no_longer_pending(&state, &id, None).await? {
+                    Some(message) => resolved(message),
+                    None => being_answered(),
+                },
+            );
+        }
+        Some(None) | None => return Err(being_answered()),
+    }
+    let ending = Ending {
+        decision: Decision::Deny,
+        reason: messages::CANCELLED.to_owned(),
+        layer: Layer::Handler,
+        actor: by,
+    };
+    close_until_recorded(&state, &id, &open.facts, ending).await;
+    match state.store().decision(&id).await? {
+        Some(row) if row.status == DecisionStatus::Decided => {
+            Ok(crate::outcome::respond(StatusCode::OK, &row.result))
+        }
+        // Not recorded yet (the store refused): it is tried again until it is, and the
+        // request is no longer answerable meanwhile.
+        _ => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_unavailable",
+            format!(
+                "request `{id}` is withdrawn, but the store did not take it yet; it is \
+                 refused as soon as the store does"
+            ),
+        )),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitQuery {

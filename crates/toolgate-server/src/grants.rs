@@ -55,11 +55,11 @@ pub(crate) async fn list(
     Ok(Json(json!({ "grants": grants })))
 }
 
-/// Who revokes: `?by=NAME` (a `DELETE` has no body to say it in).
+/// Who acts: `?by=NAME` (a `DELETE` has no body to say it in).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RevokeQuery {
-    by: Option<String>,
+pub(crate) struct ByQuery {
+    pub(crate) by: Option<String>,
 }
 
 /// `DELETE /api/grants/{id}?by=NAME`: revokes a grant (`204`; `404` when there is none); the
@@ -67,7 +67,7 @@ pub(crate) struct RevokeQuery {
 pub(crate) async fn revoke(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<RevokeQuery>,
+    Query(query): Query<ByQuery>,
 ) -> Result<StatusCode, ApiError> {
     let by = crate::approvals::named_actor(query.by.as_deref(), "api")?;
     // Not while an answer that found this grant stored names it instead of making another.

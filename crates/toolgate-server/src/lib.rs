@@ -73,6 +73,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/logout"),
     ("POST", "/api/decisions"),
     ("GET", "/api/decisions/{id}"),
+    ("DELETE", "/api/decisions/{id}"),
     ("GET", "/api/pending"),
     ("POST", "/api/approvals/{id}"),
     ("GET", "/api/grants"),
@@ -113,7 +114,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/login/codes", post(page::new_login_code))
         .route("/api/logout", post(page::logout))
         .route("/api/decisions", post(decisions::submit))
-        .route("/api/decisions/{id}", get(decisions::get))
+        .route(
+            "/api/decisions/{id}",
+            get(decisions::get).delete(decisions::withdraw),
+        )
         .route("/api/pending", get(approvals::pending))
         .route("/api/approvals/{id}", post(approvals::approve))
         .route("/api/grants", get(grants::list))

@@ -60,6 +60,21 @@ impl Timer {
         drop(ticket);
     }
 
+    /// Cancels a held request (its requester withdrew it): `None` when no ticket of that id is
+    /// held, else how it ended (by this cancellation, or earlier), or `Some(None)` while an
+    /// answer is being recorded (its claim releases the ticket).
+    pub(crate) fn cancel(&self, id: &str) -> Option<Option<toolgate_runtime::Resolution>> {
+        let mut held = self.lock();
+        let resolution = held.tickets.get_mut(id)?.cancel();
+        let ticket = match resolution {
+            Some(_) => held.tickets.remove(id),
+            None => None,
+        };
+        drop(held);
+        drop(ticket);
+        Some(resolution)
+    }
+
     /// Expires what is due; returns the requests that ended, with how, and the next deadline.
     fn expire_due(
         &self,

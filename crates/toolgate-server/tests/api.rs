@@ -895,6 +895,118 @@ async fn an_unanswered_request_times_out_as_a_refusal() {
     assert_eq!(error["error"]["code"], "already_resolved");
 }
 
+/// A requester that stops waiting withdraws its call: refused as cancelled (HPD's words),
+/// recorded with who withdrew it, its polls released, gone from the pending list; an answer
+/// after it, a second withdrawal, or one of an answered call is a `409` that changes nothing.
+#[tokio::test]
+async fn a_requester_withdraws_a_call_it_stopped_waiting_for() {
+    let daemon = Daemon::start().await;
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let poll = polls(&daemon, &id, 1).pop().unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (status, withdrawn) = daemon
+        .call("DELETE", &format!("/api/decisions/{id}?by=gateway"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{withdrawn}");
+    assert_eq!(
+        (
+            withdrawn["decision"].as_str(),
+            withdrawn["status"].as_str(),
+            withdrawn["reason"].as_str(),
+            withdrawn["actor"].as_str()
+        ),
+        (
+            Some("deny"),
+            Some("decided"),
+            Some("Permission request was cancelled."),
+            Some("gateway")
+        )
+    );
+    let polled = tokio::time::timeout(Duration::from_secs(10), poll)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(polled, withdrawn, "the waiting poll hears the same");
+    assert!(daemon.pending_ids().await.is_empty());
+
+    for (method, path, body) in [
+        ("DELETE", format!("/api/decisions/{id}"), None),
+        (
+            "POST",
+            format!("/api/approvals/{id}"),
+            Some(json!({"decision": "allow-once"})),
+        ),
+    ] {
+        let (status, error) = daemon.call(method, &path, body).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{method} {path}: {error}");
+        assert_eq!(error["error"]["code"], "already_resolved");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("Permission request was cancelled."),
+            "{message}"
+        );
+    }
+    let (_, audit) = daemon
+        .call("GET", &format!("/api/audit?request_id={id}"), None)
+        .await;
+    let events = audit["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2, "{audit}");
+    assert_eq!(events[1]["type"], "permission_resolved");
+    assert_eq!(
+        (events[1]["decision"].as_str(), events[1]["actor"].as_str()),
+        (Some("deny"), Some("gateway"))
+    );
+
+    // Answered first: the answer stands.
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let answered = body["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        daemon.answer(&answered, "allow-once").await.0,
+        StatusCode::OK
+    );
+    let (status, error) = daemon
+        .call("DELETE", &format!("/api/decisions/{answered}"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    let (_, decision) = daemon
+        .call("GET", &format!("/api/decisions/{answered}"), None)
+        .await;
+    assert_eq!(decision["decision"], "allow");
+
+    // Unknown, and one decided at once: not pending here.
+    let (status, error) = daemon.call("DELETE", "/api/decisions/nope", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{error}");
+    assert_eq!(error["error"]["code"], "not_found");
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(call("rm")))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, error) = daemon
+        .call(
+            "DELETE",
+            &format!("/api/decisions/{}", body["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{error}");
+    // Who withdraws is a name.
+    let (_, body) = daemon
+        .call("POST", "/api/decisions", Some(call("pay")))
+        .await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let long = "x".repeat(65);
+    let (status, error) = daemon
+        .call("DELETE", &format!("/api/decisions/{id}?by={long}"), None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+    assert_eq!(daemon.pending_ids().await, [id]);
+}
+
 #[tokio::test]
 async fn malformed_calls_and_unknown_routes_get_clear_json_errors() {
     let daemon = Daemon::start().await;

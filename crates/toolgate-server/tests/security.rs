@@ -219,6 +219,66 @@ async fn requests_from_another_origin_are_refused() {
     }
 }
 
+/// Withdrawing a call changes state as an answer does, and is guarded the same way.
+#[tokio::test]
+async fn a_withdrawal_is_guarded_like_an_answer() {
+    let (daemon, id) = with_pending().await;
+    let bearer = format!("Bearer {}", daemon.token);
+    let withdraw = |uri: String| Request::builder().method("DELETE").uri(uri);
+    let path = format!("/api/decisions/{id}");
+    for (request, status, code) in [
+        (
+            withdraw(path.clone())
+                .header(header::HOST, HOST)
+                .body(Body::empty()),
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        ),
+        (
+            withdraw(format!("{path}?token={}", daemon.token))
+                .header(header::HOST, HOST)
+                .body(Body::empty()),
+            StatusCode::BAD_REQUEST,
+            "token_in_url",
+        ),
+        (
+            withdraw(path.clone())
+                .header(header::HOST, "127.0.0.1.evil.example:7811")
+                .header(header::AUTHORIZATION, &bearer)
+                .body(Body::empty()),
+            StatusCode::FORBIDDEN,
+            "host_not_allowed",
+        ),
+        (
+            withdraw(path.clone())
+                .header(header::HOST, HOST)
+                .header(header::ORIGIN, "null")
+                .header(header::AUTHORIZATION, &bearer)
+                .body(Body::empty()),
+            StatusCode::FORBIDDEN,
+            "origin_not_allowed",
+        ),
+        (
+            withdraw(path.clone())
+                .header(header::HOST, HOST)
+                .header("sec-fetch-site", "cross-site")
+                .header(header::AUTHORIZATION, &bearer)
+                .body(Body::empty()),
+            StatusCode::FORBIDDEN,
+            "cross_site",
+        ),
+    ] {
+        refused(&daemon, &id, request.unwrap(), status, code).await;
+    }
+    // A GET of the same route reads, and changes nothing.
+    let (status, body) = daemon.call("GET", &path, None).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("pending"))
+    );
+    assert_eq!(daemon.pending_ids().await, [id]);
+}
+
 #[tokio::test]
 async fn credentials_are_required_compared_exactly_and_never_taken_from_a_url() {
     let (daemon, id) = with_pending().await;

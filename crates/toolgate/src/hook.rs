@@ -9,8 +9,9 @@
 //!
 //! With `--daemon`, the daemon decides instead (its policy, its grants, its audit log): a call
 //! it asks about waits for a person on the approval page for up to `--wait` seconds, then is
-//! left to Claude Code's own prompt (`ask`) — an answer must come before Claude Code's hook
-//! timeout, past which it runs the call. A daemon that cannot be reached is an `ask` too.
+//! withdrawn from the page and left to Claude Code's own prompt (`ask`) — an answer must come
+//! before Claude Code's hook timeout, past which it runs the call. A daemon that cannot be
+//! reached is an `ask` too.
 
 use std::io::{Read, Write};
 
@@ -33,8 +34,8 @@ pub(crate) struct HookArgs {
     /// Let the daemon decide (`toolgate serve`): its asks wait on the approval page.
     #[arg(long)]
     daemon: bool,
-    /// With --daemon, how long a call waits for a person on the page before it is left to the
-    /// agent's own prompt (keep it under the hook's timeout, 60 s by default in Claude Code).
+    /// With --daemon, how long a call waits for a person on the page before it is withdrawn
+    /// from it and left to the agent's own prompt (keep it under the hook's timeout, 60 s by default in Claude Code).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -167,8 +168,24 @@ fn ask_the_daemon(args: &HookArgs, call: &Call) -> (&'static str, String) {
             Err(e) => return prompt(format!("the daemon went away ({})", failure_text(&e))),
         }
     }
+    // Nobody answered in time: the call goes to the agent's own prompt, so it is withdrawn
+    // from the page (an answer there would reach nobody). An answer that came meanwhile wins.
+    let path = format!("/api/decisions/{}", crate::client::encode(&id));
+    let withdrawn = match client.send("DELETE", &path, None) {
+        Ok(reply) if reply.status == 200 => "it is withdrawn from the page",
+        Ok(reply) if reply.status == 409 => {
+            if let Ok(reply) = client.send("GET", &path, None)
+                && reply.status == 200
+                && let Some(answer) = decided(&reply.body)
+            {
+                return answer;
+            }
+            "it is no longer pending"
+        }
+        _ => "it still waits there",
+    };
     prompt(format!(
-        "{} — nobody answered on the approval page in time (request `{id}` waits there)",
+        "{} — nobody answered on the approval page in time (request `{id}`: {withdrawn})",
         field(&reply.body, "reason")
             .as_str()
             .unwrap_or("a person decides")

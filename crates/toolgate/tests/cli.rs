@@ -1971,12 +1971,25 @@ fn the_hook_asks_the_daemon_and_waits_for_the_page() {
     let (decision, reason) = decided(waiting);
     assert_eq!(decision, "allow");
     assert!(reason.contains("approved by"), "{reason}");
-    // Nobody answers in time: Claude Code's own prompt asks.
+    // Nobody answers in time: Claude Code's own prompt asks, and the call is withdrawn from
+    // the page (refused as cancelled there: an answer would reach nobody).
     let (decision, reason) = decided(spawn("npm publish", "0.5"));
     assert_eq!(decision, "ask");
     assert!(
         reason.contains("nobody answered on the approval page in time"),
         "{reason}"
+    );
+    assert!(reason.contains("it is withdrawn from the page"), "{reason}");
+    let (_, pending) = daemon.http("GET", "/api/pending", None).unwrap();
+    assert_eq!(pending["total"], 0, "{pending}");
+    let (_, audit) = daemon
+        .http("GET", "/api/audit?type=permission_resolved&last=1", None)
+        .unwrap();
+    let withdrawn = &audit["events"][0];
+    assert_eq!(
+        (withdrawn["reason"].as_str(), withdrawn["actor"].as_str()),
+        (Some("Permission request was cancelled."), Some("requester")),
+        "{audit}"
     );
     // No daemon: Claude Code's own prompt asks.
     drop(daemon);
