@@ -13,6 +13,11 @@ use crate::state::AppState;
 #[derive(Debug)]
 pub(crate) struct JsonBody(pub(crate) Value);
 
+/// The deepest a JSON body may nest (arrays and objects within each other): what is kept of
+/// it is wrapped in a few levels more, in the store and in the answers that show it, and
+/// every level past what serde_json reads (128) would make it unreadable there.
+pub(crate) const MAX_NESTING: usize = 64;
+
 impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
@@ -43,6 +48,16 @@ impl FromRequest<AppState> for JsonBody {
                     )
                 }
             })?;
+        let nested = toolgate_store::nesting(&bytes);
+        if nested > MAX_NESTING {
+            return Err(ApiError::bad_request(
+                "too_deep",
+                format!(
+                    "the body nests {nested} levels deep (arrays and objects within each \
+                     other); at most {MAX_NESTING} are taken"
+                ),
+            ));
+        }
         strict_json(&bytes).map(JsonBody).map_err(|e| {
             // serde_json's word for a lone surrogate (`"\ud800"`) does not say what is wrong.
             let hint = if e.to_string().contains("hex escape") {

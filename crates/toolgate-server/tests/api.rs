@@ -1007,6 +1007,49 @@ async fn a_requester_withdraws_a_call_it_stopped_waiting_for() {
     assert_eq!(daemon.pending_ids().await, [id]);
 }
 
+/// A body nested past 64 levels is refused before anything is kept (what is kept of it is
+/// wrapped in more, and past serde_json's 128 no reader could list it); one at the bound waits
+/// on the list, which stays readable, and is answered as any other.
+#[tokio::test]
+async fn bodies_nested_too_deep_are_refused_and_the_list_stays_readable() {
+    let daemon = Daemon::start().await;
+    let with_args = |levels: usize| {
+        let text = format!(
+            r#"{{"tool": "pay", "args": {{"x": {}{}}}, "context": {{"session": "s1"}}}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        );
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    for route in ["/api/decisions", "/api/approvals/x", "/api/sessions"] {
+        let (status, error) = daemon.call("POST", route, Some(with_args(63))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{route}: {error}");
+        assert_eq!(error["error"]["code"], "too_deep", "{route}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nests 65 levels deep"),
+            "{error}"
+        );
+    }
+    assert!(daemon.pending_ids().await.is_empty());
+    let (status, body) = daemon
+        .call("POST", "/api/decisions", Some(with_args(62)))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let (status, listed) = daemon.call("GET", "/api/pending", None).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["pending"][0]["id"], id.as_str());
+    assert_eq!(daemon.answer(&id, "allow-once").await.0, StatusCode::OK);
+    let (status, audit) = daemon
+        .call("GET", &format!("/api/audit?request_id={id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{audit}");
+    assert_eq!(audit["events"].as_array().unwrap().len(), 2);
+}
+
 #[tokio::test]
 async fn malformed_calls_and_unknown_routes_get_clear_json_errors() {
     let daemon = Daemon::start().await;

@@ -242,7 +242,9 @@ impl<R: std::io::Read> Reader<R> {
         if crc32(&payload) != u32::from_le_bytes([c0, c1, c2, c3]) {
             return Ok(Read::Damaged);
         }
-        Ok(match serde_json::from_slice::<Entry>(&payload) {
+        // Read as stored JSON is: a record older versions wrote nested past serde_json's limit is
+        // whole, not damaged.
+        Ok(match crate::record::from_stored::<Entry>(&payload) {
             // Numbers SQLite can store, and a number for each event.
             Ok(entry)
                 if entry.lsn >= 1

@@ -38,6 +38,63 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
+/// The deepest a commit's record may nest (arrays and objects open at once). serde_json reads
+/// at most 128 levels; a record wraps what it holds in a few (the entry, its batch, the pending
+/// request, its call), and an answer wraps a stored value in a few more, so a call's arguments
+/// get what is left: the daemon refuses a body past 64 levels before it comes to this.
+pub const MAX_NESTING: usize = 100;
+
+/// The deepest stored JSON is read (see [`from_stored`]).
+const READ_NESTING: usize = 1024;
+
+/// How deeply JSON `text` nests: the most arrays and objects open at once (strings skipped).
+pub fn nesting(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Reads stored JSON. Text nested past serde_json's 128 levels — which versions before the
+/// bound on commits ([`MAX_NESTING`]) could store — is read all the same (up to
+/// [`READ_NESTING`]): one such record must not stop the store from listing or starting.
+pub(crate) fn from_stored<T: serde::de::DeserializeOwned>(
+    text: &[u8],
+) -> Result<T, serde_json::Error> {
+    match serde_json::from_slice(text) {
+        Err(error)
+            if error.to_string().starts_with("recursion limit exceeded")
+                && nesting(text) <= READ_NESTING =>
+        {
+            let mut reader = serde_json::Deserializer::from_slice(text);
+            reader.disable_recursion_limit();
+            let value = T::deserialize(&mut reader)?;
+            reader.end()?;
+            Ok(value)
+        }
+        read => read,
+    }
+}
+
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_micros(time).to_string()
 }
@@ -209,7 +266,11 @@ impl JsonText {
 
     /// Text that must be JSON (it is checked).
     pub fn parse(text: String) -> Result<JsonText, serde_json::Error> {
-        RawValue::from_string(text).map(JsonText)
+        if nesting(text.as_bytes()) < 128 {
+            return RawValue::from_string(text).map(JsonText);
+        }
+        // Stored before commits were bounded (see `from_stored`).
+        from_stored::<Box<RawValue>>(text.as_bytes()).map(JsonText)
     }
 
     /// The text.
@@ -219,7 +280,7 @@ impl JsonText {
 
     /// The value the text holds.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_str(self.0.get())
+        from_stored(self.0.get().as_bytes())
     }
 }
 
@@ -319,5 +380,39 @@ mod tests {
         assert_eq!(body.get("seq"), None);
         assert_eq!(event.request_id.as_deref(), Some("r1"));
         assert_eq!(body["timestamp"], event.time.as_str());
+    }
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn nested(levels: usize) -> String {
+        format!("{}{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    #[test]
+    fn nesting_counts_what_is_open_at_once_outside_strings() {
+        assert_eq!(nesting(b"1"), 0);
+        assert_eq!(nesting(b"{\"a\": [1, {\"b\": []}], \"c\": {}}"), 4);
+        assert_eq!(nesting(br#"["[[[", "\"[[", {"}": "\\"}]"#), 2);
+        assert_eq!(nesting(nested(200).as_bytes()), 200);
+    }
+
+    #[test]
+    fn stored_json_past_serde_jsons_limit_is_read() {
+        let deep = nested(130);
+        assert!(serde_json::from_str::<Value>(&deep).is_err());
+        let value: Value = from_stored(deep.as_bytes()).unwrap();
+        assert_eq!(value.to_string(), deep);
+        let raw = JsonText::parse(deep.clone()).unwrap();
+        assert_eq!(raw.as_str(), deep);
+        assert_eq!(raw.to_value().unwrap(), value);
+        // Past what is read at all, and broken JSON, are errors still.
+        assert!(from_stored::<Value>(nested(READ_NESTING + 1).as_bytes()).is_err());
+        assert!(from_stored::<Value>(b"[[[").is_err());
+        assert!(from_stored::<Value>(b"[] x").is_err());
     }
 }

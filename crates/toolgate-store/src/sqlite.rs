@@ -1355,7 +1355,7 @@ fn insert_event(tx: &Transaction<'_>, event: &EventRecord, seq: i64) -> Result<(
 /// A JSON column, or a row error naming it.
 fn json_column(row: &Row<'_>, column: &str) -> Result<Value, StoreError> {
     let text: String = row.get(column)?;
-    Ok(serde_json::from_str(&text)?)
+    Ok(crate::record::from_stored(text.as_bytes())?)
 }
 
 fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Result<EventRecord, StoreError>> {
@@ -1375,7 +1375,7 @@ fn event_from_row(row: &Row<'_>) -> rusqlite::Result<Result<EventRecord, StoreEr
 
 fn grant_from_row(row: &Row<'_>) -> Result<Grant, StoreError> {
     let body: String = row.get("body")?;
-    let mut grant: Grant = serde_json::from_str(&body)?;
+    let mut grant: Grant = crate::record::from_stored(body.as_bytes())?;
     let uses: Option<i64> = row.get("uses_left")?;
     grant.uses_left = uses.map(count_of);
     Ok(grant)
@@ -1549,6 +1549,17 @@ impl Store for SqliteStore {
         };
         let mut record = std::mem::take(&mut journal.buffer);
         journal::encode_into(&mut record, &entry)?;
+        // What serde_json cannot read back (in the journal at the next start, in the database,
+        // in a client) is not committed.
+        let nested = crate::record::nesting(&record);
+        if nested > crate::record::MAX_NESTING {
+            journal.buffer = record;
+            return Err(StoreError(format!(
+                "the commit nests {nested} levels deep (arrays and objects within each other), \
+                 more than the {} the store keeps",
+                crate::record::MAX_NESTING
+            )));
+        }
         let appended = match self.shared.durability {
             Durability::Full => blocking(|| journal.append(&record, true)),
             Durability::Process => journal.append(&record, false),
@@ -2213,6 +2224,84 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(kinds(read), ["kept", "after"]);
+    }
+
+    /// A commit nested deeper than serde_json reads back is refused, and nothing of it is kept;
+    /// what older versions stored that deep (past 128 levels) is read all the same, so one
+    /// such request neither breaks the pending list nor stops the store from opening.
+    #[tokio::test]
+    async fn json_nested_past_what_serde_json_reads_is_refused_and_read_when_stored_before() {
+        let nested = |levels: usize| {
+            let text = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+            serde_json::from_str::<Value>(&text).unwrap()
+        };
+        let deep = |id: &str, levels: usize| PendingRecord {
+            request: json!({"call": {"args": {"x": nested(levels)}}}),
+            ..pending(id)
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let store = SqliteStore::open(&path).await.unwrap();
+        let open = |record| Batch {
+            open: Some(record),
+            ..Batch::default()
+        };
+        store.commit(open(deep("fits", 90))).await.unwrap();
+        let error = store.commit(open(deep("deep", 120))).await.unwrap_err();
+        assert!(error.0.contains("levels deep"), "{error}");
+        store.commit(open(pending("after"))).await.unwrap();
+        // Opened at the same time: listed by id.
+        let ids = |records: Vec<PendingRecord>| -> Vec<String> {
+            records.into_iter().map(|r| r.id).collect()
+        };
+        assert_eq!(ids(store.pending().await.unwrap()), ["after", "fits"]);
+        store.close().await;
+        drop(store);
+
+        // As an older version stored it: 127 levels of arguments in a request.
+        let stored = deep("old", 127);
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute(
+                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+                (
+                    &stored.id,
+                    &stored.kind,
+                    &stored.session,
+                    &stored.created,
+                    serde_json::to_string(&stored.request).unwrap(),
+                ),
+            )
+            .unwrap();
+        drop(connection);
+        let store = SqliteStore::open(&path).await.unwrap();
+        let listed = store.pending().await.unwrap();
+        assert_eq!(ids(listed.clone()), ["after", "fits", "old"]);
+        assert_eq!(listed[2].request, stored.request);
+        assert_eq!(
+            store.pending_request("old").await.unwrap().unwrap().request,
+            stored.request
+        );
+        store.close().await;
+        drop(store);
+
+        // And a journal record an older version wrote that deep is a commit, not damage.
+        let lsn = applied_lsn(&path) + 1;
+        let record = journal::encode(&Entry {
+            lsn,
+            store: 0,
+            lazy: false,
+            seqs: Vec::new(),
+            batch: open(deep("journaled", 125)),
+        })
+        .unwrap();
+        std::fs::write(journal_path(&path), record).unwrap();
+        let store = SqliteStore::open(&path).await.unwrap();
+        assert_eq!(applied_lsn(&path), lsn);
+        assert_eq!(
+            ids(store.pending().await.unwrap()),
+            ["after", "fits", "journaled", "old"]
+        );
     }
 
     /// A commit whose flush failed after its record was written (the caller told it failed)
