@@ -93,6 +93,12 @@ pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
     "**/.cursor/**",
 ];
 
+/// Whether a file directly in a data folder is one of the daemon's: its token, the address it
+/// listens on, and the store's files (`toolgate.db` and those beside it).
+fn is_daemon_file(name: &str) -> bool {
+    matches!(name, "token" | "address") || name.starts_with("toolgate.db")
+}
+
 /// Compiles protected globs (built-in ones are known to compile).
 pub(crate) fn compile_protected(globs: &[&str]) -> PathMatcher {
     let globs: Vec<PathGlob> = globs
@@ -301,17 +307,26 @@ impl Policy {
 
     /// A path in toolgate's own data (its API token answers any request): refused, read or
     /// written, named or mentioned; a folder read or changed whole that holds it asks. A data
-    /// folder that holds the workspace itself protects nothing inside the workspace.
+    /// folder that holds the workspace itself (a workspace inside it, or the data folder as
+    /// the workspace) protects the daemon's own files in it — the token, the address file, the
+    /// store's files — not everything inside the workspace.
     fn own_data_guard(&self, p: &PathSubject) -> Option<Guard> {
         let resolved = p.resolved.as_ref()?;
-        let folders = self.own_data.iter().filter(|f| {
-            resolved
+        for folder in &self.own_data {
+            let holds_workspace = resolved
                 .root
                 .as_ref()
-                .is_none_or(|root| !root.starts_with(f))
-        });
-        for folder in folders {
-            if resolved.readings().any(|r| r.starts_with(folder)) {
+                .is_some_and(|root| root.starts_with(folder));
+            let own = |r: &std::path::Path| {
+                if !holds_workspace {
+                    return r.starts_with(folder);
+                }
+                r.parent() == Some(folder.as_path())
+                    && r.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(is_daemon_file)
+            };
+            if resolved.readings().any(own) {
                 return Some(Guard::deny(
                     "protected-path",
                     format!(

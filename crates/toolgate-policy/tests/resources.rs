@@ -664,9 +664,71 @@ fn toolgates_own_data_is_refused_to_every_call() {
         decide("bash", json!({"command": "cat src/main.rs"})).0,
         Decision::Allow
     );
-    // A data folder that holds the workspace protects nothing in it.
+    // A data folder that holds the workspace protects the daemon's files in it, not the rest.
     let mut around = policy("mode = \"approve-all\"\n");
     around.guard_data_folder(w.root.parent().unwrap());
     let e = around.evaluate(&call(&w, "read_file", json!({"path": "src/main.rs"})));
     assert_eq!(e.decision, Decision::Allow);
+}
+
+/// A workspace that is the data folder itself (a call naming it, or the daemon's own folder
+/// for calls that name none when the daemon runs there) still never reaches the daemon's
+/// files: its token, its address and its store.
+#[test]
+fn a_workspace_that_is_the_data_folder_keeps_the_daemons_files_refused() {
+    let w = ws();
+    for file in [
+        "token",
+        "address",
+        "toolgate.db",
+        "toolgate.db-wal",
+        "toolgate.db.journal",
+    ] {
+        std::fs::write(w.root.join(file), "secret").unwrap();
+    }
+    let mut p = policy(
+        "mode = \"approve-all\"\n[[rule]]\nname = \"cat\"\ndecision = \"allow\"\ncommand = [\"cat\", \"grep\", \"ls\"]\n",
+    );
+    p.guard_data_folder(&w.root);
+    let decide = |tool: &str, args: serde_json::Value| {
+        let e = p.evaluate(&call(&w, tool, args));
+        (e.decision, e.rule_name().map(str::to_owned))
+    };
+    let refused = (Decision::Deny, Some("protected-path".to_owned()));
+    let token = w.root.join("token").display().to_string();
+    for (tool, args) in [
+        ("bash", json!({"command": "cat token"})),
+        ("bash", json!({"command": "cat ./token"})),
+        ("bash", json!({"command": format!("cat {token}")})),
+        ("bash", json!({"command": "cat src/../address"})),
+        ("bash", json!({"command": "rm toolgate.db"})),
+        ("bash", json!({"command": "cp toolgate.db.journal /tmp/x"})),
+        ("read_file", json!({"path": "token"})),
+        ("write_file", json!({"path": "token", "content": "mine"})),
+        (
+            "write_file",
+            json!({"path": "toolgate.db-wal", "content": ""}),
+        ),
+    ] {
+        assert_eq!(decide(tool, args.clone()), refused, "{tool} {args}");
+    }
+    // The whole folder read: a person decides.
+    assert_eq!(
+        decide("bash", json!({"command": "grep -r Bearer ."})),
+        (Decision::Ask, Some("protected-path".to_owned()))
+    );
+    // The rest of the workspace is the workspace.
+    assert_eq!(
+        decide("bash", json!({"command": "cat src/main.rs"})),
+        (Decision::Allow, Some("cat".to_owned()))
+    );
+    assert_eq!(
+        decide("bash", json!({"command": "ls src"})).0,
+        Decision::Allow
+    );
+    assert_eq!(
+        decide("read_file", json!({"path": "src/token"})).0,
+        Decision::Allow,
+        "a file named like one of the daemon's, elsewhere, is not one"
+    );
 }
