@@ -115,12 +115,20 @@ const CREDENTIAL_KEYS: &[&str] = &[
 /// browser histories, proxy logs and `Referer` headers; it is refused even though the daemon
 /// would never accept the credential from it.
 fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool {
-    let token = state.inner.token.as_str();
+    // In any case: a hex token in capitals is as good as the token to whoever reads it.
+    let token = state.inner.token.as_bytes();
+    let holds = |text: &str| {
+        !token.is_empty()
+            && text
+                .as_bytes()
+                .windows(token.len())
+                .any(|w| w.eq_ignore_ascii_case(token))
+    };
     // (The path decoded as a query would be: a token is hex, which neither `&` nor `=` splits.)
     let in_path = decodings(path)
         .iter()
         .flat_map(|path| form_urlencoded::parse(path.as_bytes()))
-        .any(|(key, value)| key.contains(token) || value.contains(token));
+        .any(|(key, value)| holds(&key) || holds(&value));
     if in_path {
         return true;
     }
@@ -138,7 +146,7 @@ fn credential_in_url(state: &AppState, path: &str, query: Option<&str>) -> bool 
             || forms
                 .iter()
                 .flat_map(|form| form_urlencoded::parse(form.as_bytes()))
-                .any(|(key, value)| value.contains(token) || key.contains(token))
+                .any(|(key, value)| holds(&value) || holds(&key))
     })
 }
 
@@ -276,6 +284,58 @@ pub(crate) async fn contained(handler: impl std::future::Future<Output = Respons
     }
 }
 
+/// The most of an error's body read to redact it (an error quotes at most 1 KiB of what was
+/// sent).
+const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// An error response without any secret that lets a client in (see [`AppState::secrets`]),
+/// in any case: an error that quotes what was sent — a path, a field — never hands back a
+/// token put there, by mistake or by a page that tricked a client into it.
+async fn redacted(state: &AppState, response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
+        return ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "the daemon's error was too long to be sent",
+        )
+        .into_response();
+    };
+    let lower = bytes.to_ascii_lowercase();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for secret in state.secrets() {
+        let secret = secret.as_bytes();
+        if secret.is_empty() || secret.len() > lower.len() {
+            continue;
+        }
+        let mut at = 0;
+        while let Some(found) = lower
+            .get(at..)
+            .and_then(|rest| rest.windows(secret.len()).position(|w| w == secret))
+        {
+            spans.push((at + found, at + found + secret.len()));
+            at += found + secret.len();
+        }
+    }
+    if spans.is_empty() {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    spans.sort_unstable();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut from = 0;
+    for (start, end) in spans {
+        if end <= from {
+            continue;
+        }
+        out.extend_from_slice(bytes.get(from..start.max(from)).unwrap_or_default());
+        out.extend_from_slice(b"[redacted]");
+        from = end;
+    }
+    out.extend_from_slice(bytes.get(from..).unwrap_or_default());
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(out))
+}
+
 /// The guard every request passes, and the headers every response gets.
 pub(crate) async fn guard(
     State(state): State<AppState>,
@@ -295,6 +355,9 @@ pub(crate) async fn guard(
         Ok(_) => contained(next.run(request)).await,
         Err(error) => error.into_response(),
     };
+    if response.status().is_client_error() || response.status().is_server_error() {
+        response = redacted(&state, response).await;
+    }
     let headers = response.headers_mut();
     headers.insert(
         "x-content-type-options",

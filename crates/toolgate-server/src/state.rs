@@ -385,6 +385,23 @@ impl AppState {
         found
     }
 
+    /// Every secret that lets a client in — the token, the page sessions' keys, the unspent
+    /// sign-in codes — in lower case: what no error body may quote.
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        let mut secrets = vec![self.inner.token.to_ascii_lowercase()];
+        secrets.extend(
+            lock(&self.inner.page_sessions)
+                .iter()
+                .map(|s| s.key.to_ascii_lowercase()),
+        );
+        secrets.extend(
+            lock(&self.inner.login_codes)
+                .keys()
+                .map(|code| code.to_ascii_lowercase()),
+        );
+        secrets
+    }
+
     /// Forgets the page session with this key.
     pub(crate) fn forget_page_session(&self, key: &str) {
         lock(&self.inner.page_sessions).retain(|s| !crate::security::same_secret(&s.key, key));

@@ -520,6 +520,75 @@ async fn login(daemon: &Daemon, body: Value) -> (StatusCode, Option<String>, Opt
     (status, cookie, key)
 }
 
+/// An error quotes what was sent (a path, a field, a name), but never a secret that lets a
+/// client in — the token, in any case, or a page's key — wherever it was put.
+#[tokio::test]
+async fn error_bodies_never_quote_a_secret() {
+    let (daemon, id) = with_pending().await;
+    let upper = daemon.token.to_ascii_uppercase();
+    // In a URL, in capitals: refused as the token itself is.
+    let request = daemon.request("GET", &format!("/api/decisions/{upper}"), None);
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "token_in_url",
+    )
+    .await;
+    let request = daemon.request("GET", &format!("/api/pending?session={upper}"), None);
+    refused(
+        &daemon,
+        &id,
+        request,
+        StatusCode::BAD_REQUEST,
+        "token_in_url",
+    )
+    .await;
+    // In a body, where an error would quote it back.
+    let (_, _, key) = login(&daemon, json!({"token": daemon.token})).await;
+    let key = key.unwrap();
+    for secret in [daemon.token.clone(), upper.clone(), key.clone()] {
+        for (path, body) in [
+            (format!("/api/approvals/{id}"), json!({"decision": secret})),
+            (format!("/api/approvals/{id}"), json!({secret.clone(): 1})),
+            (
+                "/api/decisions".to_owned(),
+                json!({"tool": "pay", "context": {"mode": secret}}),
+            ),
+            (
+                "/api/sessions".to_owned(),
+                json!({"id": "s", "workspace": secret}),
+            ),
+        ] {
+            let request = daemon.request("POST", &path, Some(body.clone()));
+            let response = daemon.app().oneshot(request).await.unwrap();
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path} {body}");
+            let text = response.into_body().collect().await.unwrap().to_bytes();
+            let text = String::from_utf8_lossy(&text).to_ascii_lowercase();
+            assert!(
+                !text.contains(&secret.to_ascii_lowercase()),
+                "{path} {body}: {text}"
+            );
+            let error: Value = serde_json::from_str(&text).unwrap();
+            assert!(
+                error["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("[redacted]"),
+                "{text}"
+            );
+        }
+    }
+    // A page's key in a path: not found, and not quoted.
+    let request = daemon.request("GET", &format!("/api/decisions/{key}"), None);
+    let response = daemon.app().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let text = response.into_body().collect().await.unwrap().to_bytes();
+    assert!(!String::from_utf8_lossy(&text).contains(&key), "{text:?}");
+    assert_eq!(daemon.pending_ids().await, [id]);
+}
+
 /// The page signs in with the one-time code (or the token) for a session key it keeps in its
 /// tab and sends as a header. No cookie: a browser would send it to every port of the host and
 /// let any of them replace or delete it.

@@ -105,7 +105,9 @@ impl Daemon {
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let text = String::from_utf8_lossy(&bytes).to_string();
         assert!(
-            !text.contains(&self.token),
+            !text
+                .to_ascii_lowercase()
+                .contains(&self.token.to_ascii_lowercase()),
             "a response echoed the token: {text}"
         );
         let value = if bytes.is_empty() {
