@@ -29,7 +29,7 @@ pub(crate) async fn pending(
     State(state): State<AppState>,
     Query(query): Query<PendingQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(u32::MAX);
+    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(crate::events::MAX_PAGE);
     crate::body::not_empty(
         query.session.as_deref(),
         "bad_session",

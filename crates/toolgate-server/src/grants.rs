@@ -19,6 +19,7 @@ use crate::state::AppState;
 pub(crate) struct ListQuery {
     session: Option<String>,
     tool: Option<String>,
+    limit: Option<u32>,
 }
 
 /// The session a grant is kept for, when it is kept for one.
@@ -31,8 +32,9 @@ fn session_of(grant: &Grant) -> Option<&str> {
     }
 }
 
-/// `GET /api/grants[?session=S][&tool=T]`: every grant, oldest first; those kept for one
-/// session, or about one tool, when given.
+/// `GET /api/grants[?session=S][&tool=T][&limit=N]`: the grants, oldest first — those kept for
+/// one session, or about one tool, when given — at most `limit` of them (1,000 unless fewer
+/// are asked for), and how many there are (`total`).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
@@ -44,7 +46,8 @@ pub(crate) async fn list(
             format!("`{name}` names one; leave it out for every grant"),
         )?;
     }
-    let grants: Vec<Grant> = state
+    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(crate::events::MAX_PAGE);
+    let mut grants: Vec<Grant> = state
         .store()
         .list()
         .await?
@@ -52,7 +55,9 @@ pub(crate) async fn list(
         .filter(|g| query.session.is_none() || session_of(g) == query.session.as_deref())
         .filter(|g| query.tool.as_ref().is_none_or(|tool| g.tool == *tool))
         .collect();
-    Ok(Json(json!({ "grants": grants })))
+    let total = grants.len();
+    grants.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+    Ok(Json(json!({ "grants": grants, "total": total })))
 }
 
 /// Who acts: `?by=NAME` (a `DELETE` has no body to say it in).

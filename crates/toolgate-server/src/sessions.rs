@@ -203,7 +203,8 @@ pub(crate) async fn list(
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let limit = crate::events::page_size(query.limit, "limit")?
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        .min(crate::events::MAX_PAGE as usize);
     let rows = state.store().sessions().await?;
     let total = rows.len();
     let sessions: Vec<Value> = rows.into_iter().take(limit).map(|s| s.snapshot).collect();

@@ -1569,7 +1569,7 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     let (_, body) = daemon.call("GET", "/api/grants?tol=pay", None).await;
     assert_eq!(
         body["error"]["message"],
-        "`tol` is not a query parameter of this route (it takes `session` or `tool`)"
+        "`tol` is not a query parameter of this route (it takes `session`, `tool`, `limit`)"
     );
     let (_, body) = daemon.call("GET", "/api/sessions/s1?x=1", None).await;
     assert_eq!(
@@ -2110,6 +2110,63 @@ async fn pending_requests_are_bounded_and_listed_a_page_at_a_time() {
         )
         .await;
     assert_eq!(status, StatusCode::ACCEPTED, "an answer made room");
+}
+
+/// The lists are pages: the pending list, the sessions and the grants hold at most 1,000 unless
+/// fewer are asked for, and say how many there are.
+#[tokio::test]
+async fn lists_hold_at_most_a_thousand_and_say_how_many_there_are() {
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &patient_policy()).await;
+    let mut opened = Vec::new();
+    for i in 0..1001 {
+        let call =
+            json!({"tool": "pay", "args": {"n": i}, "context": {"session": format!("s{i}")}});
+        let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        opened.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let (_, page) = daemon.call("GET", "/api/pending", None).await;
+    assert_eq!(
+        (
+            page["pending"].as_array().unwrap().len(),
+            page["total"].as_u64()
+        ),
+        (1000, Some(1001))
+    );
+    assert_eq!(page["pending"][0]["id"], opened[0].as_str(), "oldest first");
+    let (_, page) = daemon.call("GET", "/api/sessions", None).await;
+    assert_eq!(
+        (
+            page["sessions"].as_array().unwrap().len(),
+            page["total"].as_u64()
+        ),
+        (1000, Some(1001))
+    );
+    for id in &opened[..3] {
+        assert_eq!(daemon.answer(id, "allow-always").await.0, StatusCode::OK);
+    }
+    let (_, page) = daemon.call("GET", "/api/grants?limit=2", None).await;
+    assert_eq!(
+        (
+            page["grants"].as_array().unwrap().len(),
+            page["total"].as_u64()
+        ),
+        (2, Some(3))
+    );
+    let (_, page) = daemon.call("GET", "/api/grants?session=s2", None).await;
+    assert_eq!(
+        (
+            page["grants"].as_array().unwrap().len(),
+            page["total"].as_u64()
+        ),
+        (1, Some(1))
+    );
+    for bad in ["0", "1001", "x"] {
+        let (status, error) = daemon
+            .call("GET", &format!("/api/grants?limit={bad}"), None)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "limit={bad}: {error}");
+    }
 }
 
 /// With `retain`, the events and decided decisions recorded longer ago are removed when the

@@ -32,6 +32,10 @@ pub use record::{
 pub use sqlite::{Durability, SqliteStore};
 
 use async_trait::async_trait;
+
+/// A page of events read at once ends with the event that brings it to this many bytes: a
+/// page of large calls' events stays a few megabytes, not a thousand times a call.
+pub const PAGE_BYTES: usize = 8 << 20;
 use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
@@ -146,7 +150,8 @@ pub trait Store: GrantStore {
         })
     }
 
-    /// Events after sequence number `after`, oldest first, at most `limit`.
+    /// Events after sequence number `after`, oldest first, at most `limit`, and no more once
+    /// they hold [`PAGE_BYTES`] (at least one).
     async fn events_after(
         &self,
         after: i64,
@@ -154,7 +159,8 @@ pub trait Store: GrantStore {
         limit: u32,
     ) -> Result<Vec<EventRecord>, StoreError>;
 
-    /// The newest `limit` events matching `filter`, newest first.
+    /// The newest `limit` events matching `filter`, newest first, and no more once they hold
+    /// [`PAGE_BYTES`] (at least one).
     async fn latest(
         &self,
         filter: &EventFilter,

@@ -1298,7 +1298,18 @@ impl SqliteStore {
         self.read(Table::Events, |connection| {
             let mut statement = connection.prepare_cached(&sql)?;
             let rows = statement.query_map(rusqlite::params_from_iter(values), event_from_row)?;
-            rows.map(|row| row?).collect()
+            // A page ends early once it holds PAGE_BYTES of events (a thousand large calls
+            // would be a gigabyte).
+            let (mut events, mut bytes) = (Vec::new(), 0usize);
+            for row in rows {
+                let event = row??;
+                bytes = bytes.saturating_add(event.body.as_str().len());
+                events.push(event);
+                if bytes >= crate::PAGE_BYTES {
+                    break;
+                }
+            }
+            Ok(events)
         })
     }
 }
@@ -2224,6 +2235,40 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(kinds(read), ["kept", "after"]);
+    }
+
+    /// A page of events ends with the one that brings it to `PAGE_BYTES`, oldest first and
+    /// newest first alike; one event larger than that is a page of its own.
+    #[tokio::test]
+    async fn a_page_of_events_is_bounded_in_bytes_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("toolgate.db"))
+            .await
+            .unwrap();
+        let large = "x".repeat(crate::PAGE_BYTES / 3);
+        for i in 0..5 {
+            let event = EventRecord::new("large", json!({"n": i, "blob": large}));
+            store.append(&[event]).await.unwrap();
+        }
+        let filter = EventFilter::default();
+        let seqs =
+            |events: Vec<EventRecord>| -> Vec<i64> { events.iter().map(|e| e.seq).collect() };
+        assert_eq!(
+            seqs(store.events_after(0, &filter, 10).await.unwrap()),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            seqs(store.events_after(3, &filter, 10).await.unwrap()),
+            [4, 5]
+        );
+        assert_eq!(seqs(store.latest(&filter, 10).await.unwrap()), [5, 4, 3]);
+        assert_eq!(
+            seqs(store.events_after(0, &filter, 2).await.unwrap()),
+            [1, 2]
+        );
+        let huge = EventRecord::new("huge", json!({"blob": "y".repeat(crate::PAGE_BYTES)}));
+        store.append(&[huge]).await.unwrap();
+        assert_eq!(seqs(store.events_after(5, &filter, 10).await.unwrap()), [6]);
     }
 
     /// A commit nested deeper than serde_json reads back is refused, and nothing of it is kept;

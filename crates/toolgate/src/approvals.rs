@@ -113,6 +113,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     None => writeln!(out, "nothing is waiting")?,
                 }
             }
+            let shown = pending.len() as u64;
             for item in pending {
                 let request = if field(field(&item, "request"), "request").is_object() {
                     &field(field(&item, "request"), "request")
@@ -171,6 +172,16 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         covers(field(always, "targets"), field(always, "scope"))
                     )?;
                 }
+            }
+            // The daemon lists the oldest 1,000.
+            let more = field(&body, "total")
+                .as_u64()
+                .map_or(0, |total| total.saturating_sub(shown));
+            if more > 0 {
+                writeln!(
+                    out,
+                    "… and {more} more waiting (answer these to see them, or list one --session)"
+                )?;
             }
             Ok(EXIT_OK)
         }

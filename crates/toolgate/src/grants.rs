@@ -80,6 +80,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             if grants.is_empty() {
                 writeln!(out, "no grants")?;
             }
+            let shown = grants.len() as u64;
             for g in grants {
                 writeln!(
                     out,
@@ -87,6 +88,16 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                     folded(field(&g, "id"), 100),
                     grant_line(&g),
                     folded(field(&g, "created_by"), 100)
+                )?;
+            }
+            // The daemon lists the oldest 1,000.
+            let more = field(&body, "total")
+                .as_u64()
+                .map_or(0, |total| total.saturating_sub(shown));
+            if more > 0 {
+                writeln!(
+                    out,
+                    "… and {more} more (list those of one --session or --tool)"
                 )?;
             }
             Ok(EXIT_OK)

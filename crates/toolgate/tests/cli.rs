@@ -860,6 +860,46 @@ fn help_text_is_committed_and_current() {
     );
 }
 
+/// The daemon lists the oldest 1,000 waiting requests and grants; the clients say how many more
+/// there are, and how to reach them.
+#[test]
+fn the_clients_say_how_many_more_there_are_than_a_list_shows() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let mut ids = Vec::new();
+    for i in 0..1001 {
+        let call = json!({"tool": "bash", "args": {"command": format!("cargo publish -p c{i}")},
+                          "context": {"workspace": "/tmp", "session": format!("s{i}")}});
+        let (status, body) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+        assert_eq!(status, 202, "{body}");
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let listed = stdout(&daemon.client(&["approvals"]));
+    assert!(
+        listed
+            .ends_with("… and 1 more waiting (answer these to see them, or list one --session)\n"),
+        "{}",
+        &listed[listed.len().saturating_sub(300)..]
+    );
+    for id in &ids {
+        let (status, body) = daemon
+            .http(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(&json!({"decision": "allow-always"})),
+            )
+            .unwrap();
+        assert_eq!(status, 200, "{body}");
+    }
+    let listed = stdout(&daemon.client(&["grants"]));
+    assert!(
+        listed.ends_with("… and 1 more (list those of one --session or --tool)\n"),
+        "{}",
+        &listed[listed.len().saturating_sub(300)..]
+    );
+    assert!(!stdout(&daemon.client(&["grants", "--session", "s7"])).contains("more"));
+}
+
 #[test]
 fn people_answer_list_and_revoke_from_the_command_line() {
     let data = tempfile::tempdir().unwrap();
