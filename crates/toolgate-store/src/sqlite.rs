@@ -1562,7 +1562,7 @@ impl Store for SqliteStore {
         journal::encode_into(&mut record, &entry)?;
         // What serde_json cannot read back (in the journal at the next start, in the database,
         // in a client) is not committed.
-        let nested = crate::record::nesting(&record);
+        let nested = journal::nesting(&record);
         if nested > crate::record::MAX_NESTING {
             journal.buffer = record;
             return Err(StoreError(format!(
