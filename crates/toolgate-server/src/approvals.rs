@@ -35,6 +35,15 @@ pub(crate) async fn pending(
         "bad_session",
         "`session` names a session; leave it out for every session's requests",
     )?;
+    // A name no call could have given waits nowhere: said, not listed as empty.
+    if let Some(session) = &query.session
+        && !crate::sessions::valid_name(session)
+    {
+        return Err(ApiError::bad_request(
+            "bad_session",
+            "`session` is a session id: 1 to 128 ASCII letters, digits and `-_.:/`",
+        ));
+    }
     let (pending, total) = state
         .store()
         .pending_page(query.session.as_deref(), limit)

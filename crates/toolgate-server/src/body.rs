@@ -333,12 +333,15 @@ where
                     .replace("invalid float literal", "not a number")
                     .replace("invalid digit found in string", "not a whole number")
                     .replace("number too large to fit in target type", "too large");
+                // A parameter given twice is not a number written wrong.
+                let hint = if detail.starts_with("duplicate field") {
+                    "give each parameter once"
+                } else {
+                    "numbers are written plain, like `?wait=5` or `?after=10&limit=100`"
+                };
                 ApiError::bad_request(
                     "invalid_query",
-                    format!(
-                        "a query parameter is malformed ({detail}); numbers are written plain, \
-                         like `?wait=5` or `?after=10&limit=100`"
-                    ),
+                    format!("a query parameter is malformed ({detail}); {hint}"),
                 )
             })
     }

@@ -87,15 +87,23 @@ impl LogQuery {
                 )
             })?),
         };
+        let kinds: Vec<String> = self
+            .kind
+            .iter()
+            .flat_map(|k| k.split(','))
+            .map(|k| k.trim().to_owned())
+            .filter(|k| !k.is_empty())
+            .collect();
+        // `type=` (or `type=,`) is not "every type": refused as an empty `session=` is.
+        if self.kind.is_some() && kinds.is_empty() {
+            return Err(ApiError::bad_request(
+                "bad_type",
+                "`type` names event types, separated by commas; leave it out for every type",
+            ));
+        }
         Ok(EventFilter {
             session: session.or_else(|| self.session.clone()),
-            kinds: self
-                .kind
-                .iter()
-                .flat_map(|k| k.split(','))
-                .map(|k| k.trim().to_owned())
-                .filter(|k| !k.is_empty())
-                .collect(),
+            kinds,
             request_id: self.request_id.clone(),
             since,
         })
@@ -285,12 +293,22 @@ fn served(events: &[EventRecord]) -> Result<Vec<JsonText>, ApiError> {
         .collect::<Result<_, _>>()?)
 }
 
+/// A stream's parameters are the audit log's but its page sizes: an unknown one's error says
+/// what a stream takes.
+fn streams_take(mut error: ApiError) -> ApiError {
+    if error.code == "unknown_parameter" {
+        error.message = error.message.replace("`limit`, `last`, ", "");
+    }
+    error
+}
+
 /// `GET /api/events`: every event, live.
 pub(crate) async fn all(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Query(query): Query<LogQuery>,
+    query: Result<Query<LogQuery>, ApiError>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let Query(query) = query.map_err(streams_take)?;
     stream_events(state, &headers, &query, None).await
 }
 
@@ -299,8 +317,9 @@ pub(crate) async fn of_session(
     State(state): State<AppState>,
     Path(session): Path<String>,
     headers: HeaderMap,
-    Query(query): Query<LogQuery>,
+    query: Result<Query<LogQuery>, ApiError>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let Query(query) = query.map_err(streams_take)?;
     if state.store().session(&session).await?.is_none() {
         return Err(ApiError::not_found(format!("no session `{session}`")));
     }

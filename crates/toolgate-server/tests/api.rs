@@ -1566,6 +1566,45 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         message.starts_with("`until` is not a query parameter of this route (it takes `after`"),
         "{message}"
     );
+    // A stream names what it takes, which is not a page size.
+    let request = daemon.request("GET", "/api/events?foo=1", None);
+    let (status, body) = daemon.send(request).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("(it takes `after`, `session`") && !message.contains("`limit`"),
+        "{message}"
+    );
+    // Empty filters are refused, not read as "every": `type` as `session` is.
+    for path in [
+        "/api/audit?type=",
+        "/api/audit?type=,",
+        "/api/events?type=%20",
+    ] {
+        let (status, body) = daemon.send(daemon.request("GET", path, None)).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("bad_type")),
+            "{path}: {body}"
+        );
+    }
+    // A session name no call could give, in the pending list's filter.
+    let (status, body) = daemon.call("GET", "/api/pending?session=a%20b", None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_session")),
+        "{body}"
+    );
+    // A parameter given twice is said as such.
+    let (status, body) = daemon
+        .call("GET", "/api/pending?session=a&session=b", None)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("give each parameter once") && !message.contains("numbers"),
+        "{message}"
+    );
     let (_, body) = daemon.call("GET", "/api/grants?tol=pay", None).await;
     assert_eq!(
         body["error"]["message"],
@@ -1726,19 +1765,21 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         "{answer}"
     );
     assert!(daemon.pending_ids().await.contains(&id), "still pending");
-    // A fork names the branch it starts from with a string.
-    let (status, answer) = daemon
-        .call(
-            "POST",
-            "/api/sessions/s1/branches",
-            Some(json!({"name": "b2", "from": 5})),
-        )
-        .await;
-    assert_eq!(
-        (status, answer["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_branch")),
-        "{answer}"
-    );
+    // A fork names the branch it starts from with a string that can name one.
+    for from in [json!(5), json!("a b"), json!("")] {
+        let (status, answer) = daemon
+            .call(
+                "POST",
+                "/api/sessions/s1/branches",
+                Some(json!({"name": "b2", "from": from})),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("invalid_branch")),
+            "{from}: {answer}"
+        );
+    }
     // HPD's envelope names its type with a string.
     let (status, answer) = daemon
         .call(
