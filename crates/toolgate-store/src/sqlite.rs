@@ -2917,13 +2917,10 @@ mod tests {
         assert_eq!(store.last_seq().await.unwrap(), 5);
     }
 
-    /// Reads waiting behind one that found the database locked do not each wait a timeout of
-    /// their own in turn (six in a row would take six timeouts); once the lock is let go, the
-    /// next read goes through at once.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 6)]
-    async fn waiters_behind_a_locked_database_are_told_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("toolgate.db");
+    /// A store in `dir` with event `first` applied and `queued` journaled behind another
+    /// program's write lock, and that program's connection (which holds it).
+    async fn queued_behind_a_lock(dir: &Path) -> (SqliteStore, Connection) {
+        let path = dir.join("toolgate.db");
         let store = SqliteStore::open_with(&path, Durability::Process)
             .await
             .unwrap();
@@ -2931,8 +2928,18 @@ mod tests {
         let _ = store.last_seq().await.unwrap();
         let outside = Connection::open(&path).unwrap();
         outside.execute_batch("BEGIN IMMEDIATE").unwrap();
-        // Journaled, not applied: reading events must catch up first.
         store.append(&[event("queued", "r")]).await.unwrap();
+        (store, outside)
+    }
+
+    /// Reads waiting behind one that found the database locked do not each wait a timeout of
+    /// their own in turn (six in a row would take six timeouts); once the lock is let go, the
+    /// next read goes through at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 6)]
+    async fn waiters_behind_a_locked_database_are_told_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // Journaled, not applied: reading events must catch up first.
+        let (store, outside) = queued_behind_a_lock(dir.path()).await;
         let started = std::time::Instant::now();
         let reads: Vec<_> = (0..6)
             .map(|_| {
@@ -2963,15 +2970,7 @@ mod tests {
     #[tokio::test]
     async fn the_applier_does_not_spin_while_the_database_is_locked() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("toolgate.db");
-        let store = SqliteStore::open_with(&path, Durability::Process)
-            .await
-            .unwrap();
-        store.append(&[event("first", "r")]).await.unwrap();
-        let _ = store.last_seq().await.unwrap();
-        let outside = Connection::open(&path).unwrap();
-        outside.execute_batch("BEGIN IMMEDIATE").unwrap();
-        store.append(&[event("queued", "r")]).await.unwrap();
+        let (store, outside) = queued_behind_a_lock(dir.path()).await;
         let before = store.shared.applies_tried.load(Ordering::SeqCst);
         // One busy timeout the applier waits out, then the second the writes after it are
         // told at once, and more.

@@ -113,7 +113,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     None => writeln!(out, "nothing is waiting")?,
                 }
             }
-            let shown = pending.len() as u64;
+            let shown = pending.len();
             for item in pending {
                 let request = if field(field(&item, "request"), "request").is_object() {
                     &field(field(&item, "request"), "request")
@@ -173,10 +173,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     )?;
                 }
             }
-            // The daemon lists the oldest 1,000.
-            let more = field(&body, "total")
-                .as_u64()
-                .map_or(0, |total| total.saturating_sub(shown));
+            let more = crate::client::more_than(&body, shown);
             if more > 0 {
                 writeln!(
                     out,

@@ -31,6 +31,14 @@ pub(crate) struct ClientArgs {
 }
 
 /// A field of a JSON object (`null` when absent).
+/// How many more a list's `total` says there are than the `shown` it holds (the daemon lists
+/// at most 1,000).
+pub(crate) fn more_than(body: &Value, shown: usize) -> u64 {
+    field(body, "total")
+        .as_u64()
+        .map_or(0, |total| total.saturating_sub(shown as u64))
+}
+
 pub(crate) fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
     value.get(key).unwrap_or(&Value::Null)
 }

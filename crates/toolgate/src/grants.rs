@@ -80,7 +80,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             if grants.is_empty() {
                 writeln!(out, "no grants")?;
             }
-            let shown = grants.len() as u64;
+            let shown = grants.len();
             for g in grants {
                 writeln!(
                     out,
@@ -90,10 +90,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                     folded(field(&g, "created_by"), 100)
                 )?;
             }
-            // The daemon lists the oldest 1,000.
-            let more = field(&body, "total")
-                .as_u64()
-                .map_or(0, |total| total.saturating_sub(shown));
+            let more = crate::client::more_than(&body, shown);
             if more > 0 {
                 writeln!(
                     out,
