@@ -26,8 +26,8 @@ mod record;
 mod sqlite;
 
 pub use record::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, MAX_NESTING, PendingRecord,
-    SessionRow, StoreError, nesting,
+    DecisionRow, DecisionStatus, EVENT_NESTING, EventFilter, EventRecord, JsonText, MAX_NESTING,
+    PendingRecord, SessionRow, StoreError, nesting,
 };
 pub use sqlite::{Durability, SqliteStore};
 

@@ -95,6 +95,34 @@ pub(crate) fn from_stored<T: serde::de::DeserializeOwned>(
     }
 }
 
+/// The deepest an event's body nests: what lies deeper is left out of it, said in its place.
+pub const EVENT_NESTING: usize = 64;
+
+/// Replaces what in `value` (itself one level) nests more than `most` levels deep with a string
+/// saying so.
+fn cut_deeper_than(value: &mut Value, most: usize) {
+    let mut stack: Vec<(&mut Value, usize)> = vec![(value, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Vec<&mut Value> = match value {
+            Value::Array(items) => items.iter_mut().collect(),
+            Value::Object(fields) => fields.values_mut().collect(),
+            _ => continue,
+        };
+        for child in children {
+            if !(child.is_array() || child.is_object()) {
+                continue;
+            }
+            if depth >= most {
+                *child = Value::String(format!(
+                    "[nested more than {EVENT_NESTING} levels: left out]"
+                ));
+            } else {
+                stack.push((child, depth + 1));
+            }
+        }
+    }
+}
+
 pub(crate) fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_micros(time).to_string()
 }
@@ -150,6 +178,11 @@ impl EventRecord {
     }
 
     fn from_body(mut body: Map<String, Value>) -> EventRecord {
+        // A tool's output or a model's arguments may nest without end: what an event keeps of
+        // them stops where a commit could not take it (the rest of its batch would go with it).
+        for value in body.values_mut() {
+            cut_deeper_than(value, EVENT_NESTING - 1);
+        }
         body.entry("schema")
             .or_insert_with(|| Value::String(toolgate_runtime::EVENT_SCHEMA.to_owned()));
         body.remove("seq");
@@ -399,6 +432,25 @@ mod nesting_tests {
         assert_eq!(nesting(b"{\"a\": [1, {\"b\": []}], \"c\": {}}"), 4);
         assert_eq!(nesting(br#"["[[[", "\"[[", {"}": "\\"}]"#), 2);
         assert_eq!(nesting(nested(200).as_bytes()), 200);
+    }
+
+    /// What an event would keep nested past its bound is left out, said in its place; the
+    /// rest is kept as it is.
+    #[test]
+    fn an_events_body_is_cut_where_it_nests_too_deep() {
+        let deep: Value = serde_json::from_str(&nested(120)).unwrap();
+        let event = EventRecord::new(
+            "tool_result",
+            serde_json::json!({"content": deep, "ok": [1]}),
+        );
+        let text = event.body.as_str();
+        assert_eq!(nesting(text.as_bytes()), EVENT_NESTING, "{text}");
+        assert!(text.contains("levels: left out]"), "{text}");
+        let body = event.body.to_value().unwrap();
+        assert_eq!(body["ok"], serde_json::json!([1]));
+        let shallow: Value = serde_json::from_str(&nested(EVENT_NESTING - 1)).unwrap();
+        let event = EventRecord::new("tool_result", serde_json::json!({"content": shallow}));
+        assert_eq!(event.body.to_value().unwrap()["content"], shallow);
     }
 
     #[test]
