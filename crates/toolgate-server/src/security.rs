@@ -284,6 +284,9 @@ pub(crate) async fn contained(handler: impl std::future::Future<Output = Respons
     }
 }
 
+/// How many characters of a secret in a row an error body may not hold.
+const SECRET_RUN: usize = 16;
+
 /// The most of an error's body read to redact it (an error quotes at most 1 KiB of what was
 /// sent).
 const MAX_ERROR_BODY: usize = 64 << 10;
@@ -302,36 +305,52 @@ async fn redacted(state: &AppState, response: Response) -> Response {
         .into_response();
     };
     let lower = bytes.to_ascii_lowercase();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for secret in state.secrets() {
+    // Any run of SECRET_RUN characters of a secret, not only a whole one: a message cut at
+    // 1 KiB may end inside one, and what is left of it would be most of it.
+    let secrets = state.secrets();
+    let mut runs: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+    let mut short: Vec<&[u8]> = Vec::new();
+    for secret in &secrets {
         let secret = secret.as_bytes();
-        if secret.is_empty() || secret.len() > lower.len() {
-            continue;
-        }
-        let mut at = 0;
-        while let Some(found) = lower
-            .get(at..)
-            .and_then(|rest| rest.windows(secret.len()).position(|w| w == secret))
-        {
-            spans.push((at + found, at + found + secret.len()));
-            at += found + secret.len();
+        if secret.len() >= SECRET_RUN {
+            runs.extend(secret.windows(SECRET_RUN));
+        } else if !secret.is_empty() {
+            short.push(secret);
         }
     }
-    if spans.is_empty() {
+    let mut hidden = vec![false; lower.len()];
+    let mut mark = |at: usize, length: usize| {
+        for slot in hidden.iter_mut().skip(at).take(length) {
+            *slot = true;
+        }
+    };
+    for (at, window) in lower.windows(SECRET_RUN).enumerate() {
+        if runs.contains(window) {
+            mark(at, SECRET_RUN);
+        }
+    }
+    for secret in short {
+        for (at, window) in lower.windows(secret.len()).enumerate() {
+            if window == secret {
+                mark(at, secret.len());
+            }
+        }
+    }
+    if !hidden.contains(&true) {
         return Response::from_parts(parts, Body::from(bytes));
     }
-    spans.sort_unstable();
     let mut out = Vec::with_capacity(bytes.len());
-    let mut from = 0;
-    for (start, end) in spans {
-        if end <= from {
-            continue;
+    for (at, byte) in bytes.iter().enumerate() {
+        match (
+            hidden.get(at),
+            at.checked_sub(1).and_then(|before| hidden.get(before)),
+        ) {
+            // The first character of a hidden run says so; the rest go.
+            (Some(true), Some(true)) => {}
+            (Some(true), _) => out.extend_from_slice(b"[redacted]"),
+            _ => out.push(*byte),
         }
-        out.extend_from_slice(bytes.get(from..start.max(from)).unwrap_or_default());
-        out.extend_from_slice(b"[redacted]");
-        from = end;
     }
-    out.extend_from_slice(bytes.get(from..).unwrap_or_default());
     parts.headers.remove(header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(out))
 }
