@@ -229,9 +229,14 @@ function where(g) {
   return g.scope || "";
 }
 
-function renderGrants(grants) {
+function renderGrants(grants, total) {
   const body = document.querySelector("#grants tbody");
   body.replaceChildren();
+  // The daemon lists the oldest 1,000.
+  if (total > grants.length) {
+    body.append(el("tr", {}, el("td", { colspan: "6" },
+      `The oldest ${grants.length} of ${total} are shown; \`toolgate grants --session S\` or \`--tool T\` lists the others.`)));
+  }
   for (const g of grants) {
     body.append(el("tr", { "data-id": g.id },
       el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
@@ -267,7 +272,7 @@ async function load() {
     ]);
     renderPending(pending.pending, pending.total);
     renderDecisions(audit.events);
-    renderGrants(grants.grants);
+    renderGrants(grants.grants, grants.total);
     showApp();
   } catch (error) {
     if (error.status === 401) showSignIn();

@@ -289,12 +289,12 @@ pub(crate) async fn fork(
         .to_owned();
     let from = match body.get("from") {
         None | Some(Value::Null) => MAIN_BRANCH.to_owned(),
-        Some(Value::String(from)) if valid_name(from) => from.clone(),
+        // Any name: a hosted agent's branches may be named anything (an unknown one is a 404).
+        Some(Value::String(from)) => from.clone(),
         Some(_) => {
             return Err(ApiError::bad_request(
                 "invalid_branch",
-                "`from` names the branch to fork (letters, digits and `-_.:/`; `main` when left \
-                 out)",
+                "`from` names the branch to fork (a string; `main` when left out)",
             ));
         }
     };

@@ -1588,13 +1588,6 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
             "{path}: {body}"
         );
     }
-    // A session name no call could give, in the pending list's filter.
-    let (status, body) = daemon.call("GET", "/api/pending?session=a%20b", None).await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("bad_session")),
-        "{body}"
-    );
     // A parameter given twice is said as such.
     let (status, body) = daemon
         .call("GET", "/api/pending?session=a&session=b", None)
@@ -1765,8 +1758,9 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
         "{answer}"
     );
     assert!(daemon.pending_ids().await.contains(&id), "still pending");
-    // A fork names the branch it starts from with a string that can name one.
-    for from in [json!(5), json!("a b"), json!("")] {
+    // A fork names the branch it starts from with a string (any: a hosted agent's branches
+    // may be named anything; an unknown one is a 404).
+    for from in [json!(5), json!(["main"])] {
         let (status, answer) = daemon
             .call(
                 "POST",

@@ -30,7 +30,6 @@ pub(crate) struct ClientArgs {
     pub(crate) token_file: Option<PathBuf>,
 }
 
-/// A field of a JSON object (`null` when absent).
 /// How many more a list's `total` says there are than the `shown` it holds (the daemon lists
 /// at most 1,000).
 pub(crate) fn more_than(body: &Value, shown: usize) -> u64 {
@@ -39,6 +38,7 @@ pub(crate) fn more_than(body: &Value, shown: usize) -> u64 {
         .map_or(0, |total| total.saturating_sub(shown as u64))
 }
 
+/// A field of a JSON object (`null` when absent).
 pub(crate) fn field<'a>(value: &'a Value, key: &str) -> &'a Value {
     value.get(key).unwrap_or(&Value::Null)
 }

@@ -125,6 +125,7 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             // No such grant: the start of one grant's id names it.
             let mut id = id.clone();
             if reply.status == 404 && id.chars().count() >= SHORT_ID {
+                // (Among the oldest 1,000: a grant past them is revoked by its whole id.)
                 let (_, grants) = client.list("/api/grants", "grants", args.json)?;
                 let ids = grants.iter().filter_map(|g| field(g, "id").as_str());
                 if let Some(full) = one_starting_with(ids, &id, "grants'")? {
