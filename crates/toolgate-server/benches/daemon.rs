@@ -373,8 +373,10 @@ async fn run(
     }
     let opened = started.elapsed();
     let after = rss_kib();
-    let (_, pending) = plain.send("GET", "/api/pending", None).await;
-    let count = pending["pending"].as_array().unwrap().len();
+    // The list shows the oldest 1,000; `total` counts every one held.
+    let (_, pending) = plain.send("GET", "/api/pending?limit=1", None).await;
+    let count = pending["total"].as_u64().unwrap();
+    assert_eq!(count, held as u64);
     println!(
         "  pending requests held                  {count:>8}   (opened in {:.2} s)",
         opened.as_secs_f64()
