@@ -202,9 +202,8 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = crate::events::page_size(query.limit, "limit")?
-        .map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX))
-        .min(crate::events::MAX_PAGE as usize);
+    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(crate::events::MAX_PAGE);
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let rows = state.store().sessions().await?;
     let total = rows.len();
     let sessions: Vec<Value> = rows.into_iter().take(limit).map(|s| s.snapshot).collect();

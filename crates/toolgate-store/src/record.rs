@@ -101,24 +101,38 @@ pub const EVENT_NESTING: usize = 64;
 /// Replaces what in `value` (itself one level) nests more than `most` levels deep with a string
 /// saying so.
 fn cut_deeper_than(value: &mut Value, most: usize) {
+    // A child one level down: cut when it is past the bound, else looked into in turn.
+    fn visit<'a>(
+        child: &'a mut Value,
+        depth: usize,
+        most: usize,
+        stack: &mut Vec<(&'a mut Value, usize)>,
+    ) {
+        if !(child.is_array() || child.is_object()) {
+            return;
+        }
+        if depth >= most {
+            *child = Value::String(format!(
+                "[nested more than {EVENT_NESTING} levels: left out]"
+            ));
+        } else {
+            stack.push((child, depth + 1));
+        }
+    }
     let mut stack: Vec<(&mut Value, usize)> = vec![(value, 1)];
     while let Some((value, depth)) = stack.pop() {
-        let children: Vec<&mut Value> = match value {
-            Value::Array(items) => items.iter_mut().collect(),
-            Value::Object(fields) => fields.values_mut().collect(),
-            _ => continue,
-        };
-        for child in children {
-            if !(child.is_array() || child.is_object()) {
-                continue;
+        match value {
+            Value::Array(items) => {
+                for child in items.iter_mut() {
+                    visit(child, depth, most, &mut stack);
+                }
             }
-            if depth >= most {
-                *child = Value::String(format!(
-                    "[nested more than {EVENT_NESTING} levels: left out]"
-                ));
-            } else {
-                stack.push((child, depth + 1));
+            Value::Object(fields) => {
+                for child in fields.values_mut() {
+                    visit(child, depth, most, &mut stack);
+                }
             }
+            _ => {}
         }
     }
 }
@@ -299,10 +313,8 @@ impl JsonText {
 
     /// Text that must be JSON (it is checked).
     pub fn parse(text: String) -> Result<JsonText, serde_json::Error> {
-        if nesting(text.as_bytes()) < 128 {
-            return RawValue::from_string(text).map(JsonText);
-        }
-        // Stored before commits were bounded (see `from_stored`).
+        // Read as stored JSON is (see `from_stored`): text older versions wrote deeper than
+        // serde_json reads at once is JSON all the same.
         from_stored::<Box<RawValue>>(text.as_bytes()).map(JsonText)
     }
 
