@@ -407,8 +407,15 @@ pub(crate) fn secret() -> String {
     format!("{a}{b}")
 }
 
+/// Whether `c` may be in a token: what RFC 6750 lets a bearer credential hold (its trailing
+/// `=` padding aside), so the token is sent as written and is the same text in a header, a
+/// JSON string and the redaction of error bodies (a quote or backslash would be escaped there).
+fn bearer_character(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '+' | '/')
+}
+
 /// Reads the token, creating it (mode 0600) at first start. A token file readable by others
-/// is refused.
+/// is refused, and so is a token a bearer header cannot carry.
 pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
     let fail = |what: &str, e: std::io::Error| {
         ConfigError(format!(
@@ -434,6 +441,13 @@ pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
             if token.len() < 32 {
                 return Err(ConfigError(format!(
                     "the token in {} is too short (at least 32 characters)",
+                    path.display()
+                )));
+            }
+            if let Some(odd) = token.chars().find(|&c| !bearer_character(c)) {
+                return Err(ConfigError(format!(
+                    "the token in {} holds {odd:?}, which a bearer token cannot (RFC 6750): use \
+                     letters, digits and `-._~+/` (a new one is made when the file is removed)",
                     path.display()
                 )));
             }
@@ -525,6 +539,34 @@ mod tests {
             std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
             std::os::unix::fs::symlink("/dev/zero", &path).unwrap_or_else(|e| panic!("{e}"));
             assert!(load_or_create_token(&path).is_err());
+        }
+    }
+
+    #[test]
+    fn a_token_a_bearer_header_cannot_carry_is_refused() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("token");
+        let write = |text: &str| {
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            }
+        };
+        let good = "Abc-._~+/0123456789abcdefghijklmnopqrstuvwxyz";
+        write(&format!("{good}\n"));
+        assert_eq!(load_or_create_token(&path), Ok(good.to_owned()));
+        for odd in ['"', '\\', ' ', '=', 'é', '\u{7}'] {
+            write(&format!("{good}{odd}{good}\n"));
+            let error = load_or_create_token(&path).map_err(|e| e.to_string());
+            assert!(
+                error.as_ref().is_err_and(
+                    |e| e.contains("bearer token cannot") && e.contains(&format!("{odd:?}"))
+                ),
+                "{odd:?}: {error:?}"
+            );
         }
     }
 
