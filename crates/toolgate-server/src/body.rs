@@ -48,8 +48,7 @@ impl FromRequest<AppState> for JsonBody {
                     )
                 }
             })?;
-        let nested = toolgate_store::nesting(&bytes);
-        if nested > MAX_NESTING {
+        if let Some(nested) = toolgate_store::nests_deeper(&bytes, MAX_NESTING) {
             return Err(ApiError::bad_request(
                 "too_deep",
                 format!(

@@ -50,10 +50,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// How deeply a record's JSON nests: its payload's (the header is binary, and a byte of it may
-/// look like a quote).
-pub(crate) fn nesting(record: &[u8]) -> usize {
-    crate::record::nesting(record.get(HEADER..).unwrap_or_default())
+/// How deeply a record's JSON nests, when deeper than `limit`: its payload's (the header is
+/// binary, and a byte of it may look like a quote or a bracket).
+pub(crate) fn nests_deeper(record: &[u8], limit: usize) -> Option<usize> {
+    crate::record::nests_deeper(record.get(HEADER..).unwrap_or_default(), limit)
 }
 
 /// The bytes of `entry`'s record.
@@ -392,8 +392,12 @@ mod tests {
     fn a_records_nesting_is_its_payloads() {
         let mut record = b"\"\"\"\"\"\"\"\"".to_vec();
         record.extend_from_slice(b"{\"a\": [[{}]]}");
-        assert_eq!(nesting(&record), 4);
-        assert_eq!(nesting(b"\"\""), 0);
+        assert_eq!(nests_deeper(&record, 3), Some(4));
+        assert_eq!(nests_deeper(&record, 4), None);
+        let mut record = b"[[[[[[[[".to_vec();
+        record.extend_from_slice(b"[1]");
+        assert_eq!(nests_deeper(&record, 0), Some(1));
+        assert_eq!(nests_deeper(b"\"\"", 0), None);
     }
     use crate::EventRecord;
 

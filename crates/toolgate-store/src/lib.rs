@@ -27,7 +27,7 @@ mod sqlite;
 
 pub use record::{
     DecisionRow, DecisionStatus, EVENT_NESTING, EventFilter, EventRecord, JsonText, MAX_NESTING,
-    PendingRecord, SessionRow, StoreError, nesting,
+    PendingRecord, SessionRow, StoreError, nesting, nests_deeper,
 };
 pub use sqlite::{Durability, SqliteStore};
 

@@ -47,6 +47,18 @@ pub const MAX_NESTING: usize = 100;
 /// The deepest stored JSON is read (see [`from_stored`]).
 const READ_NESTING: usize = 1024;
 
+/// How deeply JSON `text` nests when that is deeper than `limit` (see [`nesting`]); `None` when
+/// it is not. Text with at most `limit` brackets that open (`[`, `{`, in strings or not) cannot
+/// nest deeper, and is counted instead of read: a count the compiler turns into wide compares,
+/// where reading follows strings a byte at a time (a commit's record on the approval path).
+pub fn nests_deeper(text: &[u8], limit: usize) -> Option<usize> {
+    let opening = text.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if opening <= limit {
+        return None;
+    }
+    Some(nesting(text)).filter(|&depth| depth > limit)
+}
+
 /// How deeply JSON `text` nests: the most arrays and objects open at once (strings skipped).
 pub fn nesting(text: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
@@ -444,6 +456,24 @@ mod nesting_tests {
         assert_eq!(nesting(b"{\"a\": [1, {\"b\": []}], \"c\": {}}"), 4);
         assert_eq!(nesting(br#"["[[[", "\"[[", {"}": "\\"}]"#), 2);
         assert_eq!(nesting(nested(200).as_bytes()), 200);
+        // Deeper than a limit: the same answer, whether the brackets are counted or read.
+        let texts = [
+            nested(200),
+            nested(3),
+            r#"["[[[", "\"[[", {"}": "\\"}]"#.to_owned(),
+            format!("[{}]", "\"{{{{\",".repeat(50) + "1"),
+            "{}".repeat(80),
+        ];
+        for text in &texts {
+            for limit in [0, 1, 2, 3, 4, 63, 64, 100, 199, 200, 201] {
+                let depth = nesting(text.as_bytes());
+                assert_eq!(
+                    nests_deeper(text.as_bytes(), limit),
+                    Some(depth).filter(|&d| d > limit),
+                    "{text} with limit {limit}"
+                );
+            }
+        }
     }
 
     /// What an event would keep nested past its bound is left out, said in its place; the

@@ -1562,8 +1562,7 @@ impl Store for SqliteStore {
         journal::encode_into(&mut record, &entry)?;
         // What serde_json cannot read back (in the journal at the next start, in the database,
         // in a client) is not committed.
-        let nested = journal::nesting(&record);
-        if nested > crate::record::MAX_NESTING {
+        if let Some(nested) = journal::nests_deeper(&record, crate::record::MAX_NESTING) {
             journal.buffer = record;
             return Err(StoreError(format!(
                 "the commit nests {nested} levels deep (arrays and objects within each other), \
