@@ -30,7 +30,7 @@ use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
 use crate::journal::{self, Entry};
-use crate::mapped::Mapping;
+use crate::mapped::{Mapping, Span, populate_writable};
 use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
     StoreError, rfc3339,
@@ -165,6 +165,11 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
+
+/// How far past the journal's end its mapped pages are made writable ahead of the records (see
+/// [`Journal::ahead`]): after each flush, and each time the applier looks while commits come.
+/// Past it (a burst of more than this between looks), copies fault as they would have.
+const PREPARED: u64 = 64 << 10;
 
 /// What a commit survives. Spelled `full` and `process` in files and on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
@@ -375,6 +380,33 @@ impl Journal {
         if zeroed.is_ok() && flush {
             let _ = self.file.sync_data();
         }
+    }
+
+    /// Where the next [`PREPARED`] bytes of records go, allocated first when they are not: the
+    /// pages to make writable ahead of the copies (see [`populate_writable`]), outside
+    /// this lock. Nothing when records are written with `pwrite`, or the file cannot grow (the
+    /// next commit meets that).
+    fn ahead(&mut self) -> Vec<Span> {
+        if !self.mapped || self.grow(self.length.saturating_add(PREPARED)).is_err() {
+            return Vec::new();
+        }
+        let chunk = JOURNAL_GROWTH as usize;
+        let (Ok(mut at), Ok(mut left)) = (usize::try_from(self.length), usize::try_from(PREPARED))
+        else {
+            return Vec::new();
+        };
+        let mut spans = Vec::new();
+        while left > 0 {
+            let Some(mapping) = self.chunks.get(at / chunk) else {
+                break;
+            };
+            let within = at % chunk;
+            let here = left.min(mapping.len() - within);
+            spans.extend(mapping.span(within, here));
+            at += here;
+            left -= here;
+        }
+        spans
     }
 
     /// Copies `bytes` into the mapped chunks from `at` (allocated: see [`Journal::grow`]).
@@ -737,6 +769,7 @@ fn recover(
     };
     journal.grow(JOURNAL_GROWTH).map_err(|e| named(&e))?;
     journal.file.sync_all().map_err(|e| named(&e))?;
+    journal.ahead().into_iter().for_each(populate_writable);
     let next_seq: i64 =
         connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
             row.get(0)
@@ -782,6 +815,8 @@ fn start_applier(shared: &Arc<Shared>) -> Result<(), StoreError> {
                         Ok(()) => APPLY_POLL,
                         Err(_) => APPLY_RETRY,
                     };
+                    // While commits come, the journal's next pages are kept writable.
+                    store.shared.prepare_journal();
                     idle = 0;
                     drop(store);
                     std::thread::park_timeout(pause);
@@ -857,6 +892,13 @@ fn start_flusher(shared: &Arc<Shared>) -> Result<(), StoreError> {
 }
 
 impl Shared {
+    /// Makes the journal's mapped pages writable ahead of the next records (see
+    /// [`Journal::ahead`]), outside its lock.
+    fn prepare_journal(&self) {
+        let spans = lock(&self.journal).ahead();
+        spans.into_iter().for_each(populate_writable);
+    }
+
     /// Flushes the journal when a commit reached it since the last flush (with
     /// [`Durability::Process`]; with `Full` every commit was): whether there was one.
     fn flush_journal(&self) -> bool {
@@ -870,6 +912,7 @@ impl Shared {
         // A failure is tried again at the next look; the commits are in the journal already.
         if file.sync_data().is_ok() {
             self.flushed.store(journaled, Ordering::SeqCst);
+            self.prepare_journal();
         }
         true
     }
