@@ -202,17 +202,25 @@ impl Bridge {
                     let (pending, requested) = match opened(event, request) {
                         Ok(opened) => opened,
                         Err(error) => {
-                            report::<()>(Err(ApiError::from(error)));
+                            let error = ApiError::from(error);
+                            refuse_unrecorded(state, event, request, None, &error.message).await;
+                            report::<()>(Err(error));
                             continue;
                         }
                     };
+                    let logged = requested.clone();
                     plain.push(requested);
                     let batch = Batch {
                         open: Some(pending),
                         events: std::mem::take(&mut plain),
                         ..Batch::default()
                     };
-                    report(state.commit(batch).await.map_err(ApiError::from));
+                    if let Err(error) = state.commit(batch).await {
+                        let error = ApiError::from(error);
+                        refuse_unrecorded(state, event, request, Some(logged), &error.message)
+                            .await;
+                        report::<()>(Err(error));
+                    }
                 }
                 EventKind::ContinuationRequested(request) => {
                     self.continuations.insert(request.id.clone());
@@ -235,6 +243,52 @@ impl Bridge {
         }
         flush(state, &mut plain).await;
     }
+}
+
+/// Refuses at once a hosted request the store would not take (nested too deep to store, or the
+/// store down): nobody could see or answer it, and its run would wait out its whole timeout.
+/// The run hears why; the audit log keeps the request (`logged`, its `permission_requested`
+/// event, when there is one) and its refusal when the store takes them — the events alone, as
+/// what is nested too deep is left out of an event.
+async fn refuse_unrecorded(
+    state: &AppState,
+    event: &Event,
+    request: &PermissionRequest,
+    logged: Option<EventRecord>,
+    why: &str,
+) {
+    let message = format!("the request could not be recorded, so it is refused: {why}");
+    if let Ok(claim) = state
+        .broker()
+        .claim(&request.id, Response::Permission(Choice::RejectOnce.into()))
+    {
+        claim.fail(message.clone());
+    }
+    let facts = facts(event, request);
+    let mut resolved = facts.event(
+        "permission_resolved",
+        &request.id,
+        Some(Decision::Deny),
+        Layer::Handler,
+        &message,
+        "daemon",
+    );
+    resolved.turn = event.scope.turn;
+    resolved.tool_call_id = &request.call_id;
+    let Ok(resolved) = resolved.record() else {
+        return;
+    };
+    // The request's event as every other event is kept: what nests past the events' bound is
+    // left out (its arguments may be why the store refused it).
+    let logged = logged.and_then(|logged| {
+        let body = logged.body.to_value().ok()?;
+        Some(EventRecord::new(&logged.kind, body))
+    });
+    let batch = Batch {
+        events: logged.into_iter().chain([resolved]).collect(),
+        ..Batch::default()
+    };
+    report(state.commit(batch).await.map_err(ApiError::from));
 }
 
 /// Whether an event is about an external requester's request: those are opened outside any run
