@@ -526,9 +526,9 @@ async fn continuation_respond(
         .ok_or_else(|| ApiError::bad_request("invalid_response", "`approved` is true or false"))?;
     let extension = match body.get("extensionAmount") {
         None | Some(Value::Null) => 0,
-        Some(amount) => match amount.as_i64() {
+        Some(amount) => match whole_count(amount) {
             // HPD's: more than 0 extends by that much, else by the middleware's default.
-            Some(amount) => u32::try_from(amount.max(0)).unwrap_or(u32::MAX),
+            Some(amount) => amount,
             None => {
                 return Err(ApiError::bad_request(
                     "invalid_response",
@@ -646,4 +646,55 @@ pub(crate) async fn hpd_respond(
     Ok(Json(
         json!({"accepted": true, "permissionId": permission_id, "decision": choice}),
     ))
+}
+
+/// `value` as a count: a whole number — also one written with a fraction of zero (`12.0`, the
+/// same number, as JSON Schema reads an integer) — below 0 read as 0, past `u32` as its most.
+/// `None` for anything else.
+fn whole_count(value: &Value) -> Option<u32> {
+    if let Some(n) = value.as_i64() {
+        return Some(u32::try_from(n.max(0)).unwrap_or(u32::MAX));
+    }
+    if value.as_u64().is_some() {
+        return Some(u32::MAX);
+    }
+    let f = value.as_f64().filter(|f| f.fract() == 0.0)?;
+    Some(if f <= 0.0 {
+        0
+    } else if f >= f64::from(u32::MAX) {
+        u32::MAX
+    } else {
+        // Whole and within `u32`: exact.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = f as u32;
+        n
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::whole_count;
+
+    #[test]
+    fn a_count_is_a_whole_number_however_it_is_written() {
+        for (given, count) in [
+            (json!(3), Some(3)),
+            (json!(3.0), Some(3)),
+            (json!(-2), Some(0)),
+            (json!(-2.0), Some(0)),
+            (json!(0.0), Some(0)),
+            (json!(1e300), Some(u32::MAX)),
+            (json!(u64::MAX), Some(u32::MAX)),
+            (json!(i64::MAX), Some(u32::MAX)),
+            (json!(4_294_967_295.0), Some(u32::MAX)),
+            (json!(4_294_967_294.0), Some(u32::MAX - 1)),
+            (json!(2.5), None),
+            (json!("3"), None),
+            (json!(true), None),
+        ] {
+            assert_eq!(whole_count(&given), count, "{given}");
+        }
+    }
 }
