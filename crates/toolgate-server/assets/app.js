@@ -232,10 +232,10 @@ function where(g) {
 function renderGrants(grants, total) {
   const body = document.querySelector("#grants tbody");
   body.replaceChildren();
-  // The daemon lists the oldest 1,000.
+  // The daemon lists a page of 1,000, the oldest first.
   if (total > grants.length) {
     body.append(el("tr", {}, el("td", { colspan: "6" },
-      `The oldest ${grants.length} of ${total} are shown; \`toolgate grants --session S\` or \`--tool T\` lists the others.`)));
+      `The oldest ${grants.length} of ${total} are shown; \`toolgate grants\` lists them all.`)));
   }
   for (const g of grants) {
     body.append(el("tr", { "data-id": g.id },

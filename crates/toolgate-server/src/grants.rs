@@ -20,6 +20,35 @@ pub(crate) struct ListQuery {
     session: Option<String>,
     tool: Option<String>,
     limit: Option<u32>,
+    /// The grants after this one in the list's order: an earlier page's `next`.
+    after: Option<String>,
+}
+
+/// Where a grant is in the list (oldest first, then by id, as the store orders them): its
+/// creation time as the store writes it, then its id — a page's `next`, which stays valid when
+/// the grant it names is revoked meanwhile.
+fn cursor(grant: &Grant) -> (String, &str) {
+    (
+        humantime::format_rfc3339_micros(grant.created_at).to_string(),
+        &grant.id,
+    )
+}
+
+/// An `after` read back (`TIME/ID`, as `next` writes it: the time in the shape the OpenAPI
+/// document's pattern gives, which is what is checked — a cursor only places a page).
+fn read_cursor(after: &str) -> Result<(String, String), ApiError> {
+    after
+        .split_once('/')
+        .filter(|(time, id)| time_shaped(time) && !id.is_empty())
+        .map(|(time, id)| (time.to_owned(), id.to_owned()))
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "bad_cursor",
+                format!(
+                    "`after` is a page's `next` as the daemon wrote it (`TIME/ID`), not `{after}`"
+                ),
+            )
+        })
 }
 
 /// The session a grant is kept for, when it is kept for one.
@@ -32,9 +61,34 @@ fn session_of(grant: &Grant) -> Option<&str> {
     }
 }
 
-/// `GET /api/grants[?session=S][&tool=T][&limit=N]`: the grants, oldest first — those kept for
-/// one session, or about one tool, when given — at most `limit` of them (1,000 unless fewer
-/// are asked for), and how many there are (`total`).
+/// Whether `text` has the shape of an RFC 3339 time in UTC: `YYYY-MM-DDTHH:MM:SS`, a fraction
+/// of 1 to 9 digits or none, `Z`.
+fn time_shaped(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let Some((head, rest)) = bytes.split_at_checked(19) else {
+        return false;
+    };
+    let head_fits = head.iter().zip(b"0000-00-00T00:00:00").all(|(&b, &shape)| {
+        if shape == b'0' {
+            b.is_ascii_digit()
+        } else {
+            b == shape
+        }
+    });
+    let fraction = match rest {
+        [b'.', digits @ .., b'Z'] => {
+            (1..=9).contains(&digits.len()) && digits.iter().all(u8::is_ascii_digit)
+        }
+        [b'Z'] => true,
+        _ => false,
+    };
+    head_fits && fraction
+}
+
+/// `GET /api/grants[?session=S][&tool=T][&limit=N][&after=NEXT]`: the grants, oldest first —
+/// those kept for one session, or about one tool, when given — at most `limit` of them (1,000
+/// unless fewer are asked for), and how many there are (`total`, filtered as the list is, from
+/// the start); `next`, when more follow, is where the next page starts (`after=NEXT`).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
@@ -47,7 +101,9 @@ pub(crate) async fn list(
         )?;
     }
     let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(crate::events::MAX_PAGE);
-    let mut grants: Vec<Grant> = state
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let after = query.after.as_deref().map(read_cursor).transpose()?;
+    let matching: Vec<Grant> = state
         .store()
         .list()
         .await?
@@ -55,9 +111,27 @@ pub(crate) async fn list(
         .filter(|g| query.session.is_none() || session_of(g) == query.session.as_deref())
         .filter(|g| query.tool.as_ref().is_none_or(|tool| g.tool == *tool))
         .collect();
-    let total = grants.len();
-    grants.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
-    Ok(Json(json!({ "grants": grants, "total": total })))
+    let total = matching.len();
+    let mut grants: Vec<Grant> = matching
+        .into_iter()
+        .filter(|g| {
+            after.as_ref().is_none_or(|(time, id)| {
+                let (at, of) = cursor(g);
+                (at.as_str(), of) > (time.as_str(), id.as_str())
+            })
+        })
+        .take(limit.saturating_add(1))
+        .collect();
+    let more = grants.len() > limit;
+    grants.truncate(limit);
+    let next = grants.last().filter(|_| more).map(|last| {
+        let (time, id) = cursor(last);
+        format!("{time}/{id}")
+    });
+    Ok(Json(match next {
+        Some(next) => json!({ "grants": grants, "total": total, "next": next }),
+        None => json!({ "grants": grants, "total": total }),
+    }))
 }
 
 /// Who acts: `?by=NAME` (a `DELETE` has no body to say it in).

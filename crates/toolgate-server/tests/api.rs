@@ -1601,7 +1601,7 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     let (_, body) = daemon.call("GET", "/api/grants?tol=pay", None).await;
     assert_eq!(
         body["error"]["message"],
-        "`tol` is not a query parameter of this route (it takes `session`, `tool`, `limit`)"
+        "`tol` is not a query parameter of this route (it takes `session`, `tool`, `limit`, `after`)"
     );
     let (_, body) = daemon.call("GET", "/api/sessions/s1?x=1", None).await;
     assert_eq!(
@@ -2202,6 +2202,107 @@ async fn lists_hold_at_most_a_thousand_and_say_how_many_there_are() {
             .await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "limit={bad}: {error}");
     }
+}
+
+/// The grants are paged on `next`: every grant once, in the list's order, also when the grant
+/// a cursor names is revoked between pages; the last page has no `next`.
+#[tokio::test]
+async fn the_grants_are_paged_on_next_whatever_is_revoked_meanwhile() {
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), &patient_policy()).await;
+    for i in 0..5 {
+        let call =
+            json!({"tool": "pay", "args": {"n": i}, "context": {"session": format!("s{i}")}});
+        let (_, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
+        let id = body["id"].as_str().unwrap().to_owned();
+        assert_eq!(daemon.answer(&id, "allow-always").await.0, StatusCode::OK);
+    }
+    let (_, all) = daemon.call("GET", "/api/grants", None).await;
+    assert!(all.get("next").is_none(), "one page holds them: {all}");
+    let all: Vec<String> = all["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(all.len(), 5);
+    let mut seen = Vec::new();
+    let mut path = "/api/grants?limit=2".to_owned();
+    for page in 0.. {
+        assert!(page < 5, "paging ends");
+        let (status, body) = daemon.call("GET", &path, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["total"],
+            5 - u64::from(page > 0),
+            "total counts from the start"
+        );
+        let ids: Vec<String> = body["grants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["id"].as_str().unwrap().to_owned())
+            .collect();
+        seen.extend(ids.iter().cloned());
+        let Some(next) = body["next"].as_str() else {
+            break;
+        };
+        if page == 0 {
+            // The grant the cursor names goes before the next page is asked for.
+            let (status, _) = daemon
+                .call("DELETE", &format!("/api/grants/{}", ids[1]), None)
+                .await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+        }
+        path = format!("/api/grants?limit=2&after={}", urlencode(next));
+    }
+    assert_eq!(seen, all, "every grant once, in order");
+    // A cursor of the right shape places the page, whether or not a grant is there.
+    for placed in ["2000-01-01T00:00:00Z/a", "2999-12-31T23:59:59.123456789Z/z"] {
+        let (status, body) = daemon
+            .call(
+                "GET",
+                &format!("/api/grants?after={}", urlencode(placed)),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let count = body["grants"].as_array().unwrap().len();
+        assert_eq!(count, if placed.starts_with("2000") { 4 } else { 0 });
+    }
+    for bad in [
+        "x",
+        "2026-01-01T00:00:00Z",
+        "2026-01-01T00:00:00Z/",
+        "nope/id",
+        "/id",
+        "2026-01-01T00:00:00.Z/id",
+        "2026-01-01T00:00:00.1234567890Z/id",
+        "2026-01-01 00:00:00Z/id",
+    ] {
+        let (status, error) = daemon
+            .call(
+                "GET",
+                &format!("/api/grants?after={}", urlencode(bad)),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (status, error["error"]["code"].as_str()),
+            (StatusCode::BAD_REQUEST, Some("bad_cursor")),
+            "after={bad}: {error}"
+        );
+    }
+}
+
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// With `retain`, the events and decided decisions recorded longer ago are removed when the

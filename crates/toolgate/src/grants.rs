@@ -72,30 +72,25 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             } else {
                 format!("/api/grants?{}", filters.join("&"))
             };
-            let (body, grants) = client.list(&path, "grants", args.json)?;
             if args.json {
+                let (body, _) = client.list(&path, "grants", args.json)?;
                 writeln!(out, "{body}")?;
                 return Ok(EXIT_OK);
             }
-            if grants.is_empty() {
-                writeln!(out, "no grants")?;
-            }
-            let shown = grants.len();
-            for g in grants {
+            let mut any = false;
+            every_grant(&client, &path, |g| {
+                any = true;
                 writeln!(
                     out,
                     "{}  {}  (by {})",
-                    folded(field(&g, "id"), 100),
-                    grant_line(&g),
-                    folded(field(&g, "created_by"), 100)
-                )?;
-            }
-            let more = crate::client::more_than(&body, shown);
-            if more > 0 {
-                writeln!(
-                    out,
-                    "… and {more} more (list those of one --session or --tool)"
-                )?;
+                    folded(field(g, "id"), 100),
+                    grant_line(g),
+                    folded(field(g, "created_by"), 100)
+                )
+                .map_err(Failure::from)
+            })?;
+            if !any {
+                writeln!(out, "no grants")?;
             }
             Ok(EXIT_OK)
         }
@@ -125,10 +120,18 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             // No such grant: the start of one grant's id names it.
             let mut id = id.clone();
             if reply.status == 404 && id.chars().count() >= SHORT_ID {
-                // (Among the oldest 1,000: a grant past them is revoked by its whole id.)
-                let (_, grants) = client.list("/api/grants", "grants", args.json)?;
-                let ids = grants.iter().filter_map(|g| field(g, "id").as_str());
-                if let Some(full) = one_starting_with(ids, &id, "grants'")? {
+                let mut ids = Vec::new();
+                every_grant(&client, "/api/grants", |g| {
+                    if let Some(full) = field(g, "id").as_str()
+                        && full.starts_with(id.as_str())
+                    {
+                        ids.push(full.to_owned());
+                    }
+                    Ok(())
+                })?;
+                if let Some(full) =
+                    one_starting_with(ids.iter().map(String::as_str), &id, "grants'")?
+                {
                     reply = send(&full)?;
                     id = full;
                 }
@@ -157,6 +160,29 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 }
                 _ => Err(reply.failure(args.json)),
             }
+        }
+    }
+}
+
+/// Calls `each` with every grant `path` lists, page after page (`next`), oldest first.
+fn every_grant(
+    client: &Client,
+    path: &str,
+    mut each: impl FnMut(&serde_json::Value) -> Result<(), Failure>,
+) -> Result<(), Failure> {
+    let join = if path.contains('?') { '&' } else { '?' };
+    let mut page = path.to_owned();
+    // Each page starts past the one before: as many pages as there are grants, at most.
+    loop {
+        let (body, grants) = client.list(&page, "grants", false)?;
+        for grant in &grants {
+            each(grant)?;
+        }
+        match field(&body, "next").as_str() {
+            Some(next) if !grants.is_empty() => {
+                page = format!("{path}{join}after={}", crate::client::encode(next));
+            }
+            _ => return Ok(()),
         }
     }
 }

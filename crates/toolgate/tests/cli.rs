@@ -860,8 +860,9 @@ fn help_text_is_committed_and_current() {
     );
 }
 
-/// The daemon lists the oldest 1,000 waiting requests and grants; the clients say how many more
-/// there are, and how to reach them.
+/// The daemon lists the oldest 1,000 waiting requests and a page of grants: `approvals` says
+/// how many more wait and how to reach them; `grants` lists every page, and revokes by the start
+/// of an id past the first page.
 #[test]
 fn the_clients_say_how_many_more_there_are_than_a_list_shows() {
     let data = tempfile::tempdir().unwrap();
@@ -892,12 +893,25 @@ fn the_clients_say_how_many_more_there_are_than_a_list_shows() {
         assert_eq!(status, 200, "{body}");
     }
     let listed = stdout(&daemon.client(&["grants"]));
+    assert_eq!(listed.lines().count(), 1001, "every grant, page after page");
+    let (_, last) = daemon
+        .http("GET", "/api/grants?session=s1000", None)
+        .unwrap();
+    let last = last["grants"][0]["id"].as_str().unwrap().to_owned();
     assert!(
-        listed.ends_with("… and 1 more (list those of one --session or --tool)\n"),
-        "{}",
-        &listed[listed.len().saturating_sub(300)..]
+        listed.lines().last().unwrap().starts_with(&last),
+        "oldest first"
     );
-    assert!(!stdout(&daemon.client(&["grants", "--session", "s7"])).contains("more"));
+    assert_eq!(
+        stdout(&daemon.client(&["grants", "--session", "s7"]))
+            .lines()
+            .count(),
+        1
+    );
+    let revoked = stdout(&daemon.client(&["grants", "revoke", &last[..8]]));
+    assert_eq!(revoked, format!("{last}: revoked\n"), "past the first page");
+    let (_, left) = daemon.http("GET", "/api/grants?limit=1", None).unwrap();
+    assert_eq!(left["total"], 1000);
 }
 
 #[test]
