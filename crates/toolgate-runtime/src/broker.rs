@@ -625,6 +625,35 @@ impl ApprovalBroker {
         }
     }
 
+    /// Ends a waiting request without an answer, as failed: its waiter is refused with
+    /// `message` (a daemon that could not record the request, so nobody could answer it).
+    /// Whether it was waiting; when it was not, nothing changes.
+    pub fn fail(&self, id: &str, message: impl Into<String>) -> bool {
+        let waiter = {
+            let mut registry = self.lock();
+            let waiter = registry.waiting.remove(id);
+            if waiter.is_some() {
+                registry.remember(id.to_owned(), "failed");
+            }
+            waiter
+        };
+        let Some(waiter) = waiter else {
+            return false;
+        };
+        let resolution = Resolution::Failed {
+            message: message.into(),
+        };
+        self.events.publish(
+            waiter.pending.scope.clone(),
+            EventKind::RequestResolved {
+                request_id: id.to_owned(),
+                resolution: resolution.clone(),
+            },
+        );
+        let _ = waiter.sender.send(resolution);
+        true
+    }
+
     /// Answers a waiting request. The first valid answer wins; anything else is a conflict and
     /// changes nothing.
     pub fn respond(&self, id: &str, response: Response, by: &str) -> Result<(), Conflict> {

@@ -296,6 +296,59 @@ async fn a_claimed_answer_outlives_the_timeout_and_a_failed_claim_denies() {
     }
 }
 
+/// A request nobody could answer (its daemon could not record it) is ended as failed, whatever
+/// choices it offers; one no longer waiting is left as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_request_fails_without_an_answer_once() {
+    let broker = ApprovalBroker::new(EventBus::new());
+    let resolved = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&resolved);
+    broker.events().subscribe_fn(move |event| {
+        if matches!(event.kind, EventKind::RequestResolved { .. }) {
+            counted.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let waiting = {
+        let broker = broker.clone();
+        tokio::spawn(async move {
+            broker
+                .request_permission(
+                    Default::default(),
+                    PermissionRequest {
+                        // No refusal on offer: a claim could not end it.
+                        choices: vec![Choice::AllowOnce, Choice::AllowAlways],
+                        ..request(9)
+                    },
+                    None,
+                    Duration::from_secs(30),
+                    &CancellationToken::new(),
+                )
+                .await
+        })
+    };
+    while broker.is_empty() {
+        tokio::task::yield_now().await;
+    }
+    assert!(broker.fail("req-9", "not recorded"));
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap(),
+        Resolution::Failed {
+            message: "not recorded".into()
+        }
+    );
+    assert!(broker.is_empty());
+    assert!(!broker.fail("req-9", "again"), "ended once");
+    assert!(!broker.fail("req-unknown", "never asked"));
+    assert!(matches!(
+        broker.respond("req-9", Answer::from(Choice::AllowOnce).into(), "late"),
+        Err(Conflict::AlreadyResolved { .. })
+    ));
+    assert_eq!(resolved.load(Ordering::SeqCst), 1, "one resolution event");
+}
+
 #[test]
 fn a_held_ticket_expires_or_is_cancelled_unless_answered_and_never_while_an_answer_is_recorded() {
     use toolgate_runtime::Request;

@@ -11,7 +11,7 @@
 //! An answer given over HTTP is committed before the run hears of it, with the grants an
 //! "always" answer makes (the run, released, finds them there and does not store them twice).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
@@ -181,9 +181,44 @@ struct Bridge {
     /// Continuation requests asked and not yet resolved: the broker holds them, not the store,
     /// and their resolution is logged as it is.
     continuations: HashSet<String>,
+    /// Permission requests the store would not take (see [`Bridge::refuse_unrecorded`]): how
+    /// each ended is logged as an event when it does.
+    unrecorded: HashMap<String, Unrecorded>,
+}
+
+/// What the `permission_resolved` event of a request the store would not take says of it.
+struct Unrecorded {
+    facts: Facts,
+    turn: Option<u64>,
+    call_id: String,
 }
 
 impl Bridge {
+    /// Refuses at once a hosted request the store would not take (nested too deep to store, or
+    /// the store down): nobody could see or answer it, and its run would wait out its whole
+    /// timeout. The run hears why; how the request ended (this refusal, or what came first) is
+    /// logged when the bridge hears of it.
+    fn refuse_unrecorded(
+        &mut self,
+        state: &AppState,
+        event: &Event,
+        request: &PermissionRequest,
+        why: &str,
+    ) {
+        self.unrecorded.insert(
+            request.id.clone(),
+            Unrecorded {
+                facts: facts(event, request),
+                turn: event.scope.turn,
+                call_id: request.call_id.clone(),
+            },
+        );
+        state.broker().fail(
+            &request.id,
+            format!("the request could not be recorded, so it is refused: {why}"),
+        );
+    }
+
     async fn record(&mut self, state: &AppState, events: &[Arc<Event>]) {
         let mut plain = Vec::new();
         for event in events {
@@ -203,23 +238,31 @@ impl Bridge {
                         Ok(opened) => opened,
                         Err(error) => {
                             let error = ApiError::from(error);
-                            refuse_unrecorded(state, event, request, None, &error.message).await;
+                            self.refuse_unrecorded(state, event, request, &error.message);
                             report::<()>(Err(error));
                             continue;
                         }
                     };
-                    let logged = requested.clone();
                     plain.push(requested);
+                    let events = std::mem::take(&mut plain);
                     let batch = Batch {
                         open: Some(pending),
-                        events: std::mem::take(&mut plain),
+                        events: events.clone(),
                         ..Batch::default()
                     };
                     if let Err(error) = state.commit(batch).await {
                         let error = ApiError::from(error);
-                        refuse_unrecorded(state, event, request, Some(logged), &error.message)
-                            .await;
+                        self.refuse_unrecorded(state, event, request, &error.message);
                         report::<()>(Err(error));
+                        // The events that were to go with it are kept as every event is: what
+                        // nests past the events' bound left out (the request's arguments may
+                        // be why the store refused it).
+                        plain.extend(events.into_iter().map(
+                            |logged| match logged.body.to_value() {
+                                Ok(body) => EventRecord::new(&logged.kind, body),
+                                Err(_) => logged,
+                            },
+                        ));
                     }
                 }
                 EventKind::ContinuationRequested(request) => {
@@ -234,6 +277,28 @@ impl Bridge {
                 EventKind::RequestResolved {
                     request_id,
                     resolution,
+                } if self.unrecorded.contains_key(request_id) => {
+                    if let Some(unrecorded) = self.unrecorded.remove(request_id) {
+                        let ending = ending_of(resolution);
+                        let mut resolved = unrecorded.facts.event(
+                            "permission_resolved",
+                            request_id,
+                            Some(ending.decision),
+                            ending.layer,
+                            &ending.reason,
+                            &ending.actor,
+                        );
+                        resolved.turn = unrecorded.turn;
+                        resolved.tool_call_id = &unrecorded.call_id;
+                        match resolved.record() {
+                            Ok(resolved) => plain.push(resolved),
+                            Err(error) => report::<()>(Err(ApiError::from(error))),
+                        }
+                    }
+                }
+                EventKind::RequestResolved {
+                    request_id,
+                    resolution,
                 } => {
                     flush(state, &mut plain).await;
                     report(settle(state, request_id, resolution).await);
@@ -243,52 +308,6 @@ impl Bridge {
         }
         flush(state, &mut plain).await;
     }
-}
-
-/// Refuses at once a hosted request the store would not take (nested too deep to store, or the
-/// store down): nobody could see or answer it, and its run would wait out its whole timeout.
-/// The run hears why; the audit log keeps the request (`logged`, its `permission_requested`
-/// event, when there is one) and its refusal when the store takes them — the events alone, as
-/// what is nested too deep is left out of an event.
-async fn refuse_unrecorded(
-    state: &AppState,
-    event: &Event,
-    request: &PermissionRequest,
-    logged: Option<EventRecord>,
-    why: &str,
-) {
-    let message = format!("the request could not be recorded, so it is refused: {why}");
-    if let Ok(claim) = state
-        .broker()
-        .claim(&request.id, Response::Permission(Choice::RejectOnce.into()))
-    {
-        claim.fail(message.clone());
-    }
-    let facts = facts(event, request);
-    let mut resolved = facts.event(
-        "permission_resolved",
-        &request.id,
-        Some(Decision::Deny),
-        Layer::Handler,
-        &message,
-        "daemon",
-    );
-    resolved.turn = event.scope.turn;
-    resolved.tool_call_id = &request.call_id;
-    let Ok(resolved) = resolved.record() else {
-        return;
-    };
-    // The request's event as every other event is kept: what nests past the events' bound is
-    // left out (its arguments may be why the store refused it).
-    let logged = logged.and_then(|logged| {
-        let body = logged.body.to_value().ok()?;
-        Some(EventRecord::new(&logged.kind, body))
-    });
-    let batch = Batch {
-        events: logged.into_iter().chain([resolved]).collect(),
-        ..Batch::default()
-    };
-    report(state.commit(batch).await.map_err(ApiError::from));
 }
 
 /// Whether an event is about an external requester's request: those are opened outside any run
@@ -381,6 +400,12 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
         .get("facts")
         .and_then(|f| serde_json::from_value(f.clone()).ok())
         .unwrap_or_default();
+    crate::decisions::close_until_recorded(state, id, &facts, ending_of(resolution)).await;
+    Ok(())
+}
+
+/// How a hosted request's resolution is recorded: its decision, reason, layer and actor.
+fn ending_of(resolution: &Resolution) -> crate::decisions::Ending {
     let (decision, reason, layer, actor) = match resolution {
         Resolution::Answered {
             response: Response::Permission(answer),
@@ -429,14 +454,12 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
             "daemon".to_owned(),
         ),
     };
-    let ending = crate::decisions::Ending {
+    crate::decisions::Ending {
         decision,
         reason,
         layer,
         actor,
-    };
-    crate::decisions::close_until_recorded(state, id, &facts, ending).await;
-    Ok(())
+    }
 }
 
 #[cfg(test)]

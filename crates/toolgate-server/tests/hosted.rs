@@ -267,56 +267,72 @@ async fn a_hosted_request_nobody_answers_is_closed_when_the_run_gives_up() {
     assert!(pending(&daemon, 0).await.is_empty());
 }
 
+/// A hosted request the store cannot take is refused at once, with the reason — also when it
+/// offers no refusal a person could have given — and its events are kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_request_the_store_cannot_take_is_refused_at_once() {
-    let daemon = Daemon::start().await;
-    let log = Arc::new(Mutex::new(Vec::new()));
-    // Arguments nested past what a commit keeps: the request could be shown to nobody.
-    let mut deep = json!(1);
-    for _ in 0..110 {
-        deep = json!({ "a": deep });
+    let offers_no_reject_once = "mode = \"approve-all\"\n[[rule]]\nname = \"ask-pay\"\n\
+        decision = \"ask\"\ntool = \"pay\"\ntimeout = \"60s\"\n\
+        choices = [\"allow-once\", \"reject-always\"]\n";
+    for (session, policy) in [("deep", common::POLICY), ("deep-2", offers_no_reject_once)] {
+        let daemon = Daemon::start().await;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // Arguments nested past what a commit keeps: the request could be shown to nobody.
+        let mut deep = json!(1);
+        for _ in 0..110 {
+            deep = json!({ "a": deep });
+        }
+        let agent = daemon
+            .server
+            .state()
+            .host(Agent::builder(ScriptedModel::new([
+                Reply::call("pay", deep),
+                Reply::text("refused"),
+            ])))
+            .tool(pay_tool(&log))
+            .middleware(PermissionMiddleware::new(
+                Policy::from_toml("policy.toml", policy).unwrap(),
+            ))
+            .build()
+            .unwrap();
+        // Refused with the reason, not ended by the policy's timeout.
+        let turn = tokio::time::timeout(
+            Duration::from_secs(10),
+            agent.run(&agent.session(session), "pay"),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_ne!(turn.results[0].outcome, Outcome::Completed);
+        assert!(log.lock().unwrap().is_empty(), "the tool did not run");
+        let said = format!("{:?}", turn.results[0]);
+        assert!(said.contains("could not be recorded"), "{said}");
+        let events = events_until(&daemon, session, "permission_resolved").await;
+        let requested = events
+            .iter()
+            .find(|e| e["type"] == "permission_requested")
+            .expect("the request is in the audit log");
+        assert!(
+            requested.to_string().contains("left out"),
+            "cut where it nests too deep: {requested}"
+        );
+        let resolved: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "permission_resolved")
+            .collect();
+        assert_eq!(resolved.len(), 1, "{resolved:?}");
+        assert_eq!(
+            (&resolved[0]["decision"], &resolved[0]["actor"]),
+            (&json!("deny"), &json!("daemon"))
+        );
+        assert_eq!(resolved[0]["request_id"], requested["request_id"]);
+        assert!(
+            resolved[0]["reason"].as_str().unwrap().contains("nests"),
+            "{}",
+            resolved[0]
+        );
+        assert!(pending(&daemon, 0).await.is_empty());
     }
-    let agent = hosted_agent(
-        &daemon,
-        vec![Reply::call("pay", deep), Reply::text("refused")],
-        &log,
-    );
-    // Refused with the reason, not ended by the policy's timeout (2 s here).
-    let turn = tokio::time::timeout(
-        Duration::from_secs(10),
-        agent.run(&agent.session("deep"), "pay"),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    assert_ne!(turn.results[0].outcome, Outcome::Completed);
-    assert!(log.lock().unwrap().is_empty(), "the tool did not run");
-    let said = format!("{:?}", turn.results[0]);
-    assert!(said.contains("could not be recorded"), "{said}");
-    let events = events_until(&daemon, "deep", "permission_resolved").await;
-    let requested = events
-        .iter()
-        .find(|e| e["type"] == "permission_requested")
-        .expect("the request is in the audit log");
-    assert!(
-        requested.to_string().contains("left out"),
-        "cut where it nests too deep: {requested}"
-    );
-    let resolved: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["type"] == "permission_resolved")
-        .collect();
-    assert_eq!(resolved.len(), 1, "{resolved:?}");
-    assert_eq!(
-        (&resolved[0]["decision"], &resolved[0]["actor"]),
-        (&json!("deny"), &json!("daemon"))
-    );
-    assert!(
-        resolved[0]["reason"].as_str().unwrap().contains("nests"),
-        "{}",
-        resolved[0]
-    );
-    assert!(pending(&daemon, 0).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
