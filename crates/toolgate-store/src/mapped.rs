@@ -81,7 +81,8 @@ impl Mapping {
     /// Where the pages holding `at..at + len` are (cut to the mapping), for
     /// [`populate_writable`]; `None` when none are.
     pub(crate) fn span(&self, at: usize, len: usize) -> Option<Span> {
-        let start = at / PAGE * PAGE;
+        let page = rustix::param::page_size();
+        let start = at / page * page;
         let end = at.saturating_add(len).min(self.len);
         (start < end).then(|| Span {
             start: (self.ptr.as_ptr() as usize).saturating_add(start),
@@ -89,9 +90,6 @@ impl Mapping {
         })
     }
 }
-
-/// The smallest page a mapping has: a span from a multiple of it starts at a page.
-const PAGE: usize = 4096;
 
 /// Pages of a mapping, by address: what [`populate_writable`] is given.
 #[derive(Clone, Copy, Debug)]
@@ -166,6 +164,7 @@ mod tests {
 
     #[test]
     fn populating_changes_nothing_and_stays_in_the_mapping() {
+        let page = rustix::param::page_size();
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -174,25 +173,25 @@ mod tests {
             .truncate(true)
             .open(dir.path().join("j"))
             .unwrap();
-        let text: Vec<u8> = (0..12288u32).map(|i| (i % 251) as u8).collect();
+        let text: Vec<u8> = (0..3 * page).map(|i| (i % 251) as u8).collect();
         file.write_all_at(&text, 0).unwrap();
         file.sync_all().unwrap();
-        let mut mapping = Mapping::new(&file, 4096, 8192).unwrap();
+        let mut mapping = Mapping::new(&file, page as u64, 2 * page).unwrap();
         let base = mapping.ptr.as_ptr() as usize;
         // From the page that holds the start, cut at the mapping's end.
-        let span = mapping.span(4100, 100_000).unwrap();
-        assert_eq!((span.start - base, span.len), (4096, 4096));
+        let span = mapping.span(page + 4, 100 * page).unwrap();
+        assert_eq!((span.start - base, span.len), (page, page));
         let span = mapping.span(10, 5).unwrap();
         assert_eq!((span.start - base, span.len), (0, 15));
-        assert!(mapping.span(8192, 1).is_none());
+        assert!(mapping.span(2 * page, 1).is_none());
         assert!(mapping.span(usize::MAX, usize::MAX).is_none());
-        populate_writable(mapping.span(0, 8192).unwrap());
-        mapping.write(4096, b"after").unwrap();
+        populate_writable(mapping.span(0, 2 * page).unwrap());
+        mapping.write(page, b"after").unwrap();
         drop(mapping);
-        let mut read = vec![0u8; 12288];
+        let mut read = vec![0u8; 3 * page];
         file.read_exact_at(&mut read, 0).unwrap();
         let mut expected = text.clone();
-        expected[8192..8197].copy_from_slice(b"after");
+        expected[2 * page..2 * page + 5].copy_from_slice(b"after");
         assert_eq!(read, expected);
     }
 }

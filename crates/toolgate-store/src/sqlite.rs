@@ -168,8 +168,10 @@ const JOURNAL_GROWTH: u64 = 1 << 20;
 
 /// How far past the journal's end its mapped pages are made writable ahead of the records (see
 /// [`Journal::ahead`]): after each flush, and each time the applier looks while commits come.
-/// Past it (a burst of more than this between looks), copies fault as they would have.
-const PREPARED: u64 = 64 << 10;
+/// Past it (a burst of more than this between looks), copies fault as they would have. What it
+/// costs: the pages it makes writable are dirty, so a flush writes them too (at most this much
+/// more per flush, while commits come).
+const PREPARED: u64 = 32 << 10;
 
 /// What a commit survives. Spelled `full` and `process` in files and on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
@@ -382,12 +384,12 @@ impl Journal {
         }
     }
 
-    /// Where the next [`PREPARED`] bytes of records go, allocated first when they are not: the
-    /// pages to make writable ahead of the copies (see [`populate_writable`]), outside
-    /// this lock. Nothing when records are written with `pwrite`, or the file cannot grow (the
-    /// next commit meets that).
-    fn ahead(&mut self) -> Vec<Span> {
-        if !self.mapped || self.grow(self.length.saturating_add(PREPARED)).is_err() {
+    /// Where the next [`PREPARED`] bytes of records go, as far as the file is allocated (the
+    /// commit that needs more allocates it, as before): the pages to make writable ahead of
+    /// the copies (see [`populate_writable`]), outside this lock. Nothing when records are
+    /// written with `pwrite`.
+    fn ahead(&self) -> Vec<Span> {
+        if !self.mapped {
             return Vec::new();
         }
         let chunk = JOURNAL_GROWTH as usize;
@@ -895,6 +897,9 @@ impl Shared {
     /// Makes the journal's mapped pages writable ahead of the next records (see
     /// [`Journal::ahead`]), outside its lock.
     fn prepare_journal(&self) {
+        if self.closing.load(Ordering::SeqCst) {
+            return;
+        }
         let spans = lock(&self.journal).ahead();
         spans.into_iter().for_each(populate_writable);
     }
