@@ -407,9 +407,9 @@ pub(crate) fn secret() -> String {
     format!("{a}{b}")
 }
 
-/// Whether `c` may be in a token: what RFC 6750 lets a bearer credential hold (its trailing
-/// `=` padding aside), so the token is sent as written and is the same text in a header, a
-/// JSON string and the redaction of error bodies (a quote or backslash would be escaped there).
+/// Whether `c` may be in a token (before its `=` padding): what RFC 6750 lets a bearer
+/// credential hold, so the token is sent as written and is the same text in a header, a JSON
+/// string and the redaction of error bodies (a quote or backslash would be escaped there).
 fn bearer_character(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~' | '+' | '/')
 }
@@ -444,7 +444,12 @@ pub(crate) fn load_or_create_token(path: &Path) -> Result<String, ConfigError> {
                     path.display()
                 )));
             }
-            if let Some(odd) = token.chars().find(|&c| !bearer_character(c)) {
+            // RFC 6750's b64token: padding (`=`) only at its end.
+            if let Some(odd) = token
+                .trim_end_matches('=')
+                .chars()
+                .find(|&c| !bearer_character(c))
+            {
                 return Err(ConfigError(format!(
                     "the token in {} holds {odd:?}, which a bearer token cannot (RFC 6750): use \
                      letters, digits and `-._~+/` (a new one is made when the file is removed)",
@@ -558,6 +563,10 @@ mod tests {
         let good = "Abc-._~+/0123456789abcdefghijklmnopqrstuvwxyz";
         write(&format!("{good}\n"));
         assert_eq!(load_or_create_token(&path), Ok(good.to_owned()));
+        // Base64 with its padding (`openssl rand -base64 32`).
+        let padded = "q1Yk0fN3m+/Zt9wE2bV7cR4sA8uH6jL5pXoIyTgKdMe=";
+        write(&format!("{padded}\n"));
+        assert_eq!(load_or_create_token(&path), Ok(padded.to_owned()));
         for odd in ['"', '\\', ' ', '=', 'é', '\u{7}'] {
             write(&format!("{good}{odd}{good}\n"));
             let error = load_or_create_token(&path).map_err(|e| e.to_string());
