@@ -40,7 +40,15 @@ fn read_cursor(after: &str) -> Result<(String, String), ApiError> {
     after
         .split_once('/')
         .filter(|(time, id)| time_shaped(time) && !id.is_empty())
-        .map(|(time, id)| (time.to_owned(), id.to_owned()))
+        .map(|(time, id)| {
+            // Written as the store writes times (`.5Z` is `.500000Z`), so it sorts among them
+            // as the time it says; one that is no time (a 13th month) sorts as its text.
+            let time = humantime::parse_rfc3339(time).map_or_else(
+                |_| time.to_owned(),
+                |at| humantime::format_rfc3339_micros(at).to_string(),
+            );
+            (time, id.to_owned())
+        })
         .ok_or_else(|| {
             ApiError::bad_request(
                 "bad_cursor",

@@ -180,7 +180,15 @@ fn every_grant(
         }
         match field(&body, "next").as_str() {
             Some(next) if !grants.is_empty() => {
-                page = format!("{path}{join}after={}", crate::client::encode(next));
+                let following = format!("{path}{join}after={}", crate::client::encode(next));
+                // (A proxy that drops the query would send the same page again.)
+                if following == page {
+                    return Err(Failure::Message(format!(
+                        "the daemon gave the same page twice (`{}`)",
+                        toolgate_runtime::terminal_text(next)
+                    )));
+                }
+                page = following;
             }
             _ => return Ok(()),
         }
