@@ -1345,7 +1345,9 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
         printed(&["tail", "--json", "--no-follow", "--after", "11"]),
         [12]
     );
-    let (mut tail, seen) = follow(data.path(), &address, "8");
+    // Long enough for a restart on a loaded machine (a whole test suite at once: once it took
+    // more than 8 s, and the tail gave up before the daemon was back).
+    let (mut tail, seen) = follow(data.path(), &address, "20");
     let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
     for seq in 3..=12 {
         assert_eq!(next()["seq"], seq, "the newest ten first");
@@ -1364,7 +1366,7 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
             break status;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(60),
             "tail did not give up"
         );
         std::thread::sleep(Duration::from_millis(50));
