@@ -49,14 +49,28 @@ const READ_NESTING: usize = 1024;
 
 /// How deeply JSON `text` nests when that is deeper than `limit` (see [`nesting`]); `None` when
 /// it is not. Text with at most `limit` brackets that open (`[`, `{`, in strings or not) cannot
-/// nest deeper, and is counted instead of read: a count the compiler turns into wide compares,
-/// where reading follows strings a byte at a time (a commit's record on the approval path).
+/// nest deeper, and is counted instead of read (see [`opening_brackets`]), where reading
+/// follows strings a byte at a time (a commit's record on the approval path).
 pub fn nests_deeper(text: &[u8], limit: usize) -> Option<usize> {
-    let opening = text.iter().filter(|&&b| b == b'[' || b == b'{').count();
-    if opening <= limit {
+    if opening_brackets(text) <= limit {
         return None;
     }
     Some(nesting(text)).filter(|&depth| depth > limit)
+}
+
+/// How many `[` and `{` bytes `text` holds. Counted in runs of 255 into a byte, one compare a
+/// byte (`[` is `{` but for the bit `0x20`, and no other byte is): the compiler turns that into
+/// wide compares, where a plain count into a `usize` stayed about a byte at a time (~8× slower
+/// on a 3 KB record).
+fn opening_brackets(text: &[u8]) -> usize {
+    text.chunks(255)
+        .map(|run| {
+            let in_run = run
+                .iter()
+                .fold(0u8, |n, &b| n.wrapping_add(u8::from((b | 0x20) == b'{')));
+            usize::from(in_run)
+        })
+        .sum()
 }
 
 /// How deeply JSON `text` nests: the most arrays and objects open at once (strings skipped).
@@ -456,6 +470,11 @@ mod nesting_tests {
         assert_eq!(nesting(b"{\"a\": [1, {\"b\": []}], \"c\": {}}"), 4);
         assert_eq!(nesting(br#"["[[[", "\"[[", {"}": "\\"}]"#), 2);
         assert_eq!(nesting(nested(200).as_bytes()), 200);
+        // Every byte that is a bracket that opens is counted, and no other.
+        let every_byte: Vec<u8> = (0..=255u8).cycle().take(3 * 256 + 7).collect();
+        assert_eq!(opening_brackets(&every_byte), 6);
+        assert_eq!(opening_brackets(&[b'{'; 600]), 600);
+        assert_eq!(opening_brackets(b""), 0);
         // Deeper than a limit: the same answer, whether the brackets are counted or read.
         let texts = [
             nested(200),
