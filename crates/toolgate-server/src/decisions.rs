@@ -132,6 +132,11 @@ pub(crate) struct PermissionEvent<'a> {
 impl PermissionEvent<'_> {
     /// The event, stamped now.
     pub(crate) fn record(&self) -> Result<EventRecord, serde_json::Error> {
+        self.record_at(now())
+    }
+
+    /// The event, stamped `time` (RFC 3339, as [`now`] writes it).
+    pub(crate) fn record_at(&self, time: String) -> Result<EventRecord, serde_json::Error> {
         #[derive(serde::Serialize)]
         struct Body<'a> {
             session: &'a Option<String>,
@@ -159,7 +164,6 @@ impl PermissionEvent<'_> {
             timestamp: &'a str,
             schema: &'a str,
         }
-        let time = now();
         let facts = self.facts;
         let body = JsonText::of(&Body {
             session: &facts.session,
@@ -546,7 +550,9 @@ pub(crate) async fn close(
         }
         None => Vec::new(),
     };
-    let event = event.record()?;
+    // One reading of the clock for the event and the decision (and one formatting of it).
+    let time = now();
+    let event = event.record_at(time.clone())?;
     let ending = crate::outcome::Ending {
         decision,
         layer,
@@ -568,7 +574,7 @@ pub(crate) async fn close(
             call: Value::Null,
             result: crate::outcome::decided(&pending.result, &ending)?,
             created: pending.created.clone(),
-            updated: now(),
+            updated: time,
         }),
         None => None,
     };
