@@ -137,8 +137,8 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn copies_reach_the_file_and_stay_in_bounds() {
+    /// A new file to map, readable and writable, in a folder removed with the guard.
+    fn scratch() -> (tempfile::TempDir, std::fs::File) {
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -147,6 +147,12 @@ mod tests {
             .truncate(true)
             .open(dir.path().join("j"))
             .unwrap();
+        (dir, file)
+    }
+
+    #[test]
+    fn copies_reach_the_file_and_stay_in_bounds() {
+        let (_dir, file) = scratch();
         file.write_all_at(&[0; 8192], 0).unwrap();
         let mut mapping = Mapping::new(&file, 4096, 4096).unwrap();
         assert_eq!(mapping.len(), 4096);
@@ -165,14 +171,7 @@ mod tests {
     #[test]
     fn populating_changes_nothing_and_stays_in_the_mapping() {
         let page = rustix::param::page_size();
-        let dir = tempfile::tempdir().unwrap();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.path().join("j"))
-            .unwrap();
+        let (_dir, file) = scratch();
         let text: Vec<u8> = (0..3 * page).map(|i| (i % 251) as u8).collect();
         file.write_all_at(&text, 0).unwrap();
         file.sync_all().unwrap();
