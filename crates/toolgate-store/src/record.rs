@@ -49,7 +49,7 @@ const READ_NESTING: usize = 1024;
 
 /// How deeply JSON `text` nests when that is deeper than `limit` (see [`nesting`]); `None` when
 /// it is not. Text with at most `limit` brackets that open (`[`, `{`, in strings or not) cannot
-/// nest deeper, and is counted instead of read (see [`opening_brackets`]), where reading
+/// nest deeper, and is counted instead of read (a count of wide compares), where reading
 /// follows strings a byte at a time (a commit's record on the approval path).
 pub fn nests_deeper(text: &[u8], limit: usize) -> Option<usize> {
     if opening_brackets(text) <= limit {
