@@ -277,8 +277,9 @@ impl Bridge {
                 EventKind::RequestResolved {
                     request_id,
                     resolution,
-                } if self.unrecorded.contains_key(request_id) => {
-                    if let Some(unrecorded) = self.unrecorded.remove(request_id) {
+                } => match self.unrecorded.remove(request_id) {
+                    // Never stored: its ending is an event of its own.
+                    Some(unrecorded) => {
                         let ending = ending_of(resolution);
                         let mut resolved = unrecorded.facts.event(
                             "permission_resolved",
@@ -295,14 +296,11 @@ impl Bridge {
                             Err(error) => report::<()>(Err(ApiError::from(error))),
                         }
                     }
-                }
-                EventKind::RequestResolved {
-                    request_id,
-                    resolution,
-                } => {
-                    flush(state, &mut plain).await;
-                    report(settle(state, request_id, resolution).await);
-                }
+                    None => {
+                        flush(state, &mut plain).await;
+                        report(settle(state, request_id, resolution).await);
+                    }
+                },
                 _ => plain.push(EventRecord::from_event(event)),
             }
         }

@@ -652,12 +652,8 @@ pub(crate) async fn hpd_respond(
 /// same number, as JSON Schema reads an integer) — below 0 read as 0, past `u32` as its most.
 /// `None` for anything else.
 fn whole_count(value: &Value) -> Option<u32> {
-    if let Some(n) = value.as_i64() {
-        return Some(u32::try_from(n.max(0)).unwrap_or(u32::MAX));
-    }
-    if value.as_u64().is_some() {
-        return Some(u32::MAX);
-    }
+    // Every JSON number reads as an `f64`; an integer too large to be exact there is past
+    // `u32` either way.
     let f = value.as_f64().filter(|f| f.fract() == 0.0)?;
     Some(if f <= 0.0 {
         0

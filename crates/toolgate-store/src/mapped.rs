@@ -53,6 +53,7 @@ impl Mapping {
     }
 
     /// How many bytes are mapped.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
     }

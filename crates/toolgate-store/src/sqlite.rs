@@ -166,6 +166,24 @@ const FLUSH_EVERY: Duration = Duration::from_millis(100);
 /// How much of the journal's file is allocated at a time.
 const JOURNAL_GROWTH: u64 = 1 << 20;
 
+/// `len` bytes from `at` of the journal, as the mapped chunks hold them: each chunk's index,
+/// where in it they start, and how many it holds.
+fn chunk_parts(at: usize, len: usize) -> impl Iterator<Item = (usize, usize, usize)> {
+    let chunk = JOURNAL_GROWTH as usize;
+    let end = at.saturating_add(len);
+    let mut at = at;
+    std::iter::from_fn(move || {
+        if at >= end {
+            return None;
+        }
+        let within = at % chunk;
+        let here = (end - at).min(chunk - within);
+        let part = (at / chunk, within, here);
+        at += here;
+        Some(part)
+    })
+}
+
 /// How far past the journal's end its mapped pages are made writable ahead of the records (see
 /// [`Journal::ahead`]): after each flush, and each time the applier looks while commits come.
 /// Past it (a burst of more than this between looks), copies fault as they would have. What it
@@ -392,39 +410,27 @@ impl Journal {
         if !self.mapped {
             return Vec::new();
         }
-        let chunk = JOURNAL_GROWTH as usize;
-        let (Ok(mut at), Ok(mut left)) = (usize::try_from(self.length), usize::try_from(PREPARED))
-        else {
+        let (Ok(at), Ok(len)) = (usize::try_from(self.length), usize::try_from(PREPARED)) else {
             return Vec::new();
         };
-        let mut spans = Vec::new();
-        while left > 0 {
-            let Some(mapping) = self.chunks.get(at / chunk) else {
-                break;
-            };
-            let within = at % chunk;
-            let here = left.min(mapping.len() - within);
-            spans.extend(mapping.span(within, here));
-            at += here;
-            left -= here;
-        }
-        spans
+        chunk_parts(at, len)
+            .map_while(|(index, within, here)| Some(self.chunks.get(index)?.span(within, here)))
+            .flatten()
+            .collect()
     }
 
     /// Copies `bytes` into the mapped chunks from `at` (allocated: see [`Journal::grow`]).
-    fn copy(&mut self, mut bytes: &[u8], at: u64) -> std::io::Result<()> {
-        let chunk = JOURNAL_GROWTH as usize;
-        let mut at = usize::try_from(at).map_err(std::io::Error::other)?;
-        while !bytes.is_empty() {
+    fn copy(&mut self, bytes: &[u8], at: u64) -> std::io::Result<()> {
+        let at = usize::try_from(at).map_err(std::io::Error::other)?;
+        let mut rest = bytes;
+        for (index, within, here) in chunk_parts(at, bytes.len()) {
             let mapping = self
                 .chunks
-                .get_mut(at / chunk)
+                .get_mut(index)
                 .ok_or_else(|| std::io::Error::other("a record past the allocated journal"))?;
-            let within = at % chunk;
-            let (here, rest) = bytes.split_at(bytes.len().min(mapping.len() - within));
-            mapping.write(within, here)?;
-            bytes = rest;
-            at += here.len();
+            let (part, after) = rest.split_at(here);
+            mapping.write(within, part)?;
+            rest = after;
         }
         Ok(())
     }
@@ -1927,6 +1933,19 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
     use super::*;
+
+    #[test]
+    fn a_span_of_the_journal_is_cut_where_its_chunks_meet() {
+        let chunk = JOURNAL_GROWTH as usize;
+        let parts = |at, len| chunk_parts(at, len).collect::<Vec<_>>();
+        assert_eq!(parts(10, 20), [(0, 10, 20)]);
+        assert_eq!(parts(chunk - 4, 10), [(0, chunk - 4, 4), (1, 0, 6)]);
+        assert_eq!(
+            parts(chunk - 1, chunk + 2),
+            [(0, chunk - 1, 1), (1, 0, chunk), (2, 0, 1)]
+        );
+        assert!(parts(5, 0).is_empty());
+    }
     use crate::{DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord};
     use serde_json::json;
     use toolgate_runtime::{Effect, GrantScope, GrantTarget};
