@@ -199,6 +199,14 @@ impl Policy {
                     }
                     (Decision::Allow, Layer::Default, None, Arc::from(""))
                 }
+                // A command whose every effect is among the call's paths and URLs adds nothing of
+                // its own: those are decided, and decide the call.
+                None if matches!(&subject, Subject::Command(c) if c.command.is_transparent()) => (
+                    Decision::Allow,
+                    Layer::Default,
+                    None,
+                    self.reasons.transparent.clone(),
+                ),
                 None => {
                     let (decision, reason) = self.default_for(facts, &subject, mode);
                     (decision, Layer::Default, None, reason)
@@ -237,6 +245,13 @@ impl Policy {
     ) -> (Decision, Arc<str>) {
         if let Some(fallback) = self.settings.fallback {
             return (fallback, self.reasons.fallback(fallback).clone());
+        }
+        // A scratch place (the system's temporary folders) is written without asking.
+        if let Subject::Path(p) = subject
+            && mode != Mode::DenyAll
+            && p.place == Some(crate::places::Place::Scratch)
+        {
+            return (Decision::Allow, self.reasons.scratch.clone());
         }
         let read = match subject {
             Subject::Call => facts.read,
@@ -452,6 +467,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
                 role: crate::subject::PathRole::Argument,
                 recursive: false,
                 source: "example".into(),
+                place: None,
                 resolved: Some(path::ResolvedPath {
                     given: text.to_owned(),
                     absolute: absolute.clone(),

@@ -20,6 +20,8 @@ pub(crate) struct Place {
     pub(crate) roots: Vec<PathBuf>,
     pub(crate) cwd: PathBuf,
     pub(crate) home: Option<PathBuf>,
+    /// The places outside the workspace the policy lets calls use.
+    pub(crate) places: Option<std::sync::Arc<crate::places::Places>>,
 }
 
 impl Place {
@@ -105,6 +107,7 @@ impl Policy {
             roots,
             cwd,
             home: std::env::var_os("HOME").map(PathBuf::from),
+            places: Some(self.places.clone()),
         }
     }
 
@@ -337,36 +340,11 @@ impl Policy {
     fn add_analysis(&self, analysis: Analysis, text: &str, place: &Place, out: &mut Vec<Subject>) {
         let Analysis {
             mut commands,
-            mut paths,
+            paths,
+            urls,
             findings,
         } = analysis;
         foreign_repositories(&mut commands, &paths, place);
-        let mentions = self.has_mention_rules;
-        let mut urls = Vec::new();
-        for (index, command) in commands.iter().enumerate() {
-            // The operands of a program not known to only read them may be written: the
-            // protected paths see them whatever the rules are.
-            let reads_only = command.reads_only();
-            if !(mentions.paths || mentions.urls || !reads_only) {
-                continue;
-            }
-            let (mentioned, mentioned_urls) = command.mentions();
-            let role = if reads_only {
-                PathRole::Mentioned
-            } else {
-                PathRole::Operand
-            };
-            if mentions.paths || !reads_only {
-                paths.extend(mentioned.into_iter().map(|text| shell::CommandPath {
-                    text: text.to_owned(),
-                    access: Access::Read,
-                    role,
-                    command: index,
-                    cwd: command.cwd.clone(),
-                }));
-            }
-            urls.extend(mentioned_urls.into_iter().map(str::to_owned));
-        }
         // Where each path was found, for people: an excerpt, since every path of a command
         // carries it (32,000 words in one 64 KiB command would otherwise copy it 32,000 times).
         let sources: Vec<String> = commands
@@ -401,31 +379,37 @@ impl Policy {
             }));
         }
         for p in paths {
-            if p.role == PathRole::Mentioned && !mentions.paths {
-                continue;
-            }
             let here = place.at(p.cwd.as_deref());
-            let source = sources
+            let command = sources
                 .get(p.command)
                 .cloned()
                 .unwrap_or_else(|| format!("`{text}`"));
+            let source = format!("{command} ({})", p.origin);
+            if p.pattern {
+                expand_pathspec(&p.text, &source, text, &here, out);
+                continue;
+            }
             // `rm link`, `mv link x`, `ln -sf t link` act on the link, not where it leads.
-            let mut subject = if p.role == PathRole::Written
+            let mut subject = if matches!(p.role, PathRole::Written | PathRole::Read)
                 && on_links.get(p.command).copied().unwrap_or(false)
             {
-                let into = into_folders.get(p.command).copied().unwrap_or(true);
-                link_itself_subject(&p.text, &source, p.access, &here, into)
+                let into = into_folders.get(p.command).copied().unwrap_or(true)
+                    && p.role == PathRole::Written;
+                link_itself_subject(&p.text, &source, p.access, p.role, &here, into)
             } else {
                 path_subject(&Value::String(p.text), &source, p.access, p.role, &here)
             };
             // Its operands, not its redirections or the folder it runs in.
             subject.recursive = matches!(
                 p.role,
-                PathRole::Mentioned | PathRole::Operand | PathRole::Written
+                PathRole::Read | PathRole::Mentioned | PathRole::Operand | PathRole::Written
             ) && recursive.get(p.command).copied().unwrap_or(false)
                 && !is_kernel_file(subject.resolved.as_ref());
             let followed: Vec<PathBuf> = if subject.recursive
-                && p.role.is_mention()
+                && matches!(
+                    p.role,
+                    PathRole::Read | PathRole::Mentioned | PathRole::Operand
+                )
                 && follows.get(p.command).copied().unwrap_or(false)
             {
                 subject
@@ -441,10 +425,8 @@ impl Policy {
                 link_walk.follow(followed, &source, text, &here, out);
             }
         }
-        if mentions.urls {
-            for u in urls {
-                out.push(Subject::Url(url_subject(&u, true)));
-            }
+        for u in urls {
+            out.push(Subject::Url(url_subject(&u.text, !u.fetched)));
         }
     }
 }
@@ -495,6 +477,95 @@ fn unanalysable(text: &str, why: &str) -> Subject {
             detail: why.to_owned(),
         }],
     })
+}
+
+/// How many entries toolgate looks through to find the files a pattern (git's pathspec)
+/// matches.
+const PATTERN_WALK_ENTRIES: usize = 50_000;
+
+/// Folders git's pathspecs do not look in: git's own, and the ones tools fill with what they
+/// fetch or build, which projects do not track.
+const UNTRACKED_FOLDERS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".next",
+    ".nuxt",
+    ".turbo",
+    ".gradle",
+];
+
+/// The files under the folder a command works in that git's pathspec `pattern` matches (`*`
+/// crosses folders, as git's does; `.git` is not looked in), each read; more than
+/// [`PATTERN_WALK_ENTRIES`] entries to look through asks.
+fn expand_pathspec(pattern: &str, source: &str, text: &str, here: &Place, out: &mut Vec<Subject>) {
+    let matcher = match globset::GlobBuilder::new(pattern.trim_start_matches("./"))
+        .literal_separator(false)
+        .backslash_escape(true)
+        .build()
+    {
+        Ok(glob) => glob.compile_matcher(),
+        Err(_) => {
+            return out.push(unanalysable(
+                text,
+                &format!("{source}: the pathspec `{pattern}` is not a pattern toolgate reads"),
+            ));
+        }
+    };
+    let base = here.cwd.clone();
+    let mut folders = vec![base.clone()];
+    let mut seen = 0usize;
+    let mut matched = Vec::new();
+    while let Some(dir) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > PATTERN_WALK_ENTRIES {
+                return out.push(unanalysable(
+                    text,
+                    &format!(
+                        "{source}: the pathspec `{pattern}` is matched against more than \
+                         {PATTERN_WALK_ENTRIES} files, more than toolgate looks through"
+                    ),
+                ));
+            }
+            let path = entry.path();
+            let Ok(relative) = path.strip_prefix(&base) else {
+                continue;
+            };
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => {
+                    if !UNTRACKED_FOLDERS.iter().any(|f| entry.file_name() == *f) {
+                        folders.push(path.clone());
+                    }
+                }
+                Ok(_) if matcher.is_match(relative) => matched.push(path.clone()),
+                Ok(_) | Err(_) => {}
+            }
+        }
+    }
+    matched.sort();
+    for path in matched {
+        let given = Value::String(path.to_string_lossy().into_owned());
+        let source = format!("{source}, matching `{pattern}`");
+        out.push(Subject::Path(path_subject(
+            &given,
+            &source,
+            Access::Read,
+            PathRole::Read,
+            here,
+        )));
+    }
 }
 
 /// How many entries toolgate looks through, for one path, for links a program would follow.
@@ -752,6 +823,7 @@ fn path_subject(
             recursive: false,
             source: source.to_owned(),
             resolved: None,
+            place: None,
             problem: Some(PathProblem::Unresolvable("the path is not text".into())),
         };
     };
@@ -760,7 +832,15 @@ fn path_subject(
     } else {
         path::resolve(given, &place.context())
     };
-    resolved_subject(given, source, access, role, resolution)
+    let mut subject = resolved_subject(given, source, access, role, resolution);
+    subject.place = outside_place(&subject, place);
+    subject
+}
+
+/// The place outside the workspace a resolved path lies in, if any.
+fn outside_place(subject: &PathSubject, place: &Place) -> Option<crate::subject::OutsidePlace> {
+    let resolved = subject.resolved.as_ref().filter(|r| r.root.is_none())?;
+    place.places.as_ref()?.of(resolved, &place.roots)
 }
 
 /// A path subject from how its path resolved.
@@ -782,6 +862,7 @@ fn resolved_subject(
         recursive: false,
         source: source.to_owned(),
         resolved,
+        place: None,
         problem,
     }
 }
@@ -793,6 +874,7 @@ fn link_itself_subject(
     given: &str,
     source: &str,
     access: Access,
+    role: PathRole,
     place: &Place,
     into_folders: bool,
 ) -> PathSubject {
@@ -804,7 +886,9 @@ fn link_itself_subject(
         Some(r) => Ok(r),
         None => path::resolve_link_itself(given, &place.context()),
     };
-    resolved_subject(given, source, access, PathRole::Written, resolution)
+    let mut subject = resolved_subject(given, source, access, role, resolution);
+    subject.place = outside_place(&subject, place);
+    subject
 }
 
 fn url_subject(given: &str, mentioned: bool) -> UrlSubject {

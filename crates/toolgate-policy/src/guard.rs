@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::call::Call;
 use crate::decision::{Access, Decision, Origin};
+use crate::places::Place;
 use crate::policy::Policy;
 use crate::profile::Profile;
 use crate::resource::matchers::{PathGlob, PathMatcher};
@@ -401,7 +402,24 @@ impl Policy {
             }
         };
         let linked = p.role == PathRole::Linked;
-        if resolved.root.is_none() && !linked {
+        let place = p.place.filter(|_| resolved.root.is_none());
+        match place {
+            Some(Place::Scratch) => {}
+            Some(Place::ReadOnly) if p.access != Access::Write || linked => return None,
+            Some(Place::ReadOnly) => {
+                return Some(Guard::deny(
+                    "path-outside-workspace",
+                    format!(
+                        "`{}` resolves to `{}`, in a place outside the workspace that may be read, \
+                         not written",
+                        p.given,
+                        resolved.resolved.display()
+                    ),
+                ));
+            }
+            None => {}
+        }
+        if resolved.root.is_none() && place.is_none() && !linked {
             let alternative = resolved
                 .alternative
                 .as_ref()

@@ -50,7 +50,7 @@ const TOP_ALIASES: &[(&str, &str)] = &[
     ("default", "fallback"),
     ("tags", "custom_tags"),
 ];
-const WORKSPACE_KEYS: &[&str] = &["roots", "protected"];
+const WORKSPACE_KEYS: &[&str] = &["roots", "protected", "read", "scratch"];
 const APPROVAL_KEYS: &[&str] = &["timeout", "choices"];
 const PROFILE_KEYS: &[&str] = &[
     "match",
@@ -138,6 +138,8 @@ pub(crate) struct ParsedFile {
     pub(crate) fallback: Option<Decision>,
     pub(crate) roots: Vec<String>,
     pub(crate) protected: Vec<String>,
+    pub(crate) read_places: Vec<String>,
+    pub(crate) scratch_places: Vec<String>,
     pub(crate) approval_timeout: Option<Duration>,
     pub(crate) approval_choices: Option<Vec<Choice>>,
     pub(crate) custom_tags: Vec<String>,
@@ -171,6 +173,8 @@ pub(crate) fn parse(source: SourceFile) -> Result<ParsedFile, Vec<Diagnostic>> {
         fallback: None,
         roots: Vec::new(),
         protected: Vec::new(),
+        read_places: Vec::new(),
+        scratch_places: Vec::new(),
         approval_timeout: None,
         approval_choices: None,
         custom_tags: Vec::new(),
@@ -638,7 +642,33 @@ impl Walker<'_> {
                         }
                     }
                 }
-                _ => self.unknown_key(key, WORKSPACE_KEYS, &[("root", "roots")], "`[workspace]`"),
+                which @ ("read" | "scratch") => {
+                    for (place, span) in self.strings(item, which).unwrap_or_default() {
+                        let absolute = place.starts_with('/')
+                            || place.starts_with("~/")
+                            || place.starts_with("$TMPDIR");
+                        if !absolute {
+                            self.error(
+                                span,
+                                format!(
+                                    "`{which}` place `{place}` is not absolute: write it from `/` or `~/`"
+                                ),
+                            );
+                            continue;
+                        }
+                        match compile_glob(&place) {
+                            Ok(_) if which == "read" => file.read_places.push(place),
+                            Ok(_) => file.scratch_places.push(place),
+                            Err(e) => self.error(span, format!("`{which}` place `{place}`: {e}")),
+                        }
+                    }
+                }
+                _ => self.unknown_key(
+                    key,
+                    WORKSPACE_KEYS,
+                    &[("root", "roots"), ("readonly", "read"), ("tmp", "scratch")],
+                    "`[workspace]`",
+                ),
             }
         }
     }

@@ -11,7 +11,8 @@
 //!   into an allow. A subject no file's rules match gets the default.
 //! - **`mode`** and **`fallback`**: the strictest value any file sets.
 //! - **`[approval]`**: the shortest `timeout`; the `choices` every file offers.
-//! - **`[workspace]`** `roots` and `protected`, and **`custom_tags`**: the union.
+//! - **`[workspace]`** `roots`, `protected`, `read` and `scratch`, and **`custom_tags`**: the
+//!   union.
 //! - **`[[tool]]`** profiles: first match in load order, then the built-in profiles.
 
 use std::collections::HashMap;
@@ -141,6 +142,11 @@ pub struct Settings {
     pub roots: Vec<RootSpec>,
     /// Protected path globs added to the built-in list.
     pub protected: Vec<String>,
+    /// Places outside the workspace that may be read, added to the built-in ones.
+    pub read_places: Vec<String>,
+    /// Places outside the workspace that may be read and written without asking (scratch),
+    /// added to the built-in ones.
+    pub scratch_places: Vec<String>,
     /// Custom tags the policy declares.
     pub custom_tags: Vec<String>,
     /// Command prefixes a network-originated turn may run (`[network_turns] commands`).
@@ -156,6 +162,8 @@ impl Default for Settings {
             approval_choices: Choice::ALL.into(),
             roots: Vec::new(),
             protected: Vec::new(),
+            read_places: Vec::new(),
+            scratch_places: Vec::new(),
             custom_tags: Vec::new(),
             network_commands: Vec::new(),
         }
@@ -243,6 +251,8 @@ pub(crate) struct Reasons {
     pub(crate) deny_all: Arc<str>,
     pub(crate) ceiling: Arc<str>,
     pub(crate) full_access: Arc<str>,
+    pub(crate) transparent: Arc<str>,
+    pub(crate) scratch: Arc<str>,
 }
 
 impl Reasons {
@@ -263,6 +273,12 @@ impl Reasons {
             deny_all: "no rule matched; deny-all asks for everything".into(),
             ceiling: "deny-all: nothing is allowed without a human".into(),
             full_access: "full access: this run skips asking".into(),
+            transparent: "no rule matched; the command only reads, writes or fetches what it \
+                          names, and each of those is decided on its own"
+                .into(),
+            scratch: "no rule matched; a scratch place (the system's temporary folders) is read \
+                      and written without asking"
+                .into(),
         }
     }
 
@@ -305,6 +321,8 @@ pub struct Policy {
     /// Protected paths that deny (toolgate's own) and that ask (built-in list and the policy's).
     pub(crate) protected_own: PathMatcher,
     pub(crate) protected: PathMatcher,
+    /// Places outside the workspace that may be read, and that may be read and written.
+    pub(crate) places: Arc<crate::places::Places>,
     /// Which mentioned resources some deny or ask rule (or guard) could match.
     pub(crate) has_mention_rules: MentionRules,
     /// toolgate's own data folders (the daemon's API token and store), as they resolve: no
@@ -340,6 +358,11 @@ impl Policy {
         protected.dedup_by(|a, b| a.text == b.text);
         let protected = PathMatcher::new(protected).unwrap_or_else(|_| PathMatcher::empty());
         let own_data = own_data_folders(home.as_deref());
+        let places = Arc::new(crate::places::Places::new(
+            &settings.read_places,
+            &settings.scratch_places,
+            home.as_deref(),
+        ));
         let mut mentions = MentionRules {
             // The guard on toolgate's own data sees every path a command names.
             paths: !own_data.is_empty(),
@@ -360,6 +383,7 @@ impl Policy {
             profiles: Profiles::new(profiles),
             reasons: Reasons::new(),
             protected_own: guard::compile_protected(guard::TOOLGATE_PROTECTED),
+            places,
             protected,
             has_mention_rules: mentions,
             own_data,
@@ -477,6 +501,16 @@ impl Policy {
             for glob in file.protected {
                 if !settings.protected.contains(&glob) {
                     settings.protected.push(glob);
+                }
+            }
+            for place in file.read_places {
+                if !settings.read_places.contains(&place) {
+                    settings.read_places.push(place);
+                }
+            }
+            for place in file.scratch_places {
+                if !settings.scratch_places.contains(&place) {
+                    settings.scratch_places.push(place);
                 }
             }
             for tag in file.custom_tags {

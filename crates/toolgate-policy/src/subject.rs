@@ -28,6 +28,9 @@ pub enum PathRole {
     Folder,
     /// A redirection target (`> file`, `< file`).
     Redirect,
+    /// A file or folder a command reads: an operand or option value its program's record says
+    /// it reads (`cat FILE`, `grep -f FILE`, `curl -d @FILE`).
+    Read,
     /// A file a writing program writes (`rm`, `mv`, `cp` target, `tee`, `sed -i`, …).
     Written,
     /// Any other command argument that may name a file (deny and ask rules only).
@@ -49,6 +52,16 @@ impl PathRole {
     }
 }
 
+/// A place outside the workspace a path may lie in ([`PathSubject::place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OutsidePlace {
+    /// A place that may be read (a dependency cache, a toolchain, the system's own files).
+    ReadOnly,
+    /// A place that may be read and written without asking (the system's temporary folders).
+    Scratch,
+}
+
 /// A path the call touches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PathSubject {
@@ -68,6 +81,10 @@ pub struct PathSubject {
     /// The resolution, when the path could be resolved.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub resolved: Option<ResolvedPath>,
+    /// The place outside the workspace it lies in, if any: one that may be read, or one that
+    /// may be read and written (scratch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub place: Option<OutsidePlace>,
     /// Why it could not be, otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<PathProblem>,
@@ -178,6 +195,7 @@ impl fmt::Display for Subject {
                     PathRole::Argument => "path",
                     PathRole::Folder => "folder",
                     PathRole::Redirect => "redirection target",
+                    PathRole::Read => "file read",
                     PathRole::Written => "written file",
                     PathRole::Mentioned => "mentioned path",
                     PathRole::Linked => "link target",

@@ -108,14 +108,13 @@ path = "src/**"
         (e.decision, e.rule_name()),
         (Decision::Deny, Some("no-env"))
     );
-    // A mention no deny rule speaks to adds nothing: `cat` decides.
+    // What a command reads is a subject of its own, as a file tool's path is.
     let e = p.evaluate(&call(&w, "bash", json!({"command": "cat src/main.rs"})));
     assert_eq!((e.decision, e.rule_name()), (Decision::Allow, Some("cat")));
-    assert!(
-        e.subjects
-            .iter()
-            .all(|s| matches!(s.subject, Subject::Command(_)))
-    );
+    assert!(e.subjects.iter().any(|s| matches!(
+        &s.subject,
+        Subject::Path(p) if p.given == "src/main.rs" && p.role == toolgate_policy::PathRole::Read
+    )));
     // A path argument of a file tool is not a mention: allow rules see it.
     let e = p.evaluate(&call(
         &w,
@@ -343,13 +342,18 @@ fn links_followed_inside_a_folder_read_whole_lead_where_they_point() {
     assert_eq!(decide("grep -R PRIVATE docs"), denied);
     assert_eq!(decide("grep -r PRIVATE docs").0, Decision::Allow);
     std::fs::remove_file(w.root.join("docs/l")).unwrap();
+    // The workspace reached through the command's own folder or root: a read outside the
+    // workspace, refused as such.
     for line in [
-        "grep -R PRIVATE .",
-        "grep -R PRIVATE src",
-        // The workspace reached through the command's own folder or root.
         "grep -R PRIVATE /proc/self/cwd",
         "grep -R PRIVATE /proc/thread-self/cwd/src/..",
         &format!("rg -L PRIVATE /proc/self/root{}", w.root.display()),
+    ] {
+        assert_eq!(decide(line).0, Decision::Deny, "{line}");
+    }
+    for line in [
+        "grep -R PRIVATE .",
+        "grep -R PRIVATE src",
         "rg -L PRIVATE",
         "find -L . -type f -exec cat {} +",
         "tar -czhf out.tgz src",
@@ -476,7 +480,7 @@ fn agents_argument_names_are_read_and_unknown_ones_ask() {
     assert_eq!(decide("Read", json!({"file_path": ".env"})), env);
     assert_eq!(decide("Edit", json!({"file_path": "/etc/hosts"})), outside);
     assert_eq!(
-        decide("NotebookEdit", json!({"notebook_path": "/tmp/x.ipynb"})),
+        decide("NotebookEdit", json!({"notebook_path": "/srv/x.ipynb"})),
         outside
     );
     assert_eq!(decide("Bash", json!({"command": "cat .env"})), env);

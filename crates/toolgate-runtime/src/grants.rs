@@ -551,7 +551,11 @@ pub fn target_for(kind: GrantKind, subject: &Subject) -> Option<GrantTarget> {
             let words = words?;
             let program = words.first()?;
             match words.get(1) {
-                Some(second) if looks_like_subcommand(second) && !shell::runs_anything(program) => {
+                Some(second)
+                    if looks_like_subcommand(second)
+                        && !shell::runs_anything(program)
+                        && !shell::subcommand_runs_anything(program, second) =>
+                {
                     Some(GrantTarget::Command {
                         prefix: vec![program.clone(), second.clone()],
                         exact: false,
@@ -639,7 +643,10 @@ mod tests {
                 prefix(&["python3", "manage.py", "migrate"], true),
             ),
             ("awk program", prefix(&["awk", "program"], true)),
-            ("npx prettier .", prefix(&["npx", "prettier", "."], true)),
+            // npx runs the command it names: the grant is for that command.
+            ("npx prettier .", prefix(&["prettier", "."], true)),
+            ("npm exec vitest", prefix(&["vitest"], true)),
+            ("npm install zod", prefix(&["npm", "install"], false)),
             ("cat $FILE", None),
         ] {
             assert_eq!(target(line), expected, "{line}");

@@ -129,7 +129,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
     }
     session.type_line("2");
 
-    // Second prompt: `rm`. Reject always.
+    // Second prompt: running the script it wrote. Reject always.
     let screen = session.wait_for("answer [1-4]:", 2);
     assert!(
         screen.contains("tool    run_command  (call call_5)"),
@@ -137,7 +137,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
     );
     assert!(
         screen.contains(
-            "[4] reject always — covers `run_command` for exactly the command `rm src/notes.md`, for this session"
+            "[4] reject always — covers `run_command` for exactly the command `sh build.sh`, for this session"
         ),
         "{screen}"
     );
@@ -151,7 +151,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
         "→ run_command [denied] Permission denied by user.",
         "→ read_file [denied] secrets stay on this machine",
         "remembered: Allow write_file on the path",
-        "remembered: Deny run_command on exactly the command `rm src/notes.md`",
+        "remembered: Deny run_command on exactly the command `sh build.sh`",
         "done",
         "EXITED 0",
     ] {
@@ -162,7 +162,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
     }
     assert!(workspace.path().join("build.sh").exists());
     assert!(
-        workspace.path().join("src/notes.md").exists(),
-        "the rm was refused"
+        !workspace.path().join("target").exists(),
+        "the script was not run"
     );
 }

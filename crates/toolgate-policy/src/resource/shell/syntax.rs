@@ -5,9 +5,10 @@ use std::cell::RefCell;
 use tree_sitter::{Node, Parser, Tree};
 
 use super::programs::{self, basename};
+use super::registry::UseKind;
 use super::{
-    Analysis, CommandPath, Finding, FindingKind, MAX_COMMAND_BYTES, MAX_DEPTH, MAX_SIMPLE_COMMANDS,
-    PathRole, SimpleCommand, Word,
+    Analysis, CommandPath, CommandUrl, Finding, FindingKind, MAX_COMMAND_BYTES, MAX_DEPTH,
+    MAX_SIMPLE_COMMANDS, PathRole, SimpleCommand, Word,
 };
 use crate::decision::Access;
 
@@ -130,6 +131,7 @@ fn analyze_joined(line: &str, depth: usize) -> Analysis {
         cd_unsure: false,
         depth,
         substitutions: 0,
+        links_made: None,
     };
     walker.line(line);
     walker.finish()
@@ -144,6 +146,7 @@ pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
         cd_unsure: false,
         depth: 0,
         substitutions: 0,
+        links_made: None,
     };
     let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
     let text = argv.join(" ");
@@ -167,6 +170,8 @@ struct Walker<'s> {
     /// How many command substitutions the walk is inside (each costs several stack frames, so
     /// they are bounded on their own: a few hundred nested `$(` overflowed a 2 MiB stack).
     substitutions: usize,
+    /// The first command that makes a symbolic link, by index.
+    links_made: Option<usize>,
 }
 
 impl<'s> Walker<'s> {
@@ -252,12 +257,10 @@ impl<'s> Walker<'s> {
         }
         // A symbolic link made on the line changes where the paths after it lead, which were
         // resolved before it existed (`ln -s / r && cat r/home/me/.ssh/id_rsa`).
-        let links = self
-            .out
-            .commands
-            .iter()
-            .position(|c| makes_symlink(&c.argv));
-        if links.is_some_and(|at| at + 1 < self.out.commands.len()) {
+        if self
+            .links_made
+            .is_some_and(|at| at + 1 < self.out.commands.len())
+        {
             self.out.findings.push(finding(
                 FindingKind::DynamicArguments,
                 "a symbolic link made on this line changes where the paths after it lead",
@@ -744,6 +747,8 @@ impl<'s> Walker<'s> {
             role: PathRole::Redirect,
             command: command.unwrap_or(0),
             cwd: self.cwd.clone(),
+            origin: format!("a redirection `{operator}`"),
+            pattern: false,
         });
     }
 
@@ -904,17 +909,17 @@ impl<'s> Walker<'s> {
                 ));
             }
         }
-        let unwrapped = programs::unwrap(words);
-        findings.extend(unwrapped.findings);
-        if let Some(script) = unwrapped.script {
+        let mut unwrapped = programs::unwrap(words);
+        findings.append(&mut unwrapped.findings);
+        if let Some(script) = unwrapped.script.take() {
             let before = self.out.commands.len();
             let inner = analyze_line(&script, self.depth + 1);
-            let mut wrappers = unwrapped.wrappers;
-            wrappers.push(unwrapped.argv);
+            let mut wrappers = std::mem::take(&mut unwrapped.wrappers);
+            wrappers.push(std::mem::take(&mut unwrapped.argv));
             self.merge(inner, &wrappers, &findings);
             return (self.out.commands.len() > before).then_some(before);
         }
-        let argv = unwrapped.argv;
+        let argv = std::mem::take(&mut unwrapped.argv);
         // `command eval …`, `builtin source …`: what a wrapper runs may be the shell's own.
         if !unwrapped.wrappers.is_empty()
             && let Some(name) = argv.first().and_then(Word::value).map(basename)
@@ -925,23 +930,20 @@ impl<'s> Walker<'s> {
                 format!("`{name}` runs code toolgate cannot see"),
             ));
         }
-        programs::check_risks(&argv, &mut findings);
         let index = self.out.commands.len();
-        if unwrapped.spawned.is_empty() {
-            self.push_command(text, argv, unwrapped.wrappers, findings);
-            return Some(index);
-        }
         let mut spawner = unwrapped.wrappers.clone();
         spawner.push(argv.clone());
-        self.push_command(text.clone(), argv, unwrapped.wrappers, findings.clone());
-        for spawned in unwrapped.spawned {
+        let spawned = std::mem::take(&mut unwrapped.spawned);
+        let wrappers = std::mem::take(&mut unwrapped.wrappers);
+        self.push_command(text.clone(), argv, wrappers, findings.clone(), &unwrapped);
+        for spawned in spawned {
             let mut spawned_findings = findings.clone();
-            let inner = programs::unwrap(spawned);
-            programs::check_risks(&inner.argv, &mut spawned_findings);
-            spawned_findings.extend(inner.findings);
+            let mut inner = programs::unwrap(spawned);
+            spawned_findings.append(&mut inner.findings);
             let mut wrappers = spawner.clone();
-            wrappers.extend(inner.wrappers);
-            self.push_command(text.clone(), inner.argv, wrappers, spawned_findings);
+            wrappers.append(&mut inner.wrappers);
+            let argv = std::mem::take(&mut inner.argv);
+            self.push_command(text.clone(), argv, wrappers, spawned_findings, &inner);
         }
         Some(index)
     }
@@ -952,6 +954,7 @@ impl<'s> Walker<'s> {
         argv: Vec<Word>,
         wrappers: Vec<Vec<Word>>,
         findings: Vec<Finding>,
+        unwrapped: &programs::Unwrapped,
     ) {
         let index = self.out.commands.len();
         // Only the shell's own `cd` moves it: not `/usr/bin/cd`, nor one run by `env`,
@@ -990,38 +993,54 @@ impl<'s> Walker<'s> {
         }
         // Devices a program may be told to write to without writing a file (`curl -o
         // /dev/null`, `strace -o /dev/stderr`).
-        let by_wrappers = wrappers
-            .iter()
-            .flat_map(|layer| programs::wrapper_writes(layer))
-            .filter(|p| !HARMLESS_DEVICES.contains(&p.as_str()));
-        for path in by_wrappers.collect::<Vec<_>>() {
+        let uses = unwrapped.wrapper_uses.iter().chain(&unwrapped.uses);
+        let known = unwrapped
+            .reading
+            .as_ref()
+            .is_some_and(|r| r.program.is_some());
+        for u in uses {
+            let (access, role) = match u.kind {
+                UseKind::Read => (Access::Read, PathRole::Read),
+                UseKind::Write | UseKind::Into => (Access::Write, PathRole::Written),
+                UseKind::Folder => (Access::Read, PathRole::Folder),
+                UseKind::Linked => (Access::Read, PathRole::Linked),
+                UseKind::Unknown => (Access::Read, PathRole::Operand),
+                UseKind::Pathspec => (Access::Read, PathRole::Read),
+                UseKind::Mentioned => (Access::Read, PathRole::Mentioned),
+                UseKind::Url => {
+                    self.out.urls.push(CommandUrl {
+                        text: u.text.clone(),
+                        command: index,
+                        fetched: known,
+                        origin: u.origin.clone(),
+                    });
+                    continue;
+                }
+            };
+            if HARMLESS_DEVICES.contains(&u.text.as_str()) {
+                continue;
+            }
             self.out.paths.push(CommandPath {
-                text: path,
-                access: Access::Write,
-                role: PathRole::Written,
-                command: index,
-                cwd: self.cwd.clone(),
-            });
-        }
-        for (path, access, role) in programs::paths(&argv).into_iter().filter(|(p, access, _)| {
-            *access != Access::Write || !HARMLESS_DEVICES.contains(&p.as_str())
-        }) {
-            self.out.paths.push(CommandPath {
-                text: path,
+                text: u.text.clone(),
                 access,
                 role,
                 command: index,
                 cwd: self.cwd.clone(),
+                origin: u.origin.clone(),
+                pattern: u.kind == UseKind::Pathspec,
             });
         }
-        let network = programs::is_network(&argv);
+        if unwrapped.made_links && self.links_made.is_none() {
+            self.links_made = Some(index);
+        }
         self.out.commands.push(SimpleCommand {
             text,
             argv,
             wrappers,
             findings,
-            network,
+            network: unwrapped.network,
             cwd: self.cwd.clone(),
+            reading: unwrapped.reading.clone(),
         });
     }
 
@@ -1062,6 +1081,8 @@ impl<'s> Walker<'s> {
                     role: PathRole::Folder,
                     command: index,
                     cwd: self.cwd.clone(),
+                    origin: "the folder `cd` changes to".to_owned(),
+                    pattern: false,
                 });
                 self.cd_sure = false;
                 self.cwd = Some(match &self.cwd {
@@ -1608,26 +1629,6 @@ fn decode_ansi_c(text: &str) -> Option<String> {
         out.truncate(end);
     }
     Some(out)
-}
-
-/// Whether `argv` makes a symbolic link: `ln -s` (in a cluster, `--symbolic` or an
-/// abbreviation of it), `cp -s`/`--symbolic-link`.
-fn makes_symlink(argv: &[Word]) -> bool {
-    let program = argv.first().and_then(Word::value).map(basename);
-    let options = argv
-        .iter()
-        .skip(1)
-        .filter_map(Word::value)
-        .take_while(|a| *a != "--");
-    let (short, long) = match program {
-        Some("ln") => ('s', "symbolic"),
-        Some("cp") => ('s', "symbolic-link"),
-        _ => return false,
-    };
-    options.into_iter().any(|a| match a.strip_prefix("--") {
-        Some(name) => name.len() >= 2 && long.starts_with(name),
-        None => a.starts_with('-') && a.get(1..).is_some_and(|c| c.contains(short)),
-    })
 }
 
 fn excerpt(text: &str) -> String {
