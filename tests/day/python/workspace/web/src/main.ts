@@ -1,0 +1,6 @@
+import { mountInvoicesPage } from "./pages/Invoices";
+
+const root = document.querySelector<HTMLElement>("#app");
+if (root) {
+  void mountInvoicesPage(root);
+}

@@ -1,0 +1,3 @@
+import '../src/styles/index.css';
+
+export const parameters = { layout: 'centered' };
