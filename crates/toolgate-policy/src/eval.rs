@@ -136,8 +136,13 @@ impl Policy {
     pub(crate) fn facts<'c>(&self, call: &'c Call, profile: Option<&Profile>) -> Facts<'c> {
         // A profile is the policy's (or toolgate's) word about a tool; tags come from whoever
         // registered the tool; annotations count only from a trusted server.
+        // In a turn that arrived over the network (a chat message, a webhook), a tool no profile
+        // describes is not a read on its registrant's word: whoever wrote the message may have
+        // chosen the tool for what its tags hide.
+        let network_turn = call.context.origin == Some(crate::decision::Origin::Network);
         let access = match profile.and_then(|p| p.access) {
             Some(access) => Some(access),
+            None if network_turn => None,
             None if call.has_tag(&Tag::ReadOnly) => Some(Access::Read),
             None if call.context.trusted_server
                 && call.annotations.get("readOnlyHint") == Some(&Value::Bool(true)) =>

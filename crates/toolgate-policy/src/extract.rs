@@ -161,20 +161,39 @@ impl Policy {
             Some(Access::Read | Access::Execute | Access::Network) | None => Access::Read,
         };
         let mut place = place.clone();
-        // The working folder: the first `cwd` argument present.
-        let first_cwd = profile
+        // The working folders: every `cwd` argument present is a folder the call may run in
+        // (a tool given two runs in one of them, and the other may be anywhere). Relative
+        // paths resolve against the first; when they name different folders, toolgate cannot
+        // tell which the tool uses.
+        let folders: Vec<(&crate::profile::Pointer, &Value)> = profile
             .cwd
             .iter()
-            .find_map(|pointer| pointer.values(args).first().map(|v| (pointer, *v)));
-        if let Some((pointer, value)) = first_cwd {
+            .flat_map(|pointer| pointer.values(args).into_iter().map(move |v| (pointer, v)))
+            .collect();
+        let mut first_folder: Option<PathBuf> = None;
+        for (pointer, value) in folders {
             let subject =
                 path_subject(value, &pointer.text, Access::Read, PathRole::Folder, &place);
-            if let Some(r) = &subject.resolved {
-                place.cwd = r.resolved.clone();
+            let resolved = subject.resolved.as_ref().map(|r| r.resolved.clone());
+            match (&first_folder, resolved) {
+                (None, Some(r)) => first_folder = Some(r),
+                (Some(first), Some(r)) if *first != r => out.push(unanalysable(
+                    &pointer.text,
+                    &format!(
+                        "the call names two folders to run in (`{}` and `{}`): toolgate cannot \
+                         tell which the tool uses",
+                        first.display(),
+                        r.display()
+                    ),
+                )),
+                _ => {}
             }
             if !profile.paths.iter().any(|p| p.text == pointer.text) {
                 out.push(Subject::Path(subject));
             }
+        }
+        if let Some(first) = first_folder {
+            place.cwd = first;
         }
         // The git server runs git in `repo_path`: a folder written to look like a repository
         // there has a `config` that makes git run programs.
@@ -230,6 +249,67 @@ impl Policy {
                     PathRole::Argument,
                     &place,
                 )));
+            }
+        }
+        // A patch: every file it adds, updates, deletes or moves is written.
+        for pointer in &profile.patches {
+            for value in pointer.values(args) {
+                let Some(text) = value.as_str() else {
+                    continue;
+                };
+                match crate::resource::patch::read(text) {
+                    Ok(patch) => {
+                        for (op, file) in &patch.files {
+                            out.push(Subject::Path(path_subject(
+                                &Value::String(file.clone()),
+                                &format!("{} ({} `{file}`)", pointer.text, op.describe()),
+                                Access::Write,
+                                PathRole::Argument,
+                                &place,
+                            )));
+                        }
+                    }
+                    Err(why) => out.push(unanalysable(&pointer.text, &why)),
+                }
+            }
+        }
+        // Globs whose files the tool reads: the pattern, and every file it matches now.
+        for pointer in &profile.searched {
+            for value in pointer.values(args) {
+                let Some(pattern) = value.as_str() else {
+                    continue;
+                };
+                let under = first_path.clone().unwrap_or_else(|| ".".into());
+                let joined = if pattern.starts_with('/') || pattern.starts_with('~') {
+                    pattern.to_owned()
+                } else {
+                    format!("{}/{pattern}", under.trim_end_matches('/'))
+                };
+                out.push(Subject::Path(path_subject(
+                    &Value::String(joined.clone()),
+                    &pointer.text,
+                    Access::Read,
+                    PathRole::Argument,
+                    &place,
+                )));
+                let (folder, rest) = crate::resource::glob::literal_prefix(&joined);
+                if rest.is_empty() {
+                    continue;
+                }
+                let folder = if folder.is_empty() { "/" } else { folder };
+                let Some(base) = place.resolve(folder) else {
+                    continue;
+                };
+                expand_search(
+                    rest,
+                    false,
+                    pattern.contains('/'),
+                    &pointer.text,
+                    &joined,
+                    &base,
+                    &place,
+                    &mut out,
+                );
             }
         }
         if let Some(pointer) = &profile.command
@@ -313,15 +393,24 @@ impl Policy {
                         ));
                     }
                 }
-                (shell::analyze_argv(&argv), argv.join(" "))
+                (
+                    shell::analyze_argv_in(&argv, &place.cwd, place.home.as_deref()),
+                    argv.join(" "),
+                )
             }
-            (Value::String(line), _) => (shell::analyze(line), line.clone()),
+            (Value::String(line), _) => (
+                shell::analyze_in(line, &place.cwd, place.home.as_deref()),
+                line.clone(),
+            ),
             (Value::Array(items), _) => match items
                 .iter()
                 .map(|v| v.as_str().map(str::to_owned))
                 .collect::<Option<Vec<_>>>()
             {
-                Some(argv) if !argv.is_empty() => (shell::analyze_argv(&argv), argv.join(" ")),
+                Some(argv) if !argv.is_empty() => (
+                    shell::analyze_argv_in(&argv, &place.cwd, place.home.as_deref()),
+                    argv.join(" "),
+                ),
                 _ => {
                     return out.push(unanalysable(
                         &value.to_string(),
@@ -386,7 +475,16 @@ impl Policy {
                 .unwrap_or_else(|| format!("`{text}`"));
             let source = format!("{command} ({})", p.origin);
             if p.pattern {
-                expand_pathspec(&p.text, &source, text, &here, out);
+                expand_search(
+                    &p.text,
+                    true,
+                    false,
+                    &source,
+                    text,
+                    &here.cwd.clone(),
+                    &here,
+                    out,
+                );
                 continue;
             }
             // `rm link`, `mv link x`, `ln -sf t link` act on the link, not where it leads.
@@ -479,92 +577,36 @@ fn unanalysable(text: &str, why: &str) -> Subject {
     })
 }
 
-/// How many entries toolgate looks through to find the files a pattern (git's pathspec)
-/// matches.
-const PATTERN_WALK_ENTRIES: usize = 50_000;
-
-/// Folders git's pathspecs do not look in: git's own, and the ones tools fill with what they
-/// fetch or build, which projects do not track.
-const UNTRACKED_FOLDERS: &[&str] = &[
-    ".git",
-    "node_modules",
-    "target",
-    ".venv",
-    "venv",
-    "__pycache__",
-    ".tox",
-    ".nox",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".next",
-    ".nuxt",
-    ".turbo",
-    ".gradle",
-];
-
-/// The files under the folder a command works in that git's pathspec `pattern` matches (`*`
-/// crosses folders, as git's does; `.git` is not looked in), each read; more than
-/// [`PATTERN_WALK_ENTRIES`] entries to look through asks.
-fn expand_pathspec(pattern: &str, source: &str, text: &str, here: &Place, out: &mut Vec<Subject>) {
-    let matcher = match globset::GlobBuilder::new(pattern.trim_start_matches("./"))
-        .literal_separator(false)
-        .backslash_escape(true)
-        .build()
-    {
-        Ok(glob) => glob.compile_matcher(),
-        Err(_) => {
-            return out.push(unanalysable(
-                text,
-                &format!("{source}: the pathspec `{pattern}` is not a pattern toolgate reads"),
-            ));
-        }
-    };
-    let base = here.cwd.clone();
-    let mut folders = vec![base.clone()];
-    let mut seen = 0usize;
-    let mut matched = Vec::new();
-    while let Some(dir) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > PATTERN_WALK_ENTRIES {
-                return out.push(unanalysable(
-                    text,
-                    &format!(
-                        "{source}: the pathspec `{pattern}` is matched against more than \
-                         {PATTERN_WALK_ENTRIES} files, more than toolgate looks through"
-                    ),
-                ));
-            }
-            let path = entry.path();
-            let Ok(relative) = path.strip_prefix(&base) else {
-                continue;
-            };
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => {
-                    if !UNTRACKED_FOLDERS.iter().any(|f| entry.file_name() == *f) {
-                        folders.push(path.clone());
-                    }
-                }
-                Ok(_) if matcher.is_match(relative) => matched.push(path.clone()),
-                Ok(_) | Err(_) => {}
+/// The files under `base` the glob `pattern` matches, each a read subject: git's pathspecs
+/// (`crossing`: `*` crosses folders) and a searcher's globs (ripgrep's `--glob`, an agent's grep
+/// tool). Folders a project does not track are not looked in; a pattern matched against more
+/// names than toolgate looks through, or not a pattern, is unanalysable.
+#[allow(clippy::too_many_arguments)]
+fn expand_search(
+    pattern: &str,
+    crossing: bool,
+    anchored: bool,
+    source: &str,
+    text: &str,
+    base: &Path,
+    here: &Place,
+    out: &mut Vec<Subject>,
+) {
+    match crate::resource::glob::search(pattern, base, crossing, anchored) {
+        Ok(matched) => {
+            let source = format!("{source}, matching `{pattern}`");
+            for path in matched {
+                let given = Value::String(path.to_string_lossy().into_owned());
+                out.push(Subject::Path(path_subject(
+                    &given,
+                    &source,
+                    Access::Read,
+                    PathRole::Read,
+                    here,
+                )));
             }
         }
-    }
-    matched.sort();
-    for path in matched {
-        let given = Value::String(path.to_string_lossy().into_owned());
-        let source = format!("{source}, matching `{pattern}`");
-        out.push(Subject::Path(path_subject(
-            &given,
-            &source,
-            Access::Read,
-            PathRole::Read,
-            here,
-        )));
+        Err(why) => out.push(unanalysable(text, &format!("{source}: {why}"))),
     }
 }
 

@@ -92,6 +92,56 @@ pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
     "**/.gemini/**",
     "**/.cursor",
     "**/.cursor/**",
+    // What agents read as their instructions when they start in a folder: a write there
+    // speaks to every later session (and to other agents).
+    "**/CLAUDE.md",
+    "**/CLAUDE.local.md",
+    "**/AGENTS.md",
+    "**/AGENTS.override.md",
+    "**/GEMINI.md",
+    "**/.cursorrules",
+    "**/.windsurfrules",
+    "**/.windsurf/**",
+    "**/.clinerules",
+    "**/.clinerules/**",
+    "**/.roo/**",
+    "**/.roomodes",
+    "**/.goosehints",
+    "**/.github/copilot-instructions.md",
+    "**/.github/instructions/**",
+    // direnv runs `.envrc` in every shell that enters the folder.
+    "**/.envrc",
+    // Other agents' and editors' configuration, which names programs they run: MCP servers,
+    // tasks, run configurations, local vim scripts, dev containers' commands.
+    "**/.kiro/**",
+    "**/.amazonq/**",
+    "**/.continue/**",
+    "**/.opencode/**",
+    "**/opencode.json",
+    "**/.aider.conf.yml",
+    "**/.zed",
+    "**/.zed/**",
+    "**/.idea",
+    "**/.idea/**",
+    "**/.fleet/**",
+    "**/.nvim.lua",
+    "**/.exrc",
+    "**/.devcontainer/**",
+    // Hooks: husky's folder (git's `core.hooksPath`), pre-commit's configuration.
+    "**/.husky",
+    "**/.husky/**",
+    "**/.pre-commit-config.yaml",
+    // What builds and CI run besides the project's code: cargo's configuration (`rustc-wrapper`,
+    // runners, linkers), the toolchain file (`path` to any toolchain), CI workflows (which run
+    // with the repository's secrets), and installed packages (a `.pth` file runs at every start
+    // of Python).
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    "**/rust-toolchain",
+    "**/rust-toolchain.toml",
+    "**/.github/workflows/**",
+    "**/.gitlab-ci.yml",
+    "**/site-packages/**",
 ];
 
 /// Whether a file directly in a data folder is one of the daemon's: its token, the address it

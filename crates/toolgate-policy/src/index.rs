@@ -61,7 +61,14 @@ impl RuleIndex {
                     }
                     continue;
                 }
-            } else if let Some(tags) = &rule.when.tags {
+            } else if let Some(tags) = &rule.when.tags
+                // A built-in tag rule also matches by what a call's profile says it does
+                // (`ask_network` and `WebFetch`): a candidate for every call.
+                && !(rule.info.builtin
+                    && tags
+                        .iter()
+                        .any(|t| matches!(t, Tag::Network | Tag::FileSystem | Tag::ReadOnly)))
+            {
                 for tag in tags {
                     let list = by_tag.entry(tag.clone()).or_default();
                     if list.last() != Some(&i) {

@@ -33,6 +33,7 @@ pub(crate) const VERSION: i64 = 1;
 
 const TOP_KEYS: &[&str] = &[
     "version",
+    "extends",
     "mode",
     "fallback",
     "custom_tags",
@@ -57,6 +58,8 @@ const PROFILE_KEYS: &[&str] = &[
     "access",
     "paths",
     "patterns",
+    "searched",
+    "patches",
     "command",
     "command_args",
     "command_env",
@@ -146,6 +149,8 @@ pub(crate) struct ParsedFile {
     pub(crate) network_commands: Vec<CommandPattern>,
     pub(crate) profiles: Vec<Profile>,
     pub(crate) rules: Vec<Rule>,
+    /// `extends = "default"`: the built-in policy is a layer under this file's.
+    pub(crate) extends_default: bool,
 }
 
 /// Parses one policy file; every problem found is returned.
@@ -181,6 +186,7 @@ pub(crate) fn parse(source: SourceFile) -> Result<ParsedFile, Vec<Diagnostic>> {
         network_commands: Vec::new(),
         profiles: Vec::new(),
         rules: Vec::new(),
+        extends_default: false,
     };
     walker.top(root.get_ref(), &mut file);
     if walker.diags.is_empty() {
@@ -560,6 +566,19 @@ impl Walker<'_> {
                     }
                 }
                 "fallback" => file.fallback = self.one_enum(item, "fallback"),
+                "extends" => {
+                    if let Some(text) = self.string(item, "extends") {
+                        if text == "default" {
+                            file.extends_default = true;
+                        } else {
+                            self.error_hint(
+                                item.span(),
+                                format!("`extends = \"{text}\"`: a policy extends only the built-in one"),
+                                "write `extends = \"default\"` (see `toolgate policy show-default`), or leave it out to replace it",
+                            );
+                        }
+                    }
+                }
                 "custom_tags" => self.custom_tags(item, file),
                 "workspace" => self.workspace(item, file),
                 "approval" => self.approval(item, file),
@@ -954,8 +973,9 @@ impl Walker<'_> {
         let mut matcher = None;
         let mut match_texts = Vec::new();
         let mut access = None;
-        let (mut paths, mut patterns, mut cwd, mut urls) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut paths, mut patterns, mut searched, mut cwd, mut urls) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut patches = Vec::new();
         let (mut command, mut command_args, mut command_env, mut options_guard) =
             (None, None, None, false);
         let mut optional = false;
@@ -980,6 +1000,8 @@ impl Walker<'_> {
                 "access" => access = self.one_enum::<Access>(item, "access"),
                 "paths" => paths = self.pointers(item, "paths").unwrap_or_default(),
                 "patterns" => patterns = self.pointers(item, "patterns").unwrap_or_default(),
+                "searched" => searched = self.pointers(item, "searched").unwrap_or_default(),
+                "patches" => patches = self.pointers(item, "patches").unwrap_or_default(),
                 "cwd" => cwd = self.pointers(item, "cwd").unwrap_or_default(),
                 "url" => urls = self.pointers(item, "url").unwrap_or_default(),
                 "command" => command = single(self, item, "command"),
@@ -1047,6 +1069,8 @@ impl Walker<'_> {
             access,
             paths,
             patterns,
+            searched,
+            patches,
             command,
             command_args,
             command_env,

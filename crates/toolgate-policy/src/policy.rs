@@ -40,6 +40,9 @@ pub const DEFAULT_APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 /// Which place a policy file comes from; decides its place in the load order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PolicyRole {
+    /// toolgate's built-in policy ([`DEFAULT_POLICY`]): what applies with no policy file, and
+    /// under a file that says `extends = "default"`.
+    BuiltIn,
     /// The user's own file (`~/.config/toolgate/policy.toml`).
     User,
     /// The project's file (`.toolgate/policy.toml` in the project).
@@ -62,7 +65,23 @@ pub struct PolicySource {
     pub base_dir: Option<PathBuf>,
 }
 
+/// toolgate's built-in policy, as `toolgate policy show-default` prints it.
+pub const DEFAULT_POLICY: &str = include_str!("default-policy.toml");
+
+/// The name the built-in policy's rules and errors are reported under.
+pub const DEFAULT_POLICY_NAME: &str = "toolgate:default";
+
 impl PolicySource {
+    /// toolgate's built-in policy ([`DEFAULT_POLICY`]).
+    pub fn builtin_default() -> PolicySource {
+        PolicySource {
+            name: DEFAULT_POLICY_NAME.into(),
+            text: DEFAULT_POLICY.into(),
+            role: PolicyRole::BuiltIn,
+            base_dir: None,
+        }
+    }
+
     /// A file given by the embedding program, with no folder.
     pub fn given(name: impl Into<String>, text: impl Into<String>) -> PolicySource {
         PolicySource {
@@ -90,7 +109,7 @@ impl PolicySource {
         })?;
         let base_dir = match role {
             PolicyRole::Project => path.parent().and_then(Path::parent),
-            PolicyRole::User | PolicyRole::Given => path.parent(),
+            PolicyRole::User | PolicyRole::Given | PolicyRole::BuiltIn => path.parent(),
         }
         .map(Path::to_path_buf);
         Ok(PolicySource {
@@ -404,6 +423,25 @@ impl Policy {
         self.has_mention_rules.paths = true;
     }
 
+    /// toolgate's built-in policy ([`DEFAULT_POLICY`]): what applies when no policy file does.
+    /// It always loads (a test checks it); the error is there for the examples it checks.
+    ///
+    /// ```rust,standalone_crate
+    /// use toolgate_policy::{Call, Decision, Policy};
+    /// let policy = Policy::builtin_default()?;
+    /// let test = Call::new("bash").with_args(serde_json::json!({"command": "cargo test -q"}));
+    /// assert_eq!(policy.evaluate(&test).decision, Decision::Allow);
+    /// let push = Call::new("bash").with_args(serde_json::json!({"command": "git push"}));
+    /// assert_eq!(policy.evaluate(&push).decision, Decision::Ask);
+    /// # Ok::<(), toolgate_policy::LoadError>(())
+    /// ```
+    pub fn builtin_default() -> Result<Policy, LoadError> {
+        Policy::load(
+            vec![PolicySource::builtin_default()],
+            LoadOptions::default(),
+        )
+    }
+
     /// Loads one policy from TOML text; its examples must hold.
     pub fn from_toml(name: &str, text: &str) -> Result<Policy, LoadError> {
         Policy::load(
@@ -414,9 +452,12 @@ impl Policy {
 
     /// Loads and merges several policy files (see the module docs for the merge rules). The
     /// sources are put in load order by their role; files of one role keep their given order.
+    ///
+    /// A file with `extends = "default"` puts the built-in policy ([`DEFAULT_POLICY`]) under the
+    /// files as a layer of its own, first in the load order.
     pub fn load(mut sources: Vec<PolicySource>, options: LoadOptions) -> Result<Policy, LoadError> {
         sources.sort_by_key(|s| s.role);
-        let mut parsed = Vec::with_capacity(sources.len());
+        let mut parsed = Vec::with_capacity(sources.len() + 1);
         let mut diagnostics = Vec::new();
         for source in sources {
             let file = SourceFile::new(source.name.as_str(), source.text.as_str());
@@ -427,6 +468,16 @@ impl Policy {
         }
         if !diagnostics.is_empty() {
             return Err(LoadError { diagnostics });
+        }
+        let extends = parsed.iter().any(|(p, _, _)| p.extends_default);
+        let has_default = parsed
+            .iter()
+            .any(|(_, role, _)| *role == PolicyRole::BuiltIn);
+        if extends && !has_default {
+            let source = PolicySource::builtin_default();
+            let file = SourceFile::new(source.name.as_str(), source.text.as_str());
+            let default = load::parse(file).map_err(|diagnostics| LoadError { diagnostics })?;
+            parsed.insert(0, (default, PolicyRole::BuiltIn, None));
         }
         let policy = Policy::merge(parsed)?;
         if options.check_examples {

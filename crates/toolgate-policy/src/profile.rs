@@ -133,6 +133,12 @@ pub(crate) struct Profile {
     pub(crate) paths: Vec<Pointer>,
     /// Arguments that are glob patterns under the first path (`search_files`).
     pub(crate) patterns: Vec<Pointer>,
+    /// Arguments that are globs under the first path whose matching files the tool reads
+    /// (`Grep`'s `glob`): each file found is a subject.
+    pub(crate) searched: Vec<Pointer>,
+    /// Arguments holding a patch in Codex's format (`apply_patch`'s `/input`): each file it
+    /// adds, updates, deletes or moves is a path it writes.
+    pub(crate) patches: Vec<Pointer>,
     /// The argument holding a command: a command line (string) or an argv (array).
     pub(crate) command: Option<Pointer>,
     /// The argument holding the rest of the argv, when the command is only the program.
@@ -164,6 +170,8 @@ impl Profile {
         self.paths
             .iter()
             .chain(&self.patterns)
+            .chain(&self.searched)
+            .chain(&self.patches)
             .chain(&self.urls)
             .chain(&self.revisions)
             .chain(&self.command)
@@ -173,6 +181,8 @@ impl Profile {
     pub(crate) fn has_resources(&self) -> bool {
         !(self.paths.is_empty()
             && self.patterns.is_empty()
+            && self.searched.is_empty()
+            && self.patches.is_empty()
             && self.command.is_none()
             && self.urls.is_empty()
             && self.cwd.is_empty())
@@ -185,6 +195,8 @@ struct Builtin {
     access: Access,
     paths: &'static [&'static str],
     patterns: &'static [&'static str],
+    searched: &'static [&'static str],
+    patches: &'static [&'static str],
     command: Option<&'static str>,
     command_args: Option<&'static str>,
     command_env: Option<&'static str>,
@@ -201,6 +213,8 @@ const NONE: Builtin = Builtin {
     access: Access::Read,
     paths: &[],
     patterns: &[],
+    searched: &[],
+    patches: &[],
     command: None,
     command_args: None,
     command_env: None,
@@ -216,7 +230,36 @@ const GEMINI: &str = "Gemini CLI";
 const CLAUDE: &str = "Claude Code";
 /// Where the filesystem server, Gemini CLI (`absolute_path`, `file_path`, `dir_path`) and others
 /// put the file a tool of the same name reads or writes.
-const FILE_PATHS: &[&str] = &["/path", "/absolute_path", "/file_path", "/dir_path"];
+/// The same names are used by other agents with other keys (Copilot's `filePath`, Cursor's
+/// `target_file`, Cline's `absolutePath`, Windsurf's `TargetFile`): a profile reads every one.
+const FILE_PATHS: &[&str] = &[
+    "/path",
+    "/absolute_path",
+    "/file_path",
+    "/dir_path",
+    "/filePath",
+    "/absolutePath",
+    "/target_file",
+    "/target_directory",
+    "/relative_workspace_path",
+    "/TargetFile",
+    "/AbsolutePath",
+    "/DirectoryPath",
+    "/dirPath",
+];
+const CODEX: &str = "Codex";
+/// Where a shell tool puts the folder it runs in: `cwd` (ACP, Roo Code), `workdir` (Codex),
+/// `dir_path` (Gemini CLI 0.14 on), `directory` (Gemini CLI before), `working_directory`
+/// (Codex's `local_shell`), `Cwd` (Windsurf).
+const SHELL_CWD: &[&str] = &[
+    "/cwd",
+    "/directory",
+    "/dir",
+    "/workdir",
+    "/dir_path",
+    "/working_directory",
+    "/Cwd",
+];
 pub(crate) const GIT: &str = "MCP git server";
 const GIT_PATHS: &[&str] = &["/repo_path", "/files/*"];
 
@@ -247,6 +290,10 @@ const BUILTIN: &[Builtin] = &[
         names: &["search_files"],
         paths: &["/path"],
         patterns: &["/pattern"],
+        // Cline's and Roo Code's tool of the same name searches the contents of the files its
+        // `file_pattern` glob matches.
+        searched: &["/file_pattern"],
+        optional: true,
         ..NONE
     },
     Builtin {
@@ -271,8 +318,8 @@ const BUILTIN: &[Builtin] = &[
     Builtin {
         family: GEMINI,
         names: &["read_many_files"],
-        // Globs (Gemini expands them), as `include`'s are.
-        patterns: &["/paths/*", "/include/*"],
+        // Paths or globs (Gemini expands them), as `include`'s are: the files are read.
+        searched: &["/paths/*", "/include/*"],
         ..NONE
     },
     Builtin {
@@ -288,7 +335,7 @@ const BUILTIN: &[Builtin] = &[
         names: &["search_file_content"],
         paths: FILE_PATHS,
         // The files searched: a glob under the folder.
-        patterns: &["/include"],
+        searched: &["/include"],
         optional: true,
         ..NONE
     },
@@ -331,7 +378,7 @@ const BUILTIN: &[Builtin] = &[
         names: &["Grep"],
         paths: FILE_PATHS,
         // The files searched: a glob under the folder.
-        patterns: &["/glob"],
+        searched: &["/glob"],
         optional: true,
         ..NONE
     },
@@ -427,17 +474,246 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: "shell",
+        // Claude Code's `Bash`; Codex's `shell` (an argv), `shell_command`, `container.exec`
+        // and `local_shell` (codex-rs `core/src/tools/spec.rs`); Gemini CLI's
+        // `run_shell_command`; Cursor's `run_terminal_cmd`; Copilot's `run_in_terminal`; Cline's
+        // and Roo Code's `execute_command`; OpenHands' `execute_bash` and `terminal`; Goose's
+        // `developer__shell`; Monitor (Claude Code 2.1.98) runs one too.
         names: &[
             "bash",
             "Bash",
             "shell",
+            "shell_command",
+            "container.exec",
+            "local_shell",
             "run_command",
             "run_shell_command",
+            "run_terminal_cmd",
+            "run_in_terminal",
+            "execute_command",
+            "execute_bash",
+            "terminal",
+            "developer__shell",
             "exec",
+            "Monitor",
         ],
         access: Access::Execute,
         command: Some("/command"),
-        cwd: &["/cwd", "/directory", "/dir", "/workdir"],
+        cwd: SHELL_CWD,
+        ..NONE
+    },
+    Builtin {
+        family: CODEX,
+        // `exec_command` (unified exec) names its command `cmd` (codex-rs
+        // `core/src/tools/spec.rs`).
+        names: &["exec_command"],
+        access: Access::Execute,
+        command: Some("/cmd"),
+        cwd: SHELL_CWD,
+        ..NONE
+    },
+    Builtin {
+        family: CODEX,
+        // A patch in Codex's format (codex-rs `apply-patch/src/parser.rs`): `input` for Codex,
+        // Cline and Copilot, `patch` for Roo Code and OpenHands. The files it adds, updates,
+        // deletes and moves are written.
+        names: &["apply_patch"],
+        access: Access::Write,
+        patches: &["/input", "/patch"],
+        cwd: SHELL_CWD,
+        ..NONE
+    },
+    Builtin {
+        family: CODEX,
+        names: &["view_image"],
+        paths: FILE_PATHS,
+        ..NONE
+    },
+    Builtin {
+        family: CODEX,
+        // Experimental file tools (codex-rs `core/src/tools/spec.rs`).
+        names: &["list_dir", "grep_files"],
+        paths: FILE_PATHS,
+        searched: &["/include"],
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Plans, to-do lists, questions to the person, sub-agents (whose own calls are judged one
+        // by one), background output, skills: they touch no file or host. Codex `update_plan`,
+        // `request_user_input`, `spawn_agent`…; Claude Code `Agent`, `TaskStop` (and the old
+        // `KillShell`, `KillBash`), `TaskOutput`, `TaskCreate`…; Gemini CLI `write_todos`,
+        // `ask_user`, plan mode; Cursor `todo_write`; Copilot `manage_todo_list`; Cline and Roo
+        // Code `ask_followup_question`, `attempt_completion`, `update_todo_list`; OpenHands
+        // `think`, `finish`, `task_tracker`.
+        names: &[
+            "update_plan",
+            "request_user_input",
+            "spawn_agent",
+            "send_input",
+            "wait",
+            "close_agent",
+            "Agent",
+            "TaskStop",
+            "KillShell",
+            "KillBash",
+            "TaskOutput",
+            "TaskCreate",
+            "TaskGet",
+            "TaskUpdate",
+            "TaskList",
+            "AskUserQuestion",
+            "EnterPlanMode",
+            "Skill",
+            "SlashCommand",
+            "write_todos",
+            "ask_user",
+            "enter_plan_mode",
+            "todo_write",
+            "manage_todo_list",
+            "update_todo",
+            "think",
+            "ask_followup_question",
+            "plan_mode_respond",
+            "act_mode_respond",
+            "update_todo_list",
+            "switch_mode",
+            "finish",
+            "task_tracker",
+        ],
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Web searches: the query goes to the search provider; no URL is fetched.
+        names: &["WebSearch", "web_search", "google_web_search", "search_web"],
+        access: Access::Network,
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Fetch tools with a URL argument: Cline's `web_fetch`, Copilot CLI's, Cursor's,
+        // Windsurf's `read_url_content`, Cline's `browser_action`, OpenHands' `browser_navigate`,
+        // Copilot's `fetch_webpage` (`urls`).
+        names: &[
+            "web_fetch",
+            "read_url_content",
+            "browser_action",
+            "browser_navigate",
+            "fetch_webpage",
+            "open_simple_browser",
+        ],
+        access: Access::Network,
+        urls: &["/url", "/Url", "/urls/*"],
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Reading files: Cursor `read_file` and `list_dir`; Copilot `list_dir`, Copilot CLI
+        // `view`; Cline and Roo Code `list_files`, `list_code_definition_names`; Windsurf
+        // `view_file`, `view_file_outline`, `view_code_item`; Goose `developer__tree`.
+        names: &[
+            "view",
+            "list_files",
+            "list_code_definition_names",
+            "view_file",
+            "view_file_outline",
+            "view_code_item",
+            "developer__tree",
+            "codebase_search",
+        ],
+        paths: &[
+            "/path",
+            "/file_path",
+            "/filePath",
+            "/AbsolutePath",
+            "/File",
+            "/target_directories/*",
+            "/TargetDirectories/*",
+        ],
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Searching files: Cline and Roo Code `search_files` share the filesystem server's name
+        // (see above); Cursor `grep` and `glob_file_search`; Copilot `grep_search`, `file_search`;
+        // OpenHands `grep`.
+        names: &[
+            "grep",
+            "grep_search",
+            "glob_file_search",
+            "file_search",
+            "find_by_name",
+        ],
+        paths: &[
+            "/path",
+            "/dir_path",
+            "/target_directory",
+            "/SearchPath",
+            "/SearchDirectory",
+        ],
+        patterns: &["/glob_pattern", "/Pattern"],
+        searched: &[
+            "/glob",
+            "/include",
+            "/include_pattern",
+            "/includePattern",
+            "/Includes/*",
+        ],
+        optional: true,
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Writing files: Cursor `edit_file`, `search_replace`, `write`, `delete_file`; Copilot
+        // `create_file`, `replace_string_in_file`, `insert_edit_into_file`,
+        // `multi_replace_string_in_file`, `create_directory`, Copilot CLI `create`,
+        // `str_replace`, `insert`, `edit`; Cline and Roo Code `write_to_file`,
+        // `replace_in_file`, `apply_diff`, `insert_content`, `search_and_replace`; Windsurf
+        // `replace_file_content`; OpenHands `str_replace_editor` and `file_editor` (a `view`
+        // command only reads, but a write is what the profile assumes); Goose
+        // `developer__write`, `developer__edit`, `text_editor`.
+        names: &[
+            "search_replace",
+            "write",
+            "delete_file",
+            "create_file",
+            "replace_string_in_file",
+            "insert_edit_into_file",
+            "multi_replace_string_in_file",
+            "create",
+            "str_replace",
+            "insert",
+            "edit",
+            "write_to_file",
+            "replace_in_file",
+            "apply_diff",
+            "insert_content",
+            "search_and_replace",
+            "replace_file_content",
+            "str_replace_editor",
+            "file_editor",
+            "developer__write",
+            "developer__edit",
+            "text_editor",
+            // Anthropic's text editor tool, as the API names it (`view`, `create`,
+            // `str_replace`, `insert` on `path`).
+            "str_replace_based_edit_tool",
+            "str_replace_editor_tool",
+        ],
+        access: Access::Write,
+        paths: &[
+            "/path",
+            "/file_path",
+            "/filePath",
+            "/absolutePath",
+            "/target_file",
+            "/TargetFile",
+            "/dirPath",
+            "/replacements/*/filePath",
+        ],
         ..NONE
     },
 ];
@@ -464,6 +740,8 @@ pub(crate) fn builtin_profiles() -> Vec<Profile> {
                 access: Some(b.access),
                 paths: pointers(b.paths),
                 patterns: pointers(b.patterns),
+                searched: pointers(b.searched),
+                patches: pointers(b.patches),
                 command: b.command.and_then(|p| Pointer::new(p).ok()),
                 command_args: b.command_args.and_then(|p| Pointer::new(p).ok()),
                 command_env: b.command_env.and_then(|p| Pointer::new(p).ok()),

@@ -162,6 +162,19 @@ pub(crate) struct Facts<'c> {
     pub(crate) roots: Vec<std::path::PathBuf>,
 }
 
+/// Whether a built-in tag rule's tag holds of a call that does not carry it, by what its
+/// profile says it does: `ask_network` matches a fetch tool's URL and any call with network
+/// access (Claude Code's `WebFetch` carries no tags), `ask_file_system` a path a tool reads or
+/// writes, `allow_readonly` a call that reads.
+fn by_access(tag: &Tag, facts: &Facts<'_>, subject: &Subject) -> bool {
+    match tag {
+        Tag::Network => matches!(subject, Subject::Url(_)) || facts.access == Some(Access::Network),
+        Tag::FileSystem => matches!(subject, Subject::Path(_)),
+        Tag::ReadOnly => facts.read,
+        _ => false,
+    }
+}
+
 /// Why a rule did not match: the first condition found false.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Miss {
@@ -312,7 +325,7 @@ impl Rule {
                 }
             }
             (Some(Resource::Url(conditions)), Subject::Url(u)) => {
-                if !conditions.matches(u) {
+                if !conditions.matches(u, loosens) {
                     return Ok(Some(Miss::Resource));
                 }
             }
@@ -348,6 +361,7 @@ impl Rule {
         }
         if let Some(tags) = &when.tags
             && !tags.iter().any(|t| call.has_tag(t))
+            && !(self.info.builtin && tags.iter().any(|t| by_access(t, facts, subject)))
         {
             return Ok(Some(Miss::Tags));
         }
@@ -403,7 +417,7 @@ impl Rule {
         let holds = match (&self.when.resource, subject) {
             (Some(Resource::Path(set)), Subject::Path(p)) => set.matches(p, roots, loosens),
             (Some(Resource::Command(set)), Subject::Command(c)) => set.matches(c, loosens),
-            (Some(Resource::Url(conditions)), Subject::Url(u)) => conditions.matches(u),
+            (Some(Resource::Url(conditions)), Subject::Url(u)) => conditions.matches(u, loosens),
             _ => return Some(Miss::SubjectKind),
         };
         (!holds).then_some(Miss::Resource)

@@ -424,8 +424,8 @@ struct Facts {
     hidden: bool,
 }
 
-/// A call's access: the first policy profile, else the built-in one, else a `read_only` tag or a
-/// trusted server's `readOnlyHint`.
+/// A call's access: the first policy profile, else the built-in one, else (outside a turn that
+/// came over the network) a `read_only` tag or a trusted server's `readOnlyHint`.
 fn facts(files: &[MFile], call: &Value) -> Facts {
     let tool = call["tool"].as_str().unwrap();
     let trusted = call["context"]["trusted_server"].as_bool().unwrap_or(false);
@@ -438,8 +438,11 @@ fn facts(files: &[MFile], call: &Value) -> Facts {
         .iter()
         .find(|(name, _)| *name == tool)
         .map(|(_, a)| *a);
-    let hinted = tags_of(call).contains(&"read_only")
-        || (trusted && call["annotations"]["readOnlyHint"] == json!(true));
+    // In a turn that came over the network, a tool without a profile is not a read.
+    let network_turn = call["context"]["origin"] == json!("network");
+    let hinted = !network_turn
+        && (tags_of(call).contains(&"read_only")
+            || (trusted && call["annotations"]["readOnlyHint"] == json!(true)));
     let access = own.or(builtin).or(hinted.then_some("read"));
     // A built-in profile names where its resources are (`/path`, `/command`, `/url`, …), and
     // none of these calls' keys is one: arguments that carry a text or a number name their
@@ -472,7 +475,14 @@ fn rule_outcome(rule: &MRule, call: &Value, facts: &Facts) -> Outcome {
     let ctx = &call["context"];
     let tags = tags_of(call);
     if let Some(b) = rule.builtin {
-        return if tags.contains(&BUILTINS[b].1) {
+        // A built-in tag rule also holds by what the call's profile says it does:
+        // `ask_network` for network access, `allow_readonly` for a read.
+        let by_access = match BUILTINS[b].1 {
+            "network" => facts.access == Some("network"),
+            "read_only" => facts.read,
+            _ => false,
+        };
+        return if tags.contains(&BUILTINS[b].1) || by_access {
             Outcome::Match
         } else {
             Outcome::Miss

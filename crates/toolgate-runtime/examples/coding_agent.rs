@@ -84,7 +84,7 @@ fn script() -> ScriptedModel {
             json!({"path": "build.sh", "content": "#!/bin/sh\ncargo build\n"}),
         ),
         Reply::call("run_command", json!({"command": "wc -l README.md"})),
-        Reply::call("run_command", json!({"command": "sh build.sh"})),
+        Reply::call("run_command", json!({"command": "./build.sh"})),
         Reply::call("read_file", json!({"path": ".env"})),
         Reply::text(
             "I read the README, wrote notes and a build script (not run), and left the secrets alone.",

@@ -112,8 +112,8 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
         "── toolgate: permission needed ──",
         "tool    write_file  (call call_3)",
         r##"args    {"path":"build.sh","content":"#!/bin/sh\ncargo build\n"}"##,
-        "reason  no rule matched; approve-reads asks for anything that is not a read",
-        "layer   default",
+        "reason  this file says what builds, installs, test runs and scripts execute",
+        "rule    build-manifests (rule)",
         "[1] allow once",
         &format!(
             "[2] allow always — covers `write_file` for the path `{}/build.sh`, for this session",
@@ -137,7 +137,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
     );
     assert!(
         screen.contains(
-            "[4] reject always — covers `run_command` for exactly the command `sh build.sh`, for this session"
+            "[4] reject always — covers `run_command` for exactly the command `./build.sh`, for this session"
         ),
         "{screen}"
     );
@@ -151,7 +151,7 @@ fn a_person_answers_the_terminal_prompts_of_the_example_agent() {
         "→ run_command [denied] Permission denied by user.",
         "→ read_file [denied] secrets stay on this machine",
         "remembered: Allow write_file on the path",
-        "remembered: Deny run_command on exactly the command `sh build.sh`",
+        "remembered: Deny run_command on exactly the command `./build.sh`",
         "done",
         "EXITED 0",
     ] {

@@ -39,19 +39,22 @@ impl PolicyArgs {
         files
     }
 
-    /// Loads the policy; with no file at all, the empty policy (approve-reads, no rules).
+    /// Loads the policy; with no file at all, the built-in one (`toolgate policy show-default`).
     pub(crate) fn load(&self, options: LoadOptions) -> Result<Policy, Failure> {
         let files = self.files()?;
         Self::load_files(&files, options)
     }
 
-    /// Loads these files; with none, the empty policy.
+    /// Loads these files; with none, the built-in policy.
     pub(crate) fn load_files(
         files: &[(PolicyRole, PathBuf)],
         options: LoadOptions,
     ) -> Result<Policy, Failure> {
         if files.is_empty() {
-            return Ok(Policy::default());
+            return Ok(Policy::load(
+                vec![toolgate_policy::PolicySource::builtin_default()],
+                options,
+            )?);
         }
         Ok(Policy::load_paths(files, options)?)
     }

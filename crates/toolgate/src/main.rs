@@ -10,6 +10,7 @@ mod hook;
 mod lines;
 mod lint;
 mod page;
+mod policy;
 mod serve;
 mod tail;
 mod test;
@@ -36,7 +37,9 @@ Exit codes:
 Policy files load in this order: the user file ($TOOLGATE_CONFIG_DIR/policy.toml, else
 $XDG_CONFIG_HOME/toolgate/policy.toml, else ~/.config/toolgate/policy.toml), the project file
 (.toolgate/policy.toml in the current folder or the nearest parent, up to the repository root),
-then each --policy FILE in order. --isolated loads only the --policy files.";
+then each --policy FILE in order. --isolated loads only the --policy files. With no file at all,
+the built-in policy applies (`toolgate policy show-default`); a file with extends = \"default\" keeps
+it as a layer under its own rules.";
 
 /// toolgate decides, for every tool call an AI agent wants to make, whether it runs, is refused,
 /// or waits for a human.
@@ -59,6 +62,7 @@ enum Command {
     Tail(tail::TailArgs),
     Page(page::PageArgs),
     Hook(hook::HookArgs),
+    Policy(policy::PolicyCommandArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Command::Tail(args) => tail::run(&args),
         Command::Page(args) => page::run(&args),
         Command::Hook(args) => hook::run(&args),
+        Command::Policy(args) => policy::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -741,7 +741,7 @@ fn the_readme_quick_start_runs_as_written() {
         .strip_prefix("cargo run -- ")
         .expect("the main job runs the binary");
     assert!(
-        main_job.starts_with("serve "),
+        main_job == "serve" || main_job.starts_with("serve "),
         "the main job starts the daemon"
     );
     let data = tempfile::tempdir().unwrap();
@@ -759,7 +759,15 @@ fn the_readme_quick_start_runs_as_written() {
         .unwrap();
     let mut child = Killed(child);
     let output = child.0.stdout.take().unwrap();
-    let (listening, _) = wait_for_line(output, "toolgate is listening on http://");
+    let (policy_line, seen) = wait_for_line(output, "  policy: ");
+    if main_job == "serve" {
+        // With no policy file, the built-in policy decides, and the daemon says so.
+        assert_eq!(policy_line, "  policy: toolgate:default");
+    }
+    let listening = seen
+        .iter()
+        .find(|l| l.starts_with("toolgate is listening on http://"))
+        .unwrap();
     let address = listening
         .trim_start_matches("toolgate is listening on http://")
         .to_owned();
@@ -838,6 +846,7 @@ fn help_text_is_committed_and_current() {
         Some("tail"),
         Some("page"),
         Some("hook"),
+        Some("policy"),
     ] {
         let mut args: Vec<&str> = sub.into_iter().collect();
         args.push("--help");
@@ -1555,7 +1564,10 @@ fn serve_reads_its_settings_file() {
     let mut child = Killed(child);
     let (_, seen) = wait_for_line(child.0.stdout.take().unwrap(), "  policy: ");
     // Which policy decides is said at start.
-    assert_eq!(seen.last().unwrap(), "  policy: examples/policy.toml");
+    assert_eq!(
+        seen.last().unwrap(),
+        "  policy: toolgate:default, examples/policy.toml"
+    );
     let store = seen
         .iter()
         .find(|l| l.starts_with("  store: "))
@@ -1898,7 +1910,7 @@ fn hook_speaks_claude_codes_pre_tool_use() {
         )),
         (
             "allow".to_owned(),
-            "toolgate (rust-docs): documentation sites are read-only".to_owned()
+            "toolgate (documentation): documentation, package registries and code hosting are read-only to the agent".to_owned()
         )
     );
     assert_eq!(

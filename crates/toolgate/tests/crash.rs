@@ -49,7 +49,7 @@ fn killed_while_writing(arguments: &[&str]) {
             &token,
             "POST",
             "/api/decisions",
-            Some(&call(&format!("make target{i}"))),
+            Some(&call(&format!("./release.sh {i}"))),
         )
         .unwrap();
         assert_eq!(status, 202);
@@ -228,7 +228,7 @@ fn a_second_daemon_on_the_same_data_directory_refuses_to_start() {
     let data = tempfile::tempdir().unwrap();
     let first = DaemonProcess::start(data.path());
     let (status, body) = first
-        .http("POST", "/api/decisions", Some(&call("make all")))
+        .http("POST", "/api/decisions", Some(&call("./release.sh all")))
         .unwrap();
     assert_eq!(status, 202);
     let id = body["id"].as_str().unwrap().to_owned();

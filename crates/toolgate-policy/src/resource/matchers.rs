@@ -594,6 +594,14 @@ impl PatternReading {
         if !(subs || by_act) {
             return false;
         }
+        // A program without subcommands names what it does as the pattern's first operand
+        // (`curl upload`).
+        let act_operand = self.subcommands.is_empty()
+            && self
+                .operands
+                .first()
+                .and_then(Option::as_deref)
+                .is_some_and(|a| reading.acts.contains(&a));
         if !self.options.iter().all(|o| reading.options.contains(o)) {
             return false;
         }
@@ -603,7 +611,11 @@ impl PatternReading {
         }
         // Operands in order, `*` standing for any one.
         let mut operands = reading.operands.iter();
-        self.operands.iter().all(|wanted| match wanted {
+        let wanted_operands = self
+            .operands
+            .get(usize::from(act_operand)..)
+            .unwrap_or_default();
+        wanted_operands.iter().all(|wanted| match wanted {
             None => operands.next().is_some(),
             Some(w) => operands.any(|o| o == w),
         })
@@ -680,14 +692,21 @@ impl CommandPattern {
 
     /// Allow rules: the command that runs starts with the pattern, program name exactly (git's
     /// own options before its subcommand aside: `git --no-pager log` is `git log`).
+    ///
+    /// A program run from a `bin` folder (a virtualenv's `.venv/bin/pytest`, `node_modules/.bin/
+    /// vite`, a toolchain's) is that program to the pattern: a project's own copy of a tool.
     fn is_prefix_of(&self, argv: &[Word]) -> bool {
         let starts = |argv: &[Word]| -> bool {
             argv.len() >= self.tokens.len()
-                && self
-                    .tokens
-                    .iter()
-                    .zip(argv)
-                    .all(|(t, w)| t.is_match(w, false))
+                && self.tokens.iter().zip(argv).enumerate().all(|(i, (t, w))| {
+                    let in_bin = i == 0
+                        && w.value().is_some_and(|v| {
+                            let mut parts = v.rsplit('/');
+                            parts.next();
+                            matches!(parts.next(), Some("bin" | ".bin"))
+                        });
+                    t.is_match(w, in_bin)
+                })
         };
         starts(argv)
             || programs::without_global_options(argv, false).is_some_and(|a| starts(a.as_slice()))
@@ -750,12 +769,15 @@ impl CommandSet {
         if loosens {
             // An interpreter running a module (`python3 -m pytest`) is the command as written
             // too: the module's command is read whole all the same.
+            // Only a module (`-m`): a shell's `-c` line was read into commands of its own, which
+            // `bash` allowed does not cover.
             let module = subject.command.wrappers.last().filter(|layer| {
                 layer
                     .first()
                     .and_then(Word::value)
                     .and_then(registry::find)
                     .is_some_and(|p| p.interpreter)
+                    && layer.iter().skip(1).any(|w| w.value() == Some("-m"))
             });
             self.patterns.iter().any(|p| {
                 p.is_prefix_of(&subject.command.argv) || module.is_some_and(|m| p.is_prefix_of(m))
@@ -793,17 +815,25 @@ pub(crate) struct UrlConditions {
 }
 
 impl UrlConditions {
-    pub(crate) fn matches(&self, subject: &UrlSubject) -> bool {
+    /// Whether a URL meets every condition. A deny or ask rule's `domain` covers the domain's
+    /// subdomains too (`pastebin.com` stops `www.pastebin.com`); an allow rule's (`loosens`)
+    /// is exact unless written `*.`, and lets through only `http` and `https` unless it names
+    /// the scheme (`ftp://docs.rs/` is not a documentation read).
+    pub(crate) fn matches(&self, subject: &UrlSubject, loosens: bool) -> bool {
         let Some(url) = &subject.checked else {
             return false;
         };
-        self.domains
+        let web = matches!(url.scheme.as_str(), "http" | "https");
+        if loosens && self.schemes.is_none() && self.domains.is_some() && !web {
+            return false;
+        }
+        self.domains.as_ref().is_none_or(|d| {
+            d.iter()
+                .any(|p| p.is_match(&url.host) || (!loosens && p.covers_subdomain(&url.host)))
+        }) && self
+            .schemes
             .as_ref()
-            .is_none_or(|d| d.iter().any(|p| p.is_match(&url.host)))
-            && self
-                .schemes
-                .as_ref()
-                .is_none_or(|s| s.contains(&url.scheme))
+            .is_none_or(|s| s.contains(&url.scheme))
             && self
                 .ports
                 .as_ref()

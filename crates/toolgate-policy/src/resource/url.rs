@@ -256,6 +256,20 @@ impl DomainPattern {
         })
     }
 
+    /// Whether `host` is below the pattern's own domain (`www.pastebin.com` for `pastebin.com`):
+    /// what a deny or ask rule about a domain covers too. Never for an IP address.
+    pub(crate) fn covers_subdomain(&self, host: &str) -> bool {
+        match self {
+            DomainPattern::Exact(h)
+                if !h.starts_with('[') && !h.chars().all(|c| c.is_ascii_digit() || c == '.') =>
+            {
+                host.strip_suffix(h.as_str())
+                    .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1)
+            }
+            _ => false,
+        }
+    }
+
     /// Label-boundary matching: `*.example.com` matches `a.example.com` and `a.b.example.com`,
     /// never `example.com`, `evilexample.com` or `example.com.evil.com`.
     pub(crate) fn is_match(&self, host: &str) -> bool {

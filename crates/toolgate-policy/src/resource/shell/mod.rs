@@ -15,7 +15,11 @@ pub(crate) mod programs;
 pub(crate) mod registry;
 mod syntax;
 
+use std::path::Path;
+
 use serde::Serialize;
+
+pub(crate) use syntax::looks_secret;
 
 use crate::decision::Access;
 pub use crate::subject::PathRole;
@@ -34,6 +38,25 @@ pub struct Word {
     pub text: String,
     /// What the program receives, when it does not depend on the environment.
     pub value: Option<String>,
+    /// Why an argument's value is not known, when the program reading it decides whether
+    /// that matters: a message or a pattern may be anything (`git commit -m "$(cat <<'EOF' …)"`,
+    /// `echo "$VIRTUAL_ENV"`), a file it opens may not.
+    #[serde(skip)]
+    pub(crate) open: Option<Open>,
+}
+
+/// What is not known about an argument's value (see [`Word::open`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Open {
+    /// What the syntax could not see, reported unless the value only matters as data.
+    pub(crate) findings: Vec<Finding>,
+    /// Whether bash splits the value into words (an expansion outside double quotes).
+    pub(crate) splits: bool,
+    /// The value's first character, when it is written out (`"exit=$?"` starts with `e`): a
+    /// value that may start with `-` may be an option.
+    pub(crate) lead: Option<char>,
+    /// Variables it expands whose names look like secrets (`$GITHUB_TOKEN`).
+    pub(crate) secrets: Vec<String>,
 }
 
 impl Word {
@@ -41,6 +64,7 @@ impl Word {
         Word {
             text: value.to_owned(),
             value: Some(value.to_owned()),
+            open: None,
         }
     }
 
@@ -150,6 +174,9 @@ pub struct CommandReading {
     /// Whether, going into folders, it skips hidden files.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skips_hidden: bool,
+    /// Whether it makes a symbolic link, which changes where later paths on the line lead.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub makes_links: bool,
 }
 
 impl CommandReading {
@@ -178,6 +205,7 @@ impl CommandReading {
             recursive: reading.recursive,
             follows_links: reading.follows,
             skips_hidden: reading.skips_hidden,
+            makes_links: reading.made_links,
         }
     }
 }
@@ -329,15 +357,36 @@ pub fn subcommand_runs_anything(program: &str, word: &str) -> bool {
 /// let programs: Vec<_> = a.commands.iter().filter_map(|c| c.program()).collect();
 /// assert_eq!(programs, ["git", "cargo", "tail"]);
 /// assert!(a.is_clean());
-/// assert!(!shell::analyze("echo $(id)").is_clean());
+/// assert!(!shell::analyze("cat $(id)").is_clean());
 /// ```
 pub fn analyze(line: &str) -> Analysis {
-    syntax::analyze_line(line, 0)
+    syntax::analyze_line(line, 0, None)
+}
+
+/// Analyses a command line as it runs in `cwd` (with `home` for `~`): what the file system
+/// decides is read there too — an unquoted glob (`cat tests/*.py`) stands for the names it
+/// matches now, as bash expands it.
+pub fn analyze_in(line: &str, cwd: &Path, home: Option<&Path>) -> Analysis {
+    let here = syntax::Here {
+        cwd: cwd.to_path_buf(),
+        home: home.map(Path::to_path_buf),
+    };
+    syntax::analyze_line(line, 0, Some(&here))
 }
 
 /// Analyses an argv that runs without a shell (`["git", "status"]`).
 pub fn analyze_argv(argv: &[String]) -> Analysis {
-    syntax::analyze_argv(argv)
+    syntax::analyze_argv(argv, None)
+}
+
+/// Analyses an argv that runs without a shell in `cwd`: a shell it starts (`bash -lc …`)
+/// expands globs there, as [`analyze_in`] reads.
+pub fn analyze_argv_in(argv: &[String], cwd: &Path, home: Option<&Path>) -> Analysis {
+    let here = syntax::Here {
+        cwd: cwd.to_path_buf(),
+        home: home.map(Path::to_path_buf),
+    };
+    syntax::analyze_argv(argv, Some(&here))
 }
 
 /// The paths git's `REV:PATH` (`:PATH`, `:N:PATH`, `HEAD^{/:}:PATH`) may name: every name
@@ -558,12 +607,12 @@ mod tests {
     fn never_without_a_human() {
         use FindingKind::*;
         let cases: &[(&str, FindingKind)] = &[
-            ("echo $(id)", Substitution),
-            ("echo `id`", Substitution),
+            ("cat $(id)", Substitution),
+            ("cat `id`", Substitution),
             ("diff <(ls) <(ls a)", Substitution),
             ("eval ls", Eval),
-            ("source ./x.sh", Eval),
-            (". ./x.sh", Eval),
+            ("eval \"$(./x.sh)\"", Eval),
+            ("trap 'rm -rf ~' EXIT", Eval),
             ("$CMD arg", DynamicCommand),
             ("${CMD} arg", DynamicCommand),
             ("python3 <<EOF\nprint(1)\nEOF\n", HeredocInterpreter),
@@ -618,7 +667,11 @@ mod tests {
             ("man -P 'sh -c id' ls", RiskyOption),
             ("less file", RiskyOption),
             ("python3 -c 'import os'", ProgramText),
-            ("node -e 'x'", ProgramText),
+            (
+                "node -e 'require(\"child_process\").execSync(\"id\")'",
+                ProgramText,
+            ),
+            ("python3 -c 'open(\"/etc/\" + name)'", ProgramText),
             ("perl -ne 'print' f", ProgramText),
             ("awk 'BEGIN{system(\"id\")}'", ProgramText),
             ("PATH=/tmp/evil:$PATH git status", RiskyVariable),
@@ -626,10 +679,10 @@ mod tests {
             ("GIT_SSH_COMMAND='sh -c id' git fetch", RiskyVariable),
             ("(( x = 1 ))", Substitution),
             ("[[ $x -eq 1 ]] && ls", Substitution),
-            ("echo $PATH", DynamicArguments),
+            ("ls $PATH", DynamicArguments),
             ("HOME=/tmp; cat $HOME/x", DynamicArguments),
             ("for HOME in a; do cat $HOME; done", DynamicArguments),
-            ("echo {a,b}", DynamicArguments),
+            ("cat {a,b}", DynamicArguments),
             ("ls > $OUT", DynamicArguments),
             ("cd -", DynamicArguments),
             ("date -s 2020-01-01", RiskyOption),
@@ -750,6 +803,130 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    /// `RUSTFLAGS` and `RUSTDOCFLAGS` that set lint levels, `cfg`s or code generation knobs run
+    /// nothing; a linker, a library path or an `@FILE` does.
+    #[test]
+    fn rust_flags_that_set_lints_run_nothing() {
+        for line in [
+            "RUSTDOCFLAGS='-D warnings' cargo doc --no-deps",
+            "RUSTFLAGS=\"-Dwarnings --cfg tokio_unstable -C opt-level=3\" cargo build",
+        ] {
+            assert!(analyze(line).is_clean(), "{line}");
+        }
+        for line in [
+            "RUSTFLAGS='-C linker=/tmp/l' cargo build",
+            "RUSTFLAGS='-L /tmp/lib' cargo build",
+            "RUSTFLAGS=@/tmp/flags cargo build",
+            "RUSTDOCFLAGS='-D warnings -C link-arg=-Wl,x' cargo doc",
+            "RUSTFLAGS=$F cargo build",
+        ] {
+            assert!(!analyze(line).is_clean(), "{line}");
+        }
+    }
+
+    /// An argument whose value is not known matters only where the program opens, runs or
+    /// parses it: data (a commit message, a pattern given to an option, anything `echo` prints)
+    /// may be anything, and what a substitution in it runs is judged as a command of its own.
+    /// Data bash splits into words, or an operand that may start with `-` (an option), is not
+    /// data; nor is anything that prints a variable named like a credential.
+    #[test]
+    fn unknown_values_matter_only_where_they_are_not_data() {
+        for line in [
+            "echo $VIRTUAL_ENV",
+            "echo \"NODE_ENV=$NODE_ENV\" ${X:-none} $(date +%H:%M)",
+            "git commit -m \"$(cat <<'EOF'\nfix: a message\nEOF\n)\"",
+            "grep -e \"$P\" src",
+            "printf '%s\\n' \"exit=$?\"",
+            "sleep $T",
+        ] {
+            let a = analyze(line);
+            assert!(a.is_clean(), "{line:?}: {:?}", a.commands);
+        }
+        let date = analyze("echo \"at $(date +%H:%M)\"");
+        assert!(date.commands.iter().any(|c| c.program() == Some("date")));
+        for line in [
+            "cat $X",
+            "grep \"$P\" src",
+            "grep -e $P src",
+            "git commit -m $M",
+            "git commit -m \"$(cat .env)\" -- $F",
+            "printf \"$F\" x",
+            "echo \"$GITHUB_TOKEN\"",
+            "echo ${AWS_SECRET_ACCESS_KEY}",
+            "echo ${HOME:=/tmp/h}",
+            "env $X=1 echo",
+            "timeout $T cat a",
+        ] {
+            assert!(!analyze(line).is_clean(), "{line:?}");
+        }
+    }
+
+    /// Where the line runs is known, bash's globs are expanded as bash would: `cat config/.en?`
+    /// reads `config/.env`, `wc -l tests/*.py` each test, in the folder a `cd` leads to and in
+    /// a shell a command starts; no match leaves the word as written. After a command on the
+    /// line that may write (the names may differ when the glob runs), it asks as before.
+    #[test]
+    #[allow(clippy::unwrap_used)]
+    fn globs_expand_where_the_line_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        for f in [
+            "config/.env",
+            "config/app.toml",
+            "tests/test_a.py",
+            "tests/test_b.py",
+        ] {
+            let p = base.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "").unwrap();
+        }
+        let read = |line: &str| {
+            let a = analyze_in(line, base, None);
+            let mut paths: Vec<String> = a
+                .paths
+                .iter()
+                .map(|p| match &p.cwd {
+                    Some(cwd) => format!("{cwd}/{}", p.text),
+                    None => p.text.clone(),
+                })
+                .collect();
+            paths.sort();
+            (a.is_clean(), paths)
+        };
+        assert_eq!(
+            read("cat config/.en?"),
+            (true, vec!["config/.env".to_owned()])
+        );
+        assert_eq!(
+            read("wc -l tests/*.py"),
+            (
+                true,
+                vec!["tests/test_a.py".to_owned(), "tests/test_b.py".to_owned()]
+            )
+        );
+        assert_eq!(
+            read("cd config && cat .e*"),
+            (true, vec!["config".to_owned(), "config/.env".to_owned()])
+        );
+        assert_eq!(
+            read("bash -c 'cat config/*'"),
+            (true, vec!["config/app.toml".to_owned()])
+        );
+        assert_eq!(read("cat *.md"), (true, vec!["*.md".to_owned()]));
+        // Quoted, the glob is the program's (find's pattern), not a name.
+        assert!(read("find . -name '*.py'").0);
+        for line in [
+            "touch config/.x && cat config/.*",
+            "ln -s ~/.ssh/id_rsa k; cat k*",
+            "cat \"$D\"/*.py",
+            "cat config/{.e*,x}",
+        ] {
+            assert!(!read(line).0, "{line}");
+        }
+        // Without a place the glob asks.
+        assert!(!analyze("cat config/.en?").is_clean());
     }
 
     /// bash replaces an unquoted glob with the names it matches, so `cat config/.en?` reads

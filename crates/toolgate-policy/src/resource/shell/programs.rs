@@ -82,7 +82,8 @@ pub(crate) fn check_assignment(name: &str, value: Option<&str>, findings: &mut V
     });
     // Cargo's display settings change how it prints, not what it runs.
     let display = name.starts_with("CARGO_TERM_") || name == "CARGO_INCREMENTAL";
-    if (pager && plain) || display {
+    let lints = matches!(name, "RUSTFLAGS" | "RUSTDOCFLAGS") && value.is_some_and(plain_rust_flags);
+    if (pager && plain) || display || lints {
         return;
     }
     if is_risky_variable(name) {
@@ -93,6 +94,58 @@ pub(crate) fn check_assignment(name: &str, value: Option<&str>, findings: &mut V
             format!("setting `{name}` {why}"),
         ));
     }
+}
+
+/// Whether rustc's or rustdoc's flags only set lint levels, `cfg`s and code generation knobs
+/// that run nothing and read no file (`-D warnings`, `--cfg docsrs`, `-C opt-level=3`), unlike a
+/// linker, a plugin, a library path or an `@FILE` of more flags.
+fn plain_rust_flags(value: &str) -> bool {
+    let value = value.trim_matches(|c| c == '\'' || c == '"');
+    let mut words = value.split_ascii_whitespace();
+    const CODEGEN: &[&str] = &[
+        "opt-level",
+        "debuginfo",
+        "target-cpu",
+        "codegen-units",
+        "debug-assertions",
+        "overflow-checks",
+        "force-frame-pointers",
+        "strip",
+        "panic",
+        "lto",
+        "incremental",
+        "embed-bitcode",
+        "instrument-coverage",
+        "symbol-mangling-version",
+    ];
+    let codegen = |setting: &str| {
+        let key = setting.split('=').next().unwrap_or(setting);
+        CODEGEN.contains(&key) && !setting.contains(['/', '@'])
+    };
+    while let Some(word) = words.next() {
+        let ok = match word {
+            "-D" | "-W" | "-A" | "-F" | "--cfg" | "--cap-lints" | "--check-cfg" => {
+                words.next().is_some_and(|w| !w.contains(['/', '@']))
+            }
+            "-C" => words.next().is_some_and(codegen),
+            "--document-private-items"
+            | "--document-hidden-items"
+            | "--show-type-layout"
+            | "-Zunstable-options"
+            | "--generate-link-to-definition" => true,
+            w if w.starts_with("-D") || w.starts_with("-W") || w.starts_with("-A") => {
+                !w.contains(['/', '@'])
+            }
+            w if w.starts_with("--cfg=") || w.starts_with("--cap-lints=") => {
+                !w.contains(['/', '@'])
+            }
+            w => w.strip_prefix("-C").is_some_and(codegen),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
 }
 
 /// What unwrapping an argv found.
@@ -115,8 +168,6 @@ pub(crate) struct Unwrapped {
     pub(crate) uses: Vec<registry::Use>,
     /// Whether it reaches the network.
     pub(crate) network: bool,
-    /// Whether it makes a symbolic link.
-    pub(crate) made_links: bool,
 }
 
 /// The values of an argv's words; a word whose value is unknown is given as its text (the
@@ -141,6 +192,9 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
         let reading = registry::read(&name, args);
         let runs = reading.runs;
         if let Some(script) = reading.script.clone() {
+            for layer in out.wrappers.iter().chain(std::iter::once(&current)) {
+                settle_open_words(&mut out.findings, layer, None);
+            }
             keep(&mut out, &reading, true);
             out.script = Some(script);
             out.argv = current;
@@ -154,12 +208,53 @@ pub(crate) fn unwrap(argv: Vec<Word>) -> Unwrapped {
             }
             _ => {
                 keep(&mut out, &reading, false);
-                break;
+                settle_open_words(&mut out.findings, &current, Some(&reading));
+                out.argv = current;
+                for layer in &out.wrappers {
+                    settle_open_words(&mut out.findings, layer, None);
+                }
+                return out;
             }
         }
     }
+    for layer in out.wrappers.iter().chain(std::iter::once(&current)) {
+        settle_open_words(&mut out.findings, layer, None);
+    }
     out.argv = current;
     out
+}
+
+/// Reports what is not known about the words of `argv` ([`Word::open`]), except where it
+/// cannot matter: an argument `reading` takes as data (a message, a pattern) whose value bash
+/// does not split and that cannot be an option, or any argument of a program that only
+/// prints. A value that expands a variable named like a credential still asks: it would be
+/// shown.
+fn settle_open_words(findings: &mut Vec<Finding>, argv: &[Word], reading: Option<&Reading<'_>>) {
+    let inert = reading
+        .and_then(|r| r.program)
+        .is_some_and(registry::Program::is_inert);
+    for (i, word) in argv.iter().enumerate() {
+        let Some(open) = &word.open else { continue };
+        let data = i
+            .checked_sub(1)
+            .and_then(|at| reading?.data.iter().find(|(d, _)| *d == at))
+            .is_some_and(|(_, operand)| {
+                // A network program's operands are where it goes (`dig`, `ping`).
+                !open.splits
+                    && (!operand
+                        || (open.lead.is_some_and(|c| c != '-') && !reading.is_some_and(|r| r.net)))
+            });
+        if !(inert || data) {
+            findings.extend(open.findings.iter().cloned());
+            continue;
+        }
+        for name in &open.secrets {
+            findings.push(finding(
+                FindingKind::DynamicArguments,
+                format!("`${name}` looks like a credential: its value would be shown"),
+            ));
+        }
+    }
 }
 
 /// Keeps what a reading found: a wrapper's findings and the files it touches itself, or the
@@ -184,7 +279,6 @@ fn keep(out: &mut Unwrapped, reading: &Reading<'_>, wrapper: bool) {
     }
     out.uses = reading.uses.clone();
     out.network = reading.net;
-    out.made_links = reading.made_links;
     out.spawned = reading
         .spawned
         .iter()

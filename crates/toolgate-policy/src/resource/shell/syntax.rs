@@ -1,6 +1,7 @@
 //! Walking the tree-sitter-bash syntax tree into simple commands, words and findings.
 
 use std::cell::RefCell;
+use std::path::PathBuf;
 
 use tree_sitter::{Node, Parser, Tree};
 
@@ -8,9 +9,10 @@ use super::programs::{self, basename};
 use super::registry::UseKind;
 use super::{
     Analysis, CommandPath, CommandUrl, Finding, FindingKind, MAX_COMMAND_BYTES, MAX_DEPTH,
-    MAX_SIMPLE_COMMANDS, PathRole, SimpleCommand, Word,
+    MAX_SIMPLE_COMMANDS, Open, PathRole, SimpleCommand, Word,
 };
 use crate::decision::Access;
+use crate::resource::glob::{self, Expansion};
 
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
@@ -80,14 +82,25 @@ const HARMLESS_DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
-pub(crate) fn analyze_line(line: &str, depth: usize) -> Analysis {
+/// Where a line runs, when the analysis may look at the file system: bash expands an unquoted
+/// glob (`cat tests/*.py`) to the names it matches there.
+#[derive(Clone, Debug)]
+pub(crate) struct Here {
+    pub(crate) cwd: PathBuf,
+    pub(crate) home: Option<PathBuf>,
+}
+
+/// The most names one glob of a command line is expanded to; more asks.
+const MAX_GLOB_NAMES: usize = 1_000;
+
+pub(crate) fn analyze_line(line: &str, depth: usize, here: Option<&Here>) -> Analysis {
     // A backslash at a line's end joins the lines (`find . -del\⏎ete` runs `-delete`), which
     // the grammar reads as a break between words. Joined here where nothing else can read it
     // otherwise; with quotes, comments or here-documents (where it is kept, or ends nothing),
     // it asks.
     if line.contains("\\\n") {
         if line.contains(['\'', '#']) || line.contains("<<") {
-            let mut out = analyze_joined(line, depth);
+            let mut out = analyze_joined(line, depth, here);
             out.findings.push(finding(
                 FindingKind::Unsupported,
                 "a line continuation (`\\` at a line's end) next to quotes, a comment or a \
@@ -95,9 +108,9 @@ pub(crate) fn analyze_line(line: &str, depth: usize) -> Analysis {
             ));
             return out;
         }
-        return analyze_joined(&join_continuations(line), depth);
+        return analyze_joined(&join_continuations(line), depth, here);
     }
-    analyze_joined(line, depth)
+    analyze_joined(line, depth, here)
 }
 
 /// `line` with each backslash-newline removed: a backslash that is itself escaped (`\\⏎`) ends
@@ -122,7 +135,7 @@ fn join_continuations(line: &str) -> String {
     out
 }
 
-fn analyze_joined(line: &str, depth: usize) -> Analysis {
+fn analyze_joined(line: &str, depth: usize, here: Option<&Here>) -> Analysis {
     let mut walker = Walker {
         src: line,
         out: Analysis::default(),
@@ -131,13 +144,15 @@ fn analyze_joined(line: &str, depth: usize) -> Analysis {
         cd_unsure: false,
         depth,
         substitutions: 0,
-        links_made: None,
+        here: here.cloned(),
+        deferring: None,
+        splits: false,
     };
     walker.line(line);
     walker.finish()
 }
 
-pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
+pub(crate) fn analyze_argv(argv: &[String], here: Option<&Here>) -> Analysis {
     let mut walker = Walker {
         src: "",
         out: Analysis::default(),
@@ -146,7 +161,9 @@ pub(crate) fn analyze_argv(argv: &[String]) -> Analysis {
         cd_unsure: false,
         depth: 0,
         substitutions: 0,
-        links_made: None,
+        here: here.cloned(),
+        deferring: None,
+        splits: false,
     };
     let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
     let text = argv.join(" ");
@@ -170,8 +187,13 @@ struct Walker<'s> {
     /// How many command substitutions the walk is inside (each costs several stack frames, so
     /// they are bounded on their own: a few hundred nested `$(` overflowed a 2 MiB stack).
     substitutions: usize,
-    /// The first command that makes a symbolic link, by index.
-    links_made: Option<usize>,
+    /// Where the line runs, when globs may be expanded.
+    here: Option<Here>,
+    /// Findings about the argument being read, held until the program reading it says whether
+    /// its value matters ([`Walker::argument`]).
+    deferring: Option<Vec<Finding>>,
+    /// Whether the word being read has an expansion outside double quotes.
+    splits: bool,
 }
 
 impl<'s> Walker<'s> {
@@ -257,14 +279,57 @@ impl<'s> Walker<'s> {
         }
         // A symbolic link made on the line changes where the paths after it lead, which were
         // resolved before it existed (`ln -s / r && cat r/home/me/.ssh/id_rsa`).
-        if self
-            .links_made
-            .is_some_and(|at| at + 1 < self.out.commands.len())
-        {
+        let links = self
+            .out
+            .commands
+            .iter()
+            .position(|c| c.reading.as_ref().is_some_and(|r| r.makes_links));
+        if links.is_some_and(|at| at + 1 < self.out.commands.len()) {
             self.out.findings.push(finding(
                 FindingKind::DynamicArguments,
                 "a symbolic link made on this line changes where the paths after it lead",
             ));
+        }
+        // A program that runs code (a test runner, a build, an interpreter, a hook runner), after
+        // a command on the same line wrote a file: what it runs may be what was just written
+        // (`cat >> tests/conftest.py <<EOF … EOF; pytest`), which no one has seen.
+        let mut findings = Vec::new();
+        for (i, command) in self.out.commands.iter().enumerate() {
+            let runs = command
+                .reading
+                .as_ref()
+                .is_none_or(|r| r.kind.is_none_or(|k| k == "runs"));
+            if !runs {
+                continue;
+            }
+            // Files: not what git checks out (the repository's own), nor what a delete takes
+            // away, nor scratch files (logs, a binary built to run).
+            let planted = |p: &&CommandPath| {
+                p.command < i
+                    && p.access == Access::Write
+                    && !["/tmp/", "/var/tmp/", "/dev/", "/private/tmp/"]
+                        .iter()
+                        .any(|s| p.text.starts_with(s))
+                    && !self.out.commands.get(p.command).is_some_and(|c| {
+                        matches!(
+                            c.program().map(basename),
+                            Some("git" | "rm" | "rmdir" | "unlink")
+                        )
+                    })
+            };
+            if let Some(written) = self.out.paths.iter().find(planted) {
+                findings.push(finding(
+                    FindingKind::Unsupported,
+                    format!(
+                        "`{}` runs code after `{}` was written on the same line: what it runs may be what was written",
+                        excerpt(command.program().unwrap_or_default()),
+                        excerpt(&written.text)
+                    ),
+                ));
+            }
+        }
+        if let Some(f) = findings.into_iter().next() {
+            self.out.findings.push(f);
         }
         self.out
     }
@@ -753,6 +818,9 @@ impl<'s> Walker<'s> {
     }
 
     fn command_finding(&mut self, command: Option<usize>, f: Finding) {
+        if let Some(held) = &mut self.deferring {
+            return held.push(f);
+        }
         match command.and_then(|i| self.out.commands.get_mut(i)) {
             Some(c) => c.findings.push(f),
             None => self.out.findings.push(f),
@@ -787,8 +855,43 @@ impl<'s> Walker<'s> {
         for f in findings {
             self.command_finding(command, f);
         }
+        self.assigned_url(node, command);
         if let Some(value) = node.child_by_field_name("value") {
             self.scan(value, level, command);
+        }
+    }
+
+    /// A URL given to a variable the command runs with (`DATABASE_URL=postgresql://db.internal/x
+    /// alembic upgrade`, `export API=https://…`) is where the program connects: a URL of the
+    /// command, as one among its arguments is.
+    fn assigned_url(&mut self, assignment: Node<'_>, command: Option<usize>) {
+        let Some(command) = command else { return };
+        let name = assignment
+            .child_by_field_name("name")
+            .map_or("", |n| self.text(n));
+        let Some(value) = assignment.child_by_field_name("value") else {
+            return;
+        };
+        let text = self.text(value).trim_matches(|c| c == '"' || c == '\'');
+        let Some((scheme, rest)) = text.split_once("://") else {
+            return;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let plain = !scheme.is_empty()
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if plain && !host.is_empty() && !text.contains(['$', '`']) {
+            // A database URL's user and password are the program's to use, not a host in
+            // disguise: the host is what follows them.
+            let rest = rest.get(authority.len()..).unwrap_or("");
+            self.out.urls.push(CommandUrl {
+                text: format!("{scheme}://{host}{rest}"),
+                command,
+                fetched: true,
+                origin: format!("the value of `{name}`"),
+            });
         }
     }
 
@@ -802,10 +905,7 @@ impl<'s> Walker<'s> {
         for child in named_children(node) {
             if child.kind() == "variable_assignment" {
                 assignments.push(child);
-                words.push(Word {
-                    text: self.text(child).to_owned(),
-                    value: Some(self.text(child).to_owned()),
-                });
+                words.push(Word::literal(self.text(child)));
             } else {
                 words.push(self.word(child, level, None));
             }
@@ -839,7 +939,7 @@ impl<'s> Walker<'s> {
                 }
                 (_, "variable_assignment") => prefix.push(child),
                 (_, "comment") => {}
-                _ => words.push(self.word(child, level, Some(index))),
+                _ => self.push_argument(child, level, index, &mut words),
             }
         }
         let text = self.text(node).to_owned();
@@ -857,6 +957,7 @@ impl<'s> Walker<'s> {
         let created = self.simple_command(text, words, findings);
         for assignment in prefix {
             if let Some(value) = assignment.child_by_field_name("value") {
+                self.assigned_url(assignment, created);
                 self.scan(value, level, created);
             }
         }
@@ -902,7 +1003,7 @@ impl<'s> Walker<'s> {
                     format!("the program `{program}` is a glob"),
                 ));
             }
-            if matches!(name, "eval" | "source" | "." | "trap" | "alias" | "enable") {
+            if matches!(name, "eval" | "trap" | "alias" | "enable") {
                 findings.push(finding(
                     FindingKind::Eval,
                     format!("`{name}` runs code toolgate cannot see"),
@@ -913,7 +1014,8 @@ impl<'s> Walker<'s> {
         findings.append(&mut unwrapped.findings);
         if let Some(script) = unwrapped.script.take() {
             let before = self.out.commands.len();
-            let inner = analyze_line(&script, self.depth + 1);
+            let here = self.here_now();
+            let inner = analyze_line(&script, self.depth + 1, here.as_ref());
             let mut wrappers = std::mem::take(&mut unwrapped.wrappers);
             wrappers.push(std::mem::take(&mut unwrapped.argv));
             self.merge(inner, &wrappers, &findings);
@@ -1030,9 +1132,6 @@ impl<'s> Walker<'s> {
                 pattern: u.kind == UseKind::Pathspec,
             });
         }
-        if unwrapped.made_links && self.links_made.is_none() {
-            self.links_made = Some(index);
-        }
         self.out.commands.push(SimpleCommand {
             text,
             argv,
@@ -1127,12 +1226,110 @@ impl<'s> Walker<'s> {
             }
             self.out.paths.push(path);
         }
+        for mut url in inner.urls {
+            url.command += offset;
+            self.out.urls.push(url);
+        }
         for f in inner.findings {
             self.out.findings.push(f);
         }
         if self.out.commands.len() == offset {
             self.out.findings.extend(findings.iter().cloned());
         }
+    }
+
+    /// Where the command being read runs, when that is known: the line's place after the
+    /// `cd`s seen so far.
+    fn here_now(&self) -> Option<Here> {
+        let here = self.here.as_ref()?;
+        if self.cd_unsure {
+            return None;
+        }
+        let cwd = match &self.cwd {
+            Some(folder) if folder.starts_with("~/") || folder == "~" => here
+                .home
+                .as_ref()?
+                .join(folder.trim_start_matches('~').trim_start_matches('/')),
+            Some(folder) if folder.contains('$') => return None,
+            Some(folder) => here.cwd.join(folder),
+            None => here.cwd.clone(),
+        };
+        Some(Here {
+            cwd,
+            home: here.home.clone(),
+        })
+    }
+
+    /// The names an unquoted glob argument stands for, as bash expands it where the line runs
+    /// (`cat tests/*.py` reads each test; no match leaves the word as written). `None` when the
+    /// word is not a plain glob, the place is unknown, or a command before it on the line
+    /// writes files or makes links (the names may differ when it runs).
+    fn expand_glob(&self, text: &str) -> Option<Vec<String>> {
+        if text.contains(['\'', '"', '$', '`', '{', '\n'])
+            || (text.starts_with('~') && !text.starts_with("~/"))
+            || !has_glob(text)
+        {
+            return None;
+        }
+        let here = self.here_now()?;
+        let writes = self.out.paths.iter().any(|p| p.role == PathRole::Written)
+            || self.out.commands.iter().any(|c| {
+                c.reading
+                    .as_ref()
+                    .is_none_or(|r| r.makes_links || r.kind != Some("reads"))
+            });
+        if writes {
+            return None;
+        }
+        match glob::expand_bash(text, &here.cwd, here.home.as_deref()) {
+            Expansion::Matches(names) if names.len() <= MAX_GLOB_NAMES => Some(names),
+            Expansion::Nothing => {
+                let mut literal = String::new();
+                unescape_unquoted_into(text, &mut literal);
+                Some(vec![literal])
+            }
+            Expansion::Matches(_) | Expansion::Unknown(_) => None,
+        }
+    }
+
+    /// Adds an argument's words: the names an unquoted glob matches, or the word. Kept out of
+    /// [`Walker::command`], whose frame is on the stack once per level of nesting.
+    #[inline(never)]
+    fn push_argument(
+        &mut self,
+        child: Node<'_>,
+        level: usize,
+        index: usize,
+        words: &mut Vec<Word>,
+    ) {
+        match self.expand_glob(self.text(child)) {
+            Some(names) => words.extend(names.iter().map(|n| Word::literal(n))),
+            None => words.push(self.argument(child, level, index)),
+        }
+    }
+
+    /// An argument of a simple command: a word whose findings, when its value is not known,
+    /// wait for the program's reading ([`Open`]): a message or a pattern may be anything.
+    fn argument(&mut self, node: Node<'_>, level: usize, index: usize) -> Word {
+        let held = self.deferring.replace(Vec::new());
+        self.splits = false;
+        let mut word = self.word(node, level, Some(index));
+        let findings = std::mem::replace(&mut self.deferring, held).unwrap_or_default();
+        if word.value.is_some() || findings.is_empty() {
+            for f in findings {
+                self.command_finding(Some(index), f);
+            }
+            return word;
+        }
+        let text = word.text.trim_start_matches(['"', '\'']);
+        let lead = text.chars().next().filter(|c| !matches!(c, '$' | '`'));
+        word.open = Some(Open {
+            findings,
+            splits: self.splits,
+            lead,
+            secrets: secret_variables(&word.text),
+        });
+        word
     }
 
     /// A word's value, or `None` when it depends on expansions; substitutions inside it are
@@ -1152,10 +1349,16 @@ impl<'s> Walker<'s> {
         );
         if text.contains('{') && has_brace_expansion(&unquoted) {
             dynamic = true;
+            // Several words, as many as the braces make.
+            self.splits = true;
         }
         // bash replaces an unquoted glob by the names it matches (`cat config/.en?` reads
         // `config/.env`): what it names is not the text, so it is not seen through.
         let glob = !dynamic && text.contains(['*', '?', '[']) && has_glob(&unquoted);
+        if glob {
+            // Names, as many as match.
+            self.splits = true;
+        }
         // `~root/…`, `~+/…`, `~-`, `~0`: bash replaces those prefixes with folders (a user's home,
         // the current or previous folder, the directory stack); only `~` and `~/…` are read.
         let tilde_prefix = text
@@ -1201,6 +1404,7 @@ impl<'s> Walker<'s> {
         Word {
             text,
             value: (!dynamic && !glob).then_some(value),
+            open: None,
         }
     }
 
@@ -1306,18 +1510,22 @@ impl<'s> Walker<'s> {
             }
             "simple_expansion" | "expansion" => {
                 *dynamic = true;
+                self.splits = true;
                 self.scan(node, level, command);
             }
             "command_substitution" | "process_substitution" | "arithmetic_expansion" => {
                 *dynamic = true;
+                self.splits = true;
                 self.scan(node, level, command);
             }
             "brace_expression" => {
                 *dynamic = true;
+                self.splits = true;
                 unquoted.push_str("{,}");
             }
             _ => {
                 *dynamic = true;
+                self.splits = true;
                 self.scan(node, level, command);
             }
         }
@@ -1392,11 +1600,14 @@ impl<'s> Walker<'s> {
                         continue;
                     }
                     self.substitutions += 1;
+                    // What the substitution runs is judged as commands of its own.
+                    let held = self.deferring.take();
                     for child in named_children(n) {
                         if is_statement(child.kind()) {
                             self.statement(child, level + 1);
                         }
                     }
+                    self.deferring = held;
                     self.substitutions -= 1;
                     continue;
                 }
@@ -1406,6 +1617,11 @@ impl<'s> Walker<'s> {
                         FindingKind::Substitution,
                         format!("arithmetic expansion `{}`", excerpt(self.text(n))),
                     ),
+                ),
+                // `${X:=v}` assigns, whatever reads the word.
+                "expansion" if assigns_in_expansion(self.text(n)) => self.line_finding(
+                    FindingKind::Substitution,
+                    format!("parameter expansion `{}` assigns", excerpt(self.text(n))),
                 ),
                 "expansion" if !is_plain_expansion(self.text(n)) => self.command_finding(
                     command,
@@ -1462,6 +1678,65 @@ fn is_plain_expansion(text: &str) -> bool {
             && (name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
                 || matches!(name, "@" | "*" | "?" | "$" | "!" | "-"))
     })
+}
+
+/// Whether a parameter expansion assigns the variable (`${X:=v}`, `${X=v}`).
+fn assigns_in_expansion(text: &str) -> bool {
+    let inner = text.trim_start_matches("${");
+    let name_end = inner
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(inner.len());
+    let rest = inner.get(name_end..).unwrap_or("");
+    rest.starts_with(":=") || rest.starts_with('=')
+}
+
+/// Fragments of variable names that hold credentials by convention.
+const SECRET_NAME_PARTS: &[&str] = &[
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PWD_",
+    "APIKEY",
+    "API_KEY",
+    "ACCESS_KEY",
+    "PRIVATE",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+    "SIGNING",
+    "_KEY",
+];
+
+/// Whether a variable's name looks like it holds a credential (`GITHUB_TOKEN`, `DB_PASSWORD`,
+/// `AWS_SECRET_ACCESS_KEY`).
+pub(crate) fn looks_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if upper == "PWD" || upper == "OLDPWD" {
+        return false;
+    }
+    SECRET_NAME_PARTS.iter().any(|part| upper.contains(part)) || upper.ends_with("KEY")
+}
+
+/// The variables a word expands (`$NAME`, `${NAME…}`, `${!NAME…}`) whose names look like
+/// secrets.
+fn secret_variables(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('$') {
+        rest = rest.get(at + 1..).unwrap_or("");
+        let name: String = rest
+            .trim_start_matches(['{', '!'])
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() && looks_secret(&name) && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
 }
 
 /// Whether the unquoted text has a glob bash would expand: an unescaped `*` or `?`, or a `[`

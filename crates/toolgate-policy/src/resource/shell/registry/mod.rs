@@ -384,6 +384,9 @@ pub(crate) struct Program {
     /// Whether it runs program text it reads from its input (a shell, an interpreter): a
     /// here-document fed to it is a program.
     pub(crate) interpreter: bool,
+    /// Whether a first word `+NAME` picks the toolchain that runs (rustup's proxies: `cargo
+    /// +nightly build`).
+    pub(crate) toolchain_first: bool,
     pub(crate) language: Option<Language>,
     #[cfg_attr(
         not(test),
@@ -409,12 +412,35 @@ pub(crate) const fn program(names: &'static [&'static str], kind: Kind) -> Progr
         abbreviated_subs: false,
         env: &[],
         interpreter: false,
+        toolchain_first: false,
         language: None,
         examples: &[],
     }
 }
 
 impl Program {
+    /// Whether nothing it is given can make it touch a file, a host or a program: its record
+    /// is complete and every option and operand is data (`echo`, `sleep`, `seq`). An argument
+    /// whose value is not known changes only what it prints.
+    pub(crate) fn is_inert(&self) -> bool {
+        let data = |role: Role| role == Role::Data;
+        self.complete
+            && self.subs.is_empty()
+            && self.language.is_none()
+            && self.net == Net::Never
+            && !self.interpreter
+            && self.options.iter().all(|o| {
+                o.effect == Effect::None
+                    && match o.takes {
+                        Takes::Nothing => true,
+                        Takes::Value(r) | Takes::Attached(r) | Takes::Two(r) => data(r),
+                    }
+            })
+            && self.operands.first.iter().all(|r| data(*r))
+            && data(self.operands.rest)
+            && self.operands.last.is_none_or(data)
+    }
+
     /// The record with these options.
     pub(crate) const fn with_options(self, options: &'static [Opt]) -> Program {
         Program { options, ..self }

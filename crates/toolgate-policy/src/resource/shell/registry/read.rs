@@ -57,6 +57,9 @@ pub(crate) struct Reading<'a> {
     pub(crate) acts: Vec<&'static str>,
     /// Whether it makes a symbolic link (which changes where later paths on the line lead).
     pub(crate) made_links: bool,
+    /// The words it reads as data (a message, a pattern, a name), by index in `args`, and
+    /// whether each is an operand (which, starting with `-`, would be an option instead).
+    pub(crate) data: Vec<(usize, bool)>,
 }
 
 /// An option's name: a long name, or a letter.
@@ -158,6 +161,7 @@ impl<'a> Reading<'a> {
             spawned: Vec::new(),
             acts: Vec::new(),
             made_links: false,
+            data: Vec::new(),
         }
     }
 
@@ -362,6 +366,10 @@ pub(crate) fn read<'a>(name: &'a str, args: &[&'a str]) -> Reading<'a> {
     let mut ends_options: Option<usize> = None;
     let mut offline = false;
     let mut i = 0;
+    // `cargo +nightly build`: rustup's toolchain, then the program's own arguments.
+    if program.toolchain_first && args.first().is_some_and(|a| a.starts_with('+')) {
+        i = 1;
+    }
     // tar's first word of letters without a dash.
     if program.syntax == Syntax::Tar
         && let Some(first) = args.first()
@@ -477,6 +485,9 @@ pub(crate) fn read<'a>(name: &'a str, args: &[&'a str]) -> Reading<'a> {
             }
             role = Role::Unknown;
         }
+        if role == Role::Data {
+            reading.data.push((*at, true));
+        }
         apply_role(&mut reading, role, text, &format!("operand {}", k + 1), *at);
     }
     reading.operands = operands;
@@ -490,6 +501,20 @@ pub(crate) fn read<'a>(name: &'a str, args: &[&'a str]) -> Reading<'a> {
     }
     if let Some(language) = program.language {
         language(&mut reading);
+    }
+    // `cargo --version`, `npm --help`: it prints and runs nothing.
+    if reading.subs.is_empty()
+        && reading.operands.is_empty()
+        && reading.unknown_options.is_empty()
+        && !reading.local
+        && !reading.given.is_empty()
+        && reading
+            .given
+            .iter()
+            .all(|g| matches!(g.name, OptName::Long("version" | "help")))
+    {
+        reading.kind_override = Some(Kind::Reads);
+        reading.net = false;
     }
     // Relative paths a command names are relative to the folder it works in.
     if let Some(folder) = reading.folder.clone() {
@@ -678,6 +703,9 @@ fn give<'a>(
         Takes::Value(role) | Takes::Attached(role) | Takes::Two(role) => role,
         Takes::Nothing => return,
     };
+    if role == Role::Data && value.is_some() {
+        reading.data.push((value_at.unwrap_or(at), false));
+    }
     if role == Role::Command {
         // The command starts at the option's value (`python -m pytest -q`).
         match value_at {
@@ -761,9 +789,12 @@ fn apply_role(reading: &mut Reading<'_>, role: Role, text: &str, origin: &str, a
 }
 
 /// A URL as the program reads it: with no scheme, `http://` (curl's and wget's guess).
+/// A word whose value is not known is given as written: its quotes are not part of the URL
+/// (`"http://localhost:3000/?page=$p"`).
 fn as_url(text: &str) -> String {
+    let text = text.replace(['"', '\''], "");
     if text.contains("://") {
-        text.to_owned()
+        text
     } else {
         format!("http://{text}")
     }

@@ -9,6 +9,7 @@ mod archives;
 mod git;
 mod jq;
 mod net;
+pub(crate) mod program_text;
 mod search;
 mod sed;
 
@@ -305,6 +306,106 @@ pub(crate) fn env(r: &mut Reading<'_>) {
     if r.runs.is_none() && r.script.is_none() {
         // Without a command, env prints the environment.
         r.kind_override = Some(Kind::Reads);
+        r.risk(DUMPS_THE_ENVIRONMENT);
+    }
+}
+
+const DUMPS_THE_ENVIRONMENT: &str =
+    "prints every environment variable, the credentials among them (API keys, tokens)";
+
+/// The shell's builtins that assign variables by name (`read`, `mapfile`, `getopts`), make a
+/// name run another program (`hash -p`), or print every variable (`set`, `export -p`,
+/// `declare -p` alone).
+pub(crate) fn shell_builtin(r: &mut Reading<'_>) {
+    let operands: Vec<&str> = r.operand_texts();
+    let assigned: Vec<&str> = match r.name {
+        "read" => operands.clone(),
+        "mapfile" | "readarray" => operands.last().copied().into_iter().collect(),
+        "getopts" => operands.get(1).copied().into_iter().collect(),
+        _ => Vec::new(),
+    };
+    let mut findings = Vec::new();
+    for name in assigned.into_iter().chain(r.values_if_known("-a")) {
+        crate::resource::shell::programs::check_assignment(name, None, &mut findings);
+    }
+    r.findings.extend(findings);
+    if r.name == "hash" && r.has_if_known("-p") {
+        r.risk("`hash -p` makes a name run the program it gives");
+    }
+    let prints_all = match r.name {
+        "set" => r.args.is_empty(),
+        "export" | "declare" | "typeset" | "readonly" | "local" => {
+            operands.is_empty()
+                && r.given
+                    .iter()
+                    .all(|g| matches!(g.name.to_string().as_str(), "-p" | "-x" | "-r" | "-g"))
+        }
+        _ => false,
+    };
+    if prints_all {
+        r.risk(format!(
+            "`{}` {DUMPS_THE_ENVIRONMENT}",
+            r.args
+                .iter()
+                .fold(r.name.to_owned(), |a, w| format!("{a} {w}"))
+        ));
+    }
+}
+
+/// `source FILE` (`. FILE`): a file named without a `/` is looked up in `$PATH` first.
+pub(crate) fn source(r: &mut Reading<'_>) {
+    match r.operand_texts().first() {
+        Some(file) if file.contains('/') => {}
+        Some(file) => r.risk(format!(
+            "`{} {file}` runs the first `{file}` in `$PATH`, which toolgate does not look up",
+            r.name
+        )),
+        None => r.risk(format!("`{}` without a file", r.name)),
+    }
+}
+
+/// apply_patch: the files its patch adds, updates, deletes or moves are written.
+pub(crate) fn apply_patch(r: &mut Reading<'_>) {
+    let Some(text) = r.operand_texts().first().copied() else {
+        return r
+            .risk("`apply_patch` reads its patch from its input, which toolgate does not read");
+    };
+    match crate::resource::patch::read(text) {
+        Ok(patch) => {
+            for (op, file) in patch.files {
+                r.push(
+                    file.clone(),
+                    UseKind::Write,
+                    format!("the file the patch {}", op.describe()),
+                );
+            }
+        }
+        Err(why) => r.risk(format!("`apply_patch`: {why}")),
+    }
+}
+
+/// printenv: with no name it prints every variable; a name that looks like a credential's
+/// (`GITHUB_TOKEN`) prints that credential.
+pub(crate) fn printenv(r: &mut Reading<'_>) {
+    let names: Vec<&str> = r.operand_texts();
+    if names.is_empty() {
+        return r.risk(format!("`printenv` {DUMPS_THE_ENVIRONMENT}"));
+    }
+    for name in names {
+        if crate::resource::shell::looks_secret(name) {
+            r.risk(format!(
+                "`printenv {name}` prints what looks like a credential"
+            ));
+        }
+    }
+}
+
+/// printf: `-v NAME` assigns the variable instead of printing (`printf -v HOME …` moves `~`).
+pub(crate) fn printf(r: &mut Reading<'_>) {
+    for name in r.values("-v") {
+        let mut findings = Vec::new();
+        crate::resource::shell::programs::check_assignment(name, None, &mut findings);
+        r.findings.extend(findings);
     }
 }
 
@@ -436,15 +537,17 @@ pub(crate) fn sg(r: &mut Reading<'_>) {
 /// An interpreter runs a script file (its first operand), program text given by option, a
 /// module (`python -m`), or what it reads from its input.
 pub(crate) fn interpreter(r: &mut Reading<'_>) {
+    let given_code = r
+        .findings
+        .iter()
+        .any(|f| f.kind == FindingKind::ProgramText);
+    see_through_program_text(r);
     let queries = r
         .args
         .iter()
         .take_while(|a| a.starts_with('-'))
         .any(|a| matches!(*a, "--version" | "-V" | "--help" | "-h" | "-v" | "-version"));
-    let has_code = r
-        .findings
-        .iter()
-        .any(|f| f.kind == FindingKind::ProgramText);
+    let has_code = given_code;
     let interactive = r
         .args
         .iter()
@@ -466,6 +569,47 @@ pub(crate) fn interpreter(r: &mut Reading<'_>) {
     }
     if queries && r.operands.is_empty() && !has_code {
         r.kind_override = Some(Kind::Reads);
+    }
+}
+
+/// Program text given by an option (`python -c`, `node -e`/`-p`, `tsx -e`): read by
+/// [`program_text`]. Text it sees through is no finding, and the files it opens by name are
+/// read; otherwise the finding says what the text reaches.
+fn see_through_program_text(r: &mut Reading<'_>) {
+    use super::{Role, Takes};
+    let lang = match r.name {
+        n if n.starts_with("python") || n == "pypy" || n == "pypy3" => program_text::Lang::Python,
+        "node" | "nodejs" | "tsx" | "ts-node" | "bun" | "deno" => program_text::Lang::JavaScript,
+        _ => return,
+    };
+    let texts: Vec<&str> = r
+        .given
+        .iter()
+        .filter(|g| {
+            matches!(
+                g.opt.takes,
+                Takes::Value(Role::Code) | Takes::Attached(Role::Code)
+            )
+        })
+        .filter_map(|g| g.value)
+        .collect();
+    let [text] = texts.as_slice() else { return };
+    let reading = program_text::read(text, lang);
+    let name = r.name;
+    match reading.risk {
+        Some(why) => {
+            for f in &mut r.findings {
+                if f.kind == FindingKind::ProgramText {
+                    f.detail = format!("`{name}` is given program text to run: {why}");
+                }
+            }
+        }
+        None => {
+            r.findings.retain(|f| f.kind != FindingKind::ProgramText);
+            for file in reading.reads {
+                r.push(file, UseKind::Read, "a file its program text opens");
+            }
+        }
     }
 }
 
@@ -651,6 +795,23 @@ pub(crate) fn make(r: &mut Reading<'_>) {
             Some("SHELL" | ".SHELLFLAGS" | "MAKEFLAGS" | "MAKEFILES" | "MAKE")
         ) {
             r.risk(format!("`make {text}` changes how make runs its recipes"));
+        } else if let Some((_, value)) = text.split_once('=')
+            && value.contains(['/', '$', '`', ';', '|', '&'])
+        {
+            // `make test VENV=/tmp/other`: a variable given to make replaces the makefile's,
+            // and a path or a command in it changes which programs the recipes run.
+            r.risk(format!(
+                "`make {text}` replaces a makefile variable with a path or a command, which changes what the recipes run"
+            ));
+        }
+    }
+    // A makefile from elsewhere than the folder make works in: its recipes are not the
+    // project's (`make -f /tmp/x.mk`).
+    for file in r.values("--file") {
+        if file.starts_with('/') || file.starts_with('~') || file.starts_with("..") {
+            r.risk(format!(
+                "`make -f {file}` runs the recipes of a makefile outside the project"
+            ));
         }
     }
 }

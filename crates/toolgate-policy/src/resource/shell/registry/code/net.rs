@@ -4,6 +4,41 @@
 use super::super::{Reading, UseKind};
 use crate::resource::shell::placed_in;
 
+/// What rules call sending a file's content to another machine (`curl -T`, `curl -d @FILE`,
+/// `wget --post-file`, HTTPie's `field@FILE`): `command = ["curl upload"]` matches it.
+pub(crate) const UPLOAD: &str = "upload";
+
+/// Whether a URL's host is this machine (`localhost`, `127.0.0.1`, `[::1]`, `0.0.0.0`).
+fn on_this_machine(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host.starts_with('[') {
+        host.split_once(']')
+            .map_or(host, |(h, _)| h)
+            .trim_start_matches('[')
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    host == "localhost"
+        || host.ends_with(".localhost")
+        || host.starts_with("127.")
+        || host == "::1"
+        || host == "0.0.0.0"
+}
+
+/// Marks the reading as an upload when a file's content goes to a URL off this machine.
+fn upload_if_remote(r: &mut Reading<'_>, sends_a_file: bool) {
+    let remote = r
+        .uses
+        .iter()
+        .any(|u| u.kind == UseKind::Url && !on_this_machine(&u.text));
+    if sends_a_file && remote && !r.acts.contains(&UPLOAD) {
+        r.acts.push(UPLOAD);
+    }
+}
+
 /// The most URLs one glob of curl's may stand for before toolgate stops expanding it.
 const MAX_GLOB_URLS: usize = 64;
 
@@ -60,6 +95,11 @@ pub(crate) fn curl(r: &mut Reading<'_>) {
             }
         }
     }
+    let sends = r.has("--upload-file")
+        || r.uses
+            .iter()
+            .any(|u| u.kind == UseKind::Read && u.origin.ends_with("(`@FILE`)"));
+    upload_if_remote(r, sends);
     for format in r.values("--write-out") {
         if let Some(file) = format.strip_prefix('@') {
             if file != "-" {
@@ -84,6 +124,8 @@ pub(crate) fn curl(r: &mut Reading<'_>) {
 /// wget: saves each URL under its last name (or `index.html`) in `-P`'s folder or here, unless
 /// `-O` names the file; with `-r`, `-m`, `-x` or `-p` it makes a tree of folders there.
 pub(crate) fn wget(r: &mut Reading<'_>) {
+    let sends = r.has("--post-file") || r.has("--body-file");
+    upload_if_remote(r, sends);
     if !r.values("--output-document").is_empty() {
         return;
     }
@@ -142,6 +184,7 @@ pub(crate) fn httpie(r: &mut Reading<'_>) {
         };
         r.push(full, UseKind::Url, "its URL");
     }
+    let mut sends = false;
     for (i, item) in operands.enumerate() {
         let file = item
             .strip_prefix('@')
@@ -154,8 +197,10 @@ pub(crate) fn httpie(r: &mut Reading<'_>) {
             });
         if let Some(file) = file.filter(|f| !f.is_empty()) {
             r.push(file, UseKind::Read, format!("item {}", i + 1));
+            sends = true;
         }
     }
+    upload_if_remote(r, sends);
     if r.has("--download")
         && let Some(url) = r
             .uses

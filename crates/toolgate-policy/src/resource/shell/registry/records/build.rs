@@ -31,7 +31,7 @@ pub(super) const PROGRAMS: &[Program] = &[
             ex("make -C web build", "folder:web kind:runs"),
             ex("make --eval=$(shell\\sid)", "risk kind:runs"),
             ex("make -f -", "code kind:runs"),
-            ex("make -f /tmp/evil.mk", "read:/tmp/evil.mk kind:runs"),
+            ex("make -f /tmp/evil.mk", "read:/tmp/evil.mk risk kind:runs"),
             ex("make -j4 -k", "kind:runs"),
         ],
         complete: true,

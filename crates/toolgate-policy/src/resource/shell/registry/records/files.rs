@@ -28,6 +28,21 @@ const COPY: Operands = Operands {
 };
 
 pub(super) const PROGRAMS: &[Program] = &[
+    // Codex runs `apply_patch PATCH` (and `applypatch`) given through its shell tool itself
+    // (codex-rs `apply-patch`): the files the patch names are written.
+    Program {
+        complete: true,
+        operands: Operands::all(Role::Data),
+        language: Some(code::apply_patch),
+        examples: &[
+            ex(
+                "apply_patch ***\\sBegin\\sPatch\n***\\sAdd\\sFile:\\sa.md\n+x\n***\\sEnd\\sPatch",
+                "write:a.md kind:writes",
+            ),
+            ex("apply_patch", "risk kind:writes"),
+        ],
+        ..program(&["apply_patch", "applypatch"], Kind::Writes)
+    },
     Program {
         examples: &[
             ex("rm -rf target", "write:target recursive kind:writes"),

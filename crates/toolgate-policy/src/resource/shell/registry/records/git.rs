@@ -142,6 +142,18 @@ const fn reads(names: &'static [&'static str], options: &'static [Opt]) -> Sub {
 }
 
 /// A git subcommand that changes the repository, the work tree or git's own files.
+const CHECKOUT_OPTIONS: &[Opt] = &[
+    value(
+        "bBcC",
+        "orphan conflict track pathspec-from-file",
+        Role::Data,
+    ),
+    flag(
+        "fmqptdl",
+        "force merge quiet patch detach guess no-guess overlay no-overlay ignore-other-worktrees ours theirs progress no-progress discard-changes no-track recurse-submodules overwrite-ignore ignore-skip-worktree-bits create force-create",
+    ),
+];
+
 const fn changes(names: &'static [&'static str], options: &'static [Opt], operands: Role) -> Sub {
     Sub {
         options,
@@ -404,21 +416,9 @@ const GIT_SUBS: &[Sub] = &[
         ],
         Role::Write,
     ),
-    changes(
-        &["checkout", "switch"],
-        &[
-            value(
-                "bBcC",
-                "orphan conflict track pathspec-from-file",
-                Role::Data,
-            ),
-            flag(
-                "fmqptdl",
-                "force merge quiet patch detach guess no-guess overlay no-overlay ignore-other-worktrees ours theirs progress no-progress discard-changes no-track recurse-submodules overwrite-ignore ignore-skip-worktree-bits create force-create",
-            ),
-        ],
-        Role::Write,
-    ),
+    changes(&["checkout"], CHECKOUT_OPTIONS, Role::Write),
+    // `git switch` takes branches and commits, never paths.
+    changes(&["switch"], CHECKOUT_OPTIONS, Role::Data),
     changes(
         &["reset"],
         &[

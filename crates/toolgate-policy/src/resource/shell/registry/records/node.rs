@@ -181,12 +181,28 @@ const NPM_SUBS: &[Sub] = &[
                 "help-search",
                 "find-dupes",
                 "get",
-                "config",
-                "c=config",
             ],
             Kind::Reads,
             Net::Never,
         )
+    },
+    Sub {
+        subs: &[
+            Sub {
+                operands: Operands::all(Role::Data),
+                ..sub(&["get", "list", "ls=list"], Kind::Reads, Net::Never)
+            },
+            Sub {
+                operands: Operands::all(Role::Data),
+                ..sub(
+                    &["set", "delete", "rm=delete", "edit", "fix"],
+                    Kind::Runs,
+                    Net::Never,
+                )
+            },
+        ],
+        operands: Operands::all(Role::Data),
+        ..sub(&["config", "c=config"], Kind::Reads, Net::Never)
     },
     Sub {
         operands: Operands::all(Role::Data),
@@ -353,7 +369,8 @@ pub(super) const PROGRAMS: &[Program] = &[
         ],
         examples: &[
             ex("node scripts/build.js --prod", "read:scripts/build.js kind:runs"),
-            ex("node -e x", "code kind:runs"),
+            ex("node -e x", "kind:runs"),
+            ex("node -e fetch(1)", "code kind:runs"),
             ex("node --env-file=.env server.js", "read:.env read:server.js kind:runs"),
             ex("node -r ./setup.js x.js", "read:./setup.js read:x.js kind:runs"),
             ex("node --version", "kind:reads"),
@@ -380,6 +397,8 @@ pub(super) const PROGRAMS: &[Program] = &[
             ex("npm install zod", "sub:install net kind:runs"),
             ex("npm ci", "sub:ci net kind:runs"),
             ex("npm ls react", "sub:ls kind:reads"),
+            ex("npm config set registry http://x.example/", "sub:config sub:set kind:runs"),
+            ex("npm config get registry", "sub:config sub:get kind:reads"),
             ex("npm exec -- vitest run", "sub:exec runs:vitest net kind:runs"),
             ex("npm --prefix web run build", "folder:web sub:run kind:runs"),
             ex("npm install ../evil", "read:../evil sub:install net kind:runs"),

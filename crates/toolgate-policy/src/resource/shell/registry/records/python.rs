@@ -324,7 +324,8 @@ pub(super) const PROGRAMS: &[Program] = &[
         language: Some(code::interpreter),
         examples: &[
             ex("python3 script.py a", "read:script.py kind:runs"),
-            ex("python -c print(1)", "code kind:runs"),
+            ex("python -c print(1)", "kind:runs"),
+            ex("python -c import\\sos", "code kind:runs"),
             ex("python -m pytest -q tests", "runs:pytest kind:runs"),
             ex("python", "code kind:runs"),
             ex("python3 --version", "kind:reads"),

@@ -215,21 +215,24 @@ pub(super) const PROGRAMS: &[Program] = &[
             ex("cargo add tokio --features full", "sub:add net kind:runs"),
             ex("cargo update --offline", "sub:update kind:runs"),
             ex("cargo fmt --all", "sub:fmt kind:runs"),
+            ex("cargo +stable build -q", "sub:build kind:runs"),
             ex(
                 "cargo --manifest-path native/Cargo.toml build",
                 "read:native/Cargo.toml sub:build kind:runs",
             ),
         ],
+        toolchain_first: true,
         ..program(&["cargo"], Kind::Runs)
     }
     .with_options(CARGO_OPTIONS),
     Program {
         syntax: Syntax::Exact,
         operands: Operands::all(Role::Read),
-        examples: &[ex(
-            "rustc -o /tmp/x main.rs",
-            "write:/tmp/x read:main.rs kind:runs",
-        )],
+        examples: &[
+            ex("rustc -o /tmp/x main.rs", "write:/tmp/x read:main.rs kind:runs"),
+            ex("rustc +nightly main.rs", "read:main.rs kind:runs"),
+        ],
+        toolchain_first: true,
         ..program(
             &["rustc", "rustdoc", "clippy-driver", "rust-gdb", "rust-lldb"],
             Kind::Runs,
@@ -306,6 +309,7 @@ pub(super) const PROGRAMS: &[Program] = &[
             ex("rustfmt --check a.rs", "write:a.rs kind:writes"),
         ],
         complete: true,
+        toolchain_first: true,
         ..program(&["rustfmt"], Kind::Writes)
     }
     .with_options(&[

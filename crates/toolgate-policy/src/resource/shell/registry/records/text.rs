@@ -659,7 +659,12 @@ pub(super) const PROGRAMS: &[Program] = &[
         ..printer(&["echo"], &[flag("neE", "")])
     },
     Program {
-        examples: &[ex("printf %s\\n a b", "kind:reads")],
+        examples: &[
+            ex("printf %s\\n a b", "kind:reads"),
+            ex("printf -v HOME /tmp/h", "risk kind:reads"),
+            ex("printf -v line %s a", "kind:reads"),
+        ],
+        language: Some(code::printf),
         ..printer(&["printf"], &[value("v", "", Role::Data)])
     },
     printer(&["true", "false", ":"], &[]),
@@ -726,6 +731,8 @@ pub(super) const PROGRAMS: &[Program] = &[
         &[flag("bmsuflg", ""), value("BMS", "", Role::Data)],
     ),
     printer(&["type"], &[flag("afPpt", "")]),
+    // Facts about the user, the machine and its processes: their operands are names, numbers
+    // and expressions, and no option of theirs opens a file or runs anything.
     printer(
         &[
             "id",
@@ -742,7 +749,6 @@ pub(super) const PROGRAMS: &[Program] = &[
             "locale",
             "tput",
             "clear",
-            "printenv",
             "free",
             "vmstat",
             "lscpu",
@@ -750,11 +756,8 @@ pub(super) const PROGRAMS: &[Program] = &[
             "pgrep",
             "pidof",
             "ps",
-            "top",
-            "htop",
             "w",
             "who",
-            "last",
             "cal",
             "factor",
             "numfmt",
@@ -763,39 +766,110 @@ pub(super) const PROGRAMS: &[Program] = &[
             "[",
             "[[",
             "getent",
-            "ldd",
-            "nm",
-            "objdump",
-            "readelf",
-            "size",
             "lsof",
             "ss",
             "netstat",
-            "ip",
-            "ifconfig",
-            "dmesg",
-            "journalctl",
-            "timedatectl",
-            "hostnamectl",
-            "sw_vers",
-            "sysctl",
-            "locale-gen",
-            "infocmp",
             "uname",
-            "cksum-check",
-            "diff3",
-            "sdiff",
-            "look",
-            "bat",
-            "batcat",
-            "glow",
-            "tldr",
-            "fzf",
-            "column-check",
-            "mimetype",
+            "sw_vers",
+            "infocmp",
         ],
         &[],
     ),
+    Program {
+        examples: &[
+            ex("printenv PATH", "kind:reads"),
+            ex("printenv", "risk kind:reads"),
+            ex("printenv GITHUB_TOKEN", "risk kind:reads"),
+        ],
+        language: Some(code::printenv),
+        ..printer(&["printenv"], &[flag("0", "null"), HELP, VERSION])
+    },
+    // What reads the files it is given: binaries' symbols and headers, three-way and side by
+    // side diffs, a word list, a highlighter. Their options are not all listed: an unknown
+    // one asks, and a letter is taken as a flag (so a file after it is still read).
+    Program {
+        examples: &[
+            ex(
+                "objdump -d target/release/app",
+                "read:target/release/app kind:reads",
+            ),
+            ex("nm -D lib.so", "read:lib.so kind:reads"),
+            ex("bat ~/.ssh/id_rsa", "read:~/.ssh/id_rsa kind:reads"),
+        ],
+        complete: false,
+        ..reader(
+            &[
+                "nm", "objdump", "readelf", "size", "diff3", "bat", "batcat", "mimetype",
+            ],
+            &[
+                flag(
+                    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+                    "",
+                ),
+                HELP,
+                VERSION,
+            ],
+        )
+    },
+    // Linters that read the files they are given and print what they find.
+    Program {
+        examples: &[
+            ex(
+                "actionlint .github/workflows/ci.yml",
+                "read:.github/workflows/ci.yml kind:reads",
+            ),
+            ex("shellcheck -x scripts/a.sh", "read:scripts/a.sh kind:reads"),
+        ],
+        complete: false,
+        ..reader(
+            &[
+                "actionlint",
+                "shellcheck",
+                "hadolint",
+                "yamllint",
+                "markdownlint",
+                "markdownlint-cli2",
+                "typos",
+                "vale",
+                "checkmake",
+            ],
+            &[
+                flag("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", ""),
+                HELP,
+                VERSION,
+            ],
+        )
+    },
+    Program {
+        examples: &[ex(
+            "sdiff -o merged a b",
+            "write:merged read:a read:b kind:reads",
+        )],
+        ..reader(
+            &["sdiff"],
+            &[
+                value("o", "output", Role::Write),
+                flag(
+                    "abBdEHilstWZ",
+                    "text ignore-blank-lines minimal ignore-tab-expansion speed-large-files ignore-case left-column suppress-common-lines expand-tabs ignore-all-space ignore-trailing-space strip-trailing-cr",
+                ),
+                value("w", "width", Role::Data),
+                value("I", "ignore-matching-lines", Role::Data),
+                risk_value("", "diff-program", Role::Data, "runs the program it names"),
+                HELP,
+                VERSION,
+            ],
+        )
+    },
+    Program {
+        examples: &[ex("look pre words.txt", "read:words.txt kind:reads")],
+        operands: Operands {
+            first: &[Role::Data],
+            rest: Role::Read,
+            last: None,
+        },
+        ..reader(&["look"], &[flag("bdfa", "alternative")])
+    },
     Program {
         examples: &[
             ex("hostname -f", "kind:reads"),

@@ -96,7 +96,7 @@ pub(super) const PROGRAMS: &[Program] = &[
             ex("env FOO=1 git status", "runs:git kind:runs"),
             ex("env -i PATH=/bin ls", "risk runs:ls kind:runs"),
             ex("env -C src ls", "folder:src runs:ls kind:runs"),
-            ex("env", "kind:reads"),
+            ex("env", "risk kind:reads"),
         ],
         ..wrapper(
             &["env"],
