@@ -1,11 +1,12 @@
 //! Any bytes as a path argument of a file tool, evaluated in a small workspace with symlinks:
-//! never panics, and a path that resolves outside the workspace is never allowed.
+//! never panics, and a path that resolves outside the workspace is never allowed unless it lies
+//! in a scratch place (the system's temporary folders, which the fixture itself lives in).
 #![no_main]
 
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use toolgate_policy::{Call, Decision, Policy, Subject};
+use toolgate_policy::{Call, Decision, OutsidePlace, Policy, Subject};
 
 struct Fixture {
     _dir: std::path::PathBuf,
@@ -26,7 +27,11 @@ fn fixture() -> &'static Fixture {
         let _ = std::os::unix::fs::symlink(ws.join("src"), ws.join("in"));
         let _ = std::os::unix::fs::symlink(ws.join("nowhere"), ws.join("dangling"));
         let policy = Policy::from_toml("fuzz.toml", "mode = \"approve-all\"\n").unwrap_or_default();
-        Fixture { workspace: ws.display().to_string(), _dir: dir, policy }
+        Fixture {
+            workspace: ws.display().to_string(),
+            _dir: dir,
+            policy,
+        }
     })
 }
 
@@ -42,7 +47,15 @@ fuzz_target!(|data: &[u8]| {
         for outcome in &evaluation.subjects {
             if let Subject::Path(p) = &outcome.subject {
                 let r = p.resolved.as_ref().expect("an allowed path was resolved");
-                assert!(r.resolved.starts_with(&f.workspace), "{path:?} → {:?}", r.resolved);
+                let scratch = p.place == Some(OutsidePlace::Scratch)
+                    && ["/tmp", "/var/tmp", "/dev/shm"]
+                        .iter()
+                        .any(|t| r.resolved.starts_with(t));
+                assert!(
+                    r.resolved.starts_with(&f.workspace) || scratch,
+                    "{path:?} → {:?}",
+                    r.resolved
+                );
             }
         }
     }

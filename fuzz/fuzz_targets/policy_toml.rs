@@ -15,7 +15,9 @@ fuzz_target!(|data: &[u8]| {
     };
     let loaded = Policy::load(
         vec![PolicySource::given("fuzz.toml", text)],
-        LoadOptions { check_examples: false },
+        LoadOptions {
+            check_examples: false,
+        },
     );
     match loaded {
         Ok(policy) => {

@@ -57,7 +57,13 @@ pub(crate) const BUILTIN_READ: &[&str] = &[
 
 /// Scratch places every policy has: the system's temporary folders, which programs, tests and
 /// agents write to as a matter of course (Codex's workspace-write sandbox lets them too).
+/// `/private/tmp` is where macOS keeps `/tmp`; elsewhere it is an ordinary path.
+#[cfg(target_os = "macos")]
 pub(crate) const BUILTIN_SCRATCH: &[&str] = &["/tmp", "/var/tmp", "/private/tmp", "/dev/shm"];
+/// Scratch places every policy has: the system's temporary folders, which programs, tests and
+/// agents write to as a matter of course (Codex's workspace-write sandbox lets them too).
+#[cfg(not(target_os = "macos"))]
+pub(crate) const BUILTIN_SCRATCH: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
 pub(crate) use crate::subject::OutsidePlace as Place;
 

@@ -550,6 +550,10 @@ proptest! {
         if analysis.is_clean() {
             for command in &analysis.commands {
                 prop_assert!(command.argv.first().is_none_or(|w| w.value().is_some()), "{line:?}");
+                prop_assert!(
+                    command.reading.is_some() || command.argv.iter().all(|w| w.value().is_some()),
+                    "{line:?}"
+                );
             }
         }
         let policy = Policy::from_toml("p.toml", "mode = \"approve-all\"\n[[rule]]\nname = \"d\"\ndecision = \"deny\"\ncommand = [\"rm\"]\n").unwrap();
@@ -563,6 +567,10 @@ proptest! {
         if here.is_clean() {
             for command in &here.commands {
                 prop_assert!(command.argv.first().is_none_or(|w| w.value().is_some()), "{line:?}");
+                prop_assert!(
+                    command.reading.is_some() || command.argv.iter().all(|w| w.value().is_some()),
+                    "{line:?}"
+                );
             }
         } else {
             prop_assert_ne!(evaluation.decision, toolgate_policy::Decision::Allow, "{:?}", line);
