@@ -48,6 +48,25 @@ fn shell_analyze_100_chars(bencher: Bencher) {
     bencher.bench_local(|| shell::analyze(black_box(COMMAND)));
 }
 
+/// The same line with an unquoted glob, expanded in a folder of 200 files (glob expansion reads
+/// the folder, so it is measured apart from the analysis itself).
+#[divan::bench(sample_count = 100, sample_size = 20)]
+fn shell_analyze_with_a_glob(bencher: Bencher) {
+    static FOLDER: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let (_, root) = FOLDER.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        for i in 0..200 {
+            std::fs::write(root.join(format!("src/m{i}.rs")), "").unwrap();
+        }
+        (dir, root)
+    });
+    let line =
+        "git status && wc -l src/*.rs | tail -n 1; ls -la src | grep -v targets > out.txt; pwd";
+    bencher.bench_local(|| shell::analyze_in(black_box(line), root, None));
+}
+
 #[divan::bench(sample_count = 200, sample_size = 100)]
 fn canonicalize_baseline(bencher: Bencher) {
     let f = fixture();

@@ -485,6 +485,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
         }
         Some(Resource::Url(_)) => vec![Subject::Url(crate::subject::UrlSubject {
             given: text.to_owned(),
+            source: String::new(),
             mentioned: false,
             checked: Some(crate::url::check(text).map_err(|e| e.to_string())?),
             problem: None,

@@ -344,7 +344,7 @@ impl Policy {
                         &place,
                     )));
                 } else {
-                    out.push(Subject::Url(url_subject(&text, false)));
+                    out.push(Subject::Url(url_subject(&text, &pointer.text, false)));
                 }
             }
         }
@@ -524,7 +524,12 @@ impl Policy {
             }
         }
         for u in urls {
-            out.push(Subject::Url(url_subject(&u.text, !u.fetched)));
+            let command = sources
+                .get(u.command)
+                .cloned()
+                .unwrap_or_else(|| format!("`{text}`"));
+            let source = format!("{command} ({})", u.origin);
+            out.push(Subject::Url(url_subject(&u.text, &source, !u.fetched)));
         }
     }
 }
@@ -933,13 +938,14 @@ fn link_itself_subject(
     subject
 }
 
-fn url_subject(given: &str, mentioned: bool) -> UrlSubject {
+fn url_subject(given: &str, source: &str, mentioned: bool) -> UrlSubject {
     let (checked, problem) = match url::check(given) {
         Ok(c) => (Some(c), None),
         Err(p) => (None, Some(p)),
     };
     UrlSubject {
         given: given.to_owned(),
+        source: source.to_owned(),
         mentioned,
         checked,
         problem,

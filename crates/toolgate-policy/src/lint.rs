@@ -151,6 +151,20 @@ impl Policy {
                 }
             }
         }
+        for rule in self.rules() {
+            if let Some(why) = never_matches(rule) {
+                out.push(finding(
+                    rule,
+                    Severity::Warning,
+                    "never-matches",
+                    format!("rule `{}` can never match: {why}", rule.info.name),
+                    Some(
+                        "remove the `access` condition, or the resource condition it contradicts"
+                            .into(),
+                    ),
+                ));
+            }
+        }
         self.lint_coverage(&mut out);
         out.sort_by(|a, b| {
             (a.file.as_ref(), a.line(), a.column()).cmp(&(b.file.as_ref(), b.line(), b.column()))
@@ -230,6 +244,28 @@ impl Policy {
             ));
         }
     }
+}
+
+/// Why no subject can ever meet all of a rule's conditions, when that follows from them alone:
+/// its `access` excludes what the only subjects its resource condition reaches do (a command is
+/// `execute` or `network`, a path `read` or `write`, a URL `network`).
+fn never_matches(rule: &Rule) -> Option<String> {
+    use crate::decision::Access;
+    use crate::resource::matchers::Resource;
+    let access = rule.when.access.as_ref()?;
+    let (kind, possible): (&str, &[Access]) = match rule.when.resource.as_ref()? {
+        Resource::Command(_) => ("a command", &[Access::Execute, Access::Network]),
+        Resource::Path(_) => ("a path", &[Access::Read, Access::Write]),
+        Resource::Url(_) => ("a URL", &[Access::Network]),
+    };
+    if access.iter().any(|a| possible.contains(a)) {
+        return None;
+    }
+    let named: Vec<String> = possible.iter().map(|a| format!("`{a}`")).collect();
+    Some(format!(
+        "{kind} is only ever {}, which its `access` leaves out",
+        named.join(" or ")
+    ))
 }
 
 fn finding(

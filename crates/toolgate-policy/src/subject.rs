@@ -115,6 +115,10 @@ impl CommandSubject {
 pub struct UrlSubject {
     /// The URL as given.
     pub given: String,
+    /// Where it came from: the argument that holds it, or the command and its place in it
+    /// (`` `curl -s https://x` (operand 2) ``); empty when not known.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub source: String,
     /// Whether it only appears in a command's arguments.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub mentioned: bool,
@@ -246,6 +250,9 @@ impl fmt::Display for Subject {
             Subject::Url(u) => {
                 let what = if u.mentioned { "mentioned URL" } else { "URL" };
                 match (&u.checked, &u.problem) {
+                    (Some(c), _) if !u.source.is_empty() => {
+                        write!(f, "{what} `{}` (host `{}`; {})", u.given, c.host, u.source)
+                    }
                     (Some(c), _) => write!(f, "{what} `{}` (host `{}`)", u.given, c.host),
                     (None, Some(problem)) => write!(f, "{what} `{}`: {problem}", u.given),
                     (None, None) => write!(f, "{what} `{}`", u.given),

@@ -1019,6 +1019,30 @@ tool = "*"
     );
 }
 
+/// A rule whose `access` leaves out every access its resource condition's subjects have can never
+/// match (a command is executed or fetches, a path is read or written, a URL is fetched).
+#[test]
+fn lint_finds_rules_that_never_match() {
+    for (conditions, never) in [
+        ("command = \"curl\"\naccess = \"read\"", true),
+        (
+            "command = \"curl\"\naccess = [\"read\", \"network\"]",
+            false,
+        ),
+        ("path = \"**/.env\"\naccess = \"execute\"", true),
+        ("path = \"**/.env\"\naccess = \"write\"", false),
+        ("domain = \"x.example\"\naccess = \"write\"", true),
+        ("domain = \"x.example\"", false),
+    ] {
+        let toml = format!("[[rule]]\nname = \"r\"\ndecision = \"deny\"\n{conditions}\n");
+        let found = policy(&toml)
+            .lint()
+            .iter()
+            .any(|d| d.code == Some("never-matches"));
+        assert_eq!(found, never, "{conditions}");
+    }
+}
+
 #[test]
 fn shadowing_is_only_reported_when_certain() {
     let cases = [

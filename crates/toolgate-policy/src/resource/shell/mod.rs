@@ -805,6 +805,41 @@ mod tests {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 
+    /// A quoted here-document fed to Python or Node is program text, read as `-c` text is:
+    /// seen through when it only imports, prints and opens files by name.
+    #[test]
+    fn program_text_in_a_here_document_is_read() {
+        let a = analyze("python - <<'PY'\nimport yaml\nprint(yaml.safe_load(open('ci.yml')))\nPY");
+        assert!(a.is_clean(), "{:?}", a.commands);
+        assert!(a.paths.iter().any(|p| p.text == "ci.yml"));
+        for line in [
+            "python - <<'PY'\nimport os\nos.system('id')\nPY",
+            "python - <<PY\nprint('$HOME')\nPY",
+            "node <<'JS'\nrequire('child_process').execSync('id')\nJS",
+            "sh <<'SH'\necho hi\nSH",
+        ] {
+            assert!(!analyze(line).is_clean(), "{line}");
+        }
+    }
+
+    /// A variable that changes what later programs run is assigned by a `for` loop, `read`,
+    /// `mapfile`, `printf -v` and `export` as by `NAME=value`: `~` after `for HOME in ~/.aws` is
+    /// not the home toolgate resolves.
+    #[test]
+    fn every_way_of_assigning_a_variable_is_checked() {
+        for line in [
+            "for HOME in ~/.aws; do head ~/credentials; done",
+            "read HOME < x; cat ~/c",
+            "mapfile -t PATH < x",
+            "printf -v HOME %s /x; cat ~/c",
+            "export HOME=/tmp; cat ~/c",
+            "HOME=/tmp cat ~/c",
+        ] {
+            assert!(!analyze(line).is_clean(), "{line}");
+        }
+        assert!(analyze("for f in a b; do echo $f; done").is_clean());
+    }
+
     /// `RUSTFLAGS` and `RUSTDOCFLAGS` that set lint levels, `cfg`s or code generation knobs run
     /// nothing; a linker, a library path or an `@FILE` does.
     #[test]

@@ -483,12 +483,31 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// What a construct's head says before its body runs: a function's name, and the variable
+    /// a `for` loop assigns (`for HOME in ~/.aws; do …` assigns `HOME`, as `HOME=…` does). Kept
+    /// out of [`Walker::body`], whose frame is on the stack once per level of nesting.
+    #[inline(never)]
+    fn header(&mut self, node: Node<'_>) {
+        if node.kind() == "function_definition" {
+            self.function_name(node);
+            return;
+        }
+        if node.kind() != "for_statement" {
+            return;
+        }
+        if let Some(variable) = node.child_by_field_name("variable") {
+            let mut findings = Vec::new();
+            programs::check_assignment(self.text(variable), None, &mut findings);
+            for f in findings {
+                self.line_finding(f.kind, f.detail);
+            }
+        }
+    }
+
     /// A condition, loop, `case` or function: its statements, each of which may not run.
     #[inline(never)]
     fn body(&mut self, node: Node<'_>, level: usize) {
-        if node.kind() == "function_definition" {
-            self.function_name(node);
-        }
+        self.header(node);
         let before = self.cwd.clone();
         let mut statements = named_children(node)
             .filter(|c| c.kind() != "comment")
@@ -648,6 +667,71 @@ impl<'s> Walker<'s> {
         }
     }
 
+    /// A here-document with a quoted delimiter (nothing in it expands) feeding Python or Node
+    /// program text (`python - <<'PY'`) that toolgate reads through: the files it opens by name
+    /// are reads of the command. Text that reaches further is reported with what it reaches.
+    /// Kept out of [`Walker::redirect`], whose frame is on the stack once per level of nesting.
+    #[inline(never)]
+    fn program_text_seen(&mut self, node: Node<'_>, command: Option<usize>) -> bool {
+        use super::registry::code::program_text::{self, Lang};
+        if node.kind() != "heredoc_redirect" {
+            return false;
+        }
+        let Some(index) = command else { return false };
+        let lang = match self
+            .out
+            .commands
+            .get(index)
+            .and_then(SimpleCommand::program)
+            .map(basename)
+        {
+            Some(n) if n.starts_with("python") => Lang::Python,
+            Some("node" | "nodejs" | "tsx" | "bun" | "deno") => Lang::JavaScript,
+            _ => return false,
+        };
+        let children: Vec<Node<'_>> = named_children(node).collect();
+        let quoted = children
+            .iter()
+            .find(|c| c.kind() == "heredoc_start")
+            .is_some_and(|c| self.text(*c).contains(['\'', '"', '\\']));
+        let Some(body) = children.iter().find(|c| c.kind() == "heredoc_body") else {
+            return false;
+        };
+        if !quoted {
+            return false;
+        }
+        let reading = program_text::read(self.text(*body), lang);
+        if let Some(why) = reading.risk {
+            self.command_finding(
+                command,
+                finding(
+                    FindingKind::HeredocInterpreter,
+                    format!("a here-document feeds a program to an interpreter: {why}"),
+                ),
+            );
+            return true;
+        }
+        // The program it reads from its input is this text, now read.
+        if let Some(c) = self.out.commands.get_mut(index) {
+            c.findings.retain(|f| {
+                !(f.kind == FindingKind::Eval
+                    && f.detail.ends_with("reads a program from its input"))
+            });
+        }
+        for file in reading.reads {
+            self.out.paths.push(CommandPath {
+                text: file,
+                access: Access::Read,
+                role: PathRole::Read,
+                command: index,
+                cwd: self.cwd.clone(),
+                origin: "a file its program text opens".into(),
+                pattern: false,
+            });
+        }
+        true
+    }
+
     fn redirect(
         &mut self,
         node: Node<'_>,
@@ -658,7 +742,7 @@ impl<'s> Walker<'s> {
         match node.kind() {
             "file_redirect" => self.file_redirect(node, level, command),
             "heredoc_redirect" | "herestring_redirect" => {
-                if interpreter {
+                if interpreter && !self.program_text_seen(node, command) {
                     self.command_finding(
                         command,
                         finding(

@@ -195,17 +195,13 @@ impl<'a> Reading<'a> {
     /// Whether the option named `name` was given, for code shared by records of which only
     /// some have it (`grep -e`, which `ag` lacks).
     pub(crate) fn has_if_known(&self, name: &str) -> bool {
-        self.knows(name).is_some() && self.has(name)
+        self.given_by(name).next().is_some()
     }
 
     /// The values given to the option named `name`, for code shared by records of which only
     /// some have it.
     pub(crate) fn values_if_known(&self, name: &str) -> Vec<&'a str> {
-        if self.knows(name).is_some() {
-            self.values(name)
-        } else {
-            Vec::new()
-        }
+        self.given_by(name).filter_map(|g| g.value).collect()
     }
 
     /// How many times the option named `name` was given (`-uu` gives `-u` twice).
@@ -218,14 +214,27 @@ impl<'a> Reading<'a> {
         self.given_named(name).filter_map(|g| g.value).collect()
     }
 
-    fn given_named<'s>(&'s self, name: &str) -> impl Iterator<Item = &'s Given<'a>> + 's {
-        let wanted = self.option(name).and_then(|opt| {
-            let by = query_name(opt, name)?;
-            Some(canonical(opt, by))
-        });
-        self.given
-            .iter()
-            .filter(move |g| wanted.is_some_and(|w| g.name == w))
+    /// The options given that go by `name`. Only the options given are looked at (a record
+    /// has dozens; a command gives a few): one that goes by `name` under the name it was
+    /// given by.
+    fn given_named<'s, 'n>(
+        &'s self,
+        name: &'n str,
+    ) -> impl Iterator<Item = &'s Given<'a>> + use<'s, 'n, 'a> {
+        // In debug builds, a name the record does not have is a mistake in the code asking.
+        #[cfg(debug_assertions)]
+        let _ = self.option(name);
+        self.given_by(name)
+    }
+
+    /// The options given that go by `name`, whether or not the record has such an option.
+    fn given_by<'s, 'n>(
+        &'s self,
+        name: &'n str,
+    ) -> impl Iterator<Item = &'s Given<'a>> + use<'s, 'n, 'a> {
+        self.given.iter().filter(move |g| {
+            query_name(g.opt, name).is_some_and(|by| canonical(g.opt, by) == g.name)
+        })
     }
 
     /// The record's option called `name` at the subcommand level read (or the program's).
