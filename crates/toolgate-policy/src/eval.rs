@@ -92,6 +92,7 @@ impl Policy {
             ask: None,
             args: None,
             error: None,
+            access: facts.access,
         };
         let rule = deciding.and_then(|d| d.rule);
         self.apply_run(&mut evaluation, call, run, trace);

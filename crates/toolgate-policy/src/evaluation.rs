@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::call::CallError;
-use crate::decision::{Choice, Decision, GrantKind, Layer, Mode};
+use crate::decision::{Access, Choice, Decision, GrantKind, Layer, Mode};
 use crate::rule::RuleInfo;
 use crate::subject::Subject;
 
@@ -19,11 +19,15 @@ use crate::subject::Subject;
 ///
 /// ```json
 /// {"decision": "ask", "reason": "…", "rule": "ask-writes", "layer": "rule",
-///  "source": {"file": "policy.toml", "line": 20}, "mode": "approve-reads",
+///  "source": {"file": "policy.toml", "line": 20}, "mode": "approve-reads", "access": "write",
 ///  "subjects": [{"kind": "call", "decision": "ask", "layer": "rule", "rule": "ask-writes"}],
 ///  "choices": ["allow-once", "allow-always", "reject-once", "reject-always"],
 ///  "timeout_ms": 300000, "grant": "tool"}
 /// ```
+///
+/// `access` is what the tool's profile (or tags) say the call does as a whole, when they say; a
+/// command subject carries its program's `effect` (`reads`, `writes`, `fetches`, `runs`) when
+/// the program is known.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Evaluation {
     /// Allow, ask or deny.
@@ -45,6 +49,9 @@ pub struct Evaluation {
     pub args: Option<Map<String, Value>>,
     /// Why the call could not be evaluated (the decision is then deny, layer validate).
     pub error: Option<CallError>,
+    /// The access the call makes as a whole, as its tool's profile (or its tags) say:
+    /// `None` when nothing says (then each subject's own access is what is known).
+    pub access: Option<Access>,
 }
 
 impl Evaluation {
@@ -60,6 +67,7 @@ impl Evaluation {
             ask: None,
             args: None,
             error: Some(error),
+            access: None,
         }
     }
 
@@ -181,6 +189,9 @@ impl Serialize for Evaluation {
             map.serialize_entry("source", &Source(rule))?;
         }
         map.serialize_entry("mode", &self.mode)?;
+        if let Some(access) = self.access {
+            map.serialize_entry("access", &access)?;
+        }
         map.serialize_entry("subjects", &self.subjects)?;
         if let Some(ask) = &self.ask {
             map.serialize_entry("choices", &*ask.choices)?;
@@ -234,6 +245,9 @@ impl Serialize for SubjectOutcome {
                 map.serialize_entry("command", &argv.join(" "))?;
                 if !c.command.wrappers.is_empty() || c.command.text != argv.join(" ") {
                     map.serialize_entry("text", &c.command.text)?;
+                }
+                if let Some(kind) = c.command.reading.as_ref().and_then(|r| r.kind) {
+                    map.serialize_entry("effect", kind)?;
                 }
                 let findings: Vec<&str> = c.findings().map(|f| f.detail.as_str()).collect();
                 if !findings.is_empty() {

@@ -384,15 +384,25 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: CLAUDE,
-        // The agent's own bookkeeping: a plan, a to-do list, a sub-agent (whose calls are
-        // judged one by one), a background shell's output. They touch no file or host.
+        // The agent's own bookkeeping: a to-do list, a background shell's output. They touch
+        // no file or host.
+        names: &["TodoWrite", "TodoRead", "BashOutput"],
+        ..NONE
+    },
+    Builtin {
+        family: "agents",
+        // Acts of the agent that are not reads though they touch nothing themselves: leaving
+        // plan mode (after it, the agent writes and runs), starting a sub-agent (whose own calls
+        // are judged one by one). Claude Code `ExitPlanMode`, `Task` (and its newer name
+        // `Agent`); Codex `spawn_agent`; Gemini CLI `exit_plan_mode`.
         names: &[
-            "TodoWrite",
-            "TodoRead",
-            "Task",
             "ExitPlanMode",
-            "BashOutput",
+            "Task",
+            "Agent",
+            "spawn_agent",
+            "exit_plan_mode",
         ],
+        access: Access::Execute,
         ..NONE
     },
     Builtin {
@@ -550,11 +560,9 @@ const BUILTIN: &[Builtin] = &[
         names: &[
             "update_plan",
             "request_user_input",
-            "spawn_agent",
             "send_input",
             "wait",
             "close_agent",
-            "Agent",
             "TaskStop",
             "KillShell",
             "KillBash",

@@ -76,6 +76,7 @@ fn first_match_wins_as_a_whole_evaluation() {
         ask: None,
         args: None,
         error: None,
+        access: None,
     };
     assert_eq!(got, expected);
     let swapped = DENY_THEN_ALLOW
@@ -756,7 +757,7 @@ fn the_json_form_of_an_evaluation() {
         serde_json::to_value(&got).unwrap(),
         json!({
             "decision": "ask", "reason": "writes need a person", "rule": "w", "layer": "rule",
-            "source": {"file": "p.toml", "line": 1}, "mode": "approve-reads",
+            "source": {"file": "p.toml", "line": 1}, "mode": "approve-reads", "access": "write",
             "subjects": [{"kind": "call", "decision": "ask", "layer": "rule", "rule": "w", "reason": "writes need a person"}],
             "choices": ["allow-once", "allow-always", "reject-once", "reject-always"],
             "timeout_ms": 300000, "grant": "tool"

@@ -510,22 +510,26 @@ fn agents_argument_names_are_read_and_unknown_ones_ask() {
     let full = RunOptions::default().with_full_access(true);
     let e = p.evaluate_with(&call(&w, "Read", json!({"path_to_file": "x"})), &full);
     assert_eq!((e.decision, e.layer), (Decision::Ask, Layer::Guard));
-    // Claude Code's own bookkeeping is a read: approve-reads lets it through.
+    // Claude Code's own bookkeeping is a read: approve-reads lets it through. Leaving plan mode
+    // and starting a sub-agent are not reads: approve-reads asks (the built-in policy allows
+    // sub-agents, whose own calls are judged one by one).
     let reads = policy("mode = \"approve-reads\"\n");
-    for (tool, args) in [
+    for (tool, args, decision) in [
         (
             "TodoWrite",
             json!({"todos": [{"content": "x", "status": "pending"}]}),
+            Decision::Allow,
         ),
         (
             "Task",
             json!({"description": "d", "prompt": "p", "subagent_type": "general"}),
+            Decision::Ask,
         ),
-        ("ExitPlanMode", json!({"plan": "p"})),
+        ("ExitPlanMode", json!({"plan": "p"}), Decision::Ask),
     ] {
         assert_eq!(
             reads.evaluate(&call(&w, tool, args)).decision,
-            Decision::Allow,
+            decision,
             "{tool}"
         );
     }
