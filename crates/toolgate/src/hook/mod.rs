@@ -1,19 +1,30 @@
-//! `toolgate hook claude`: toolgate as Claude Code's `PreToolUse` hook. Claude Code runs it
-//! before each tool call with the call on stdin (`tool_name`, `tool_input`, `cwd`,
-//! `session_id`) and reads the decision from stdout (`hookSpecificOutput.permissionDecision`:
-//! `allow` runs the call without a prompt, `deny` refuses it with the reason, `ask` shows
-//! Claude Code's own prompt with the reason).
+//! `toolgate hook AGENT`: toolgate as an agent's permission hook. The agent runs it before each
+//! tool call with the call on stdin, in its own shape, and reads the decision from stdout (and
+//! the exit code) in its own shape: Claude Code's and Codex's `PreToolUse` and
+//! `PermissionRequest`, Gemini CLI's `BeforeTool`, Cursor's `preToolUse`,
+//! `beforeShellExecution`, `beforeMCPExecution` and `beforeReadFile`, Copilot's `preToolUse`.
+//! Each agent's module cites the documentation and version it follows; docs/agents.md says
+//! what each decision becomes in each agent.
 //!
-//! Whatever goes wrong — unreadable input, a policy that does not load — is a `deny` with what
-//! went wrong as its reason: a hook that fails any other way lets the call through.
+//! One path decides for all of them: the agent's input becomes a toolgate call (its tool names
+//! mapped to the built-in profiles, an MCP tool to its server's tool, the workspace from the
+//! agent's own field), the policy (or, with `--daemon`, the daemon) decides, the agent's
+//! permission mode adjusts the decision where it says so, and the answer goes back in the
+//! agent's shape. Where an agent cannot ask its person at an event, an ask is refused with the
+//! reason (or, with `--defer-ask`, left to the agent's own approval flow).
 //!
-//! With `--daemon`, the daemon decides instead (its policy, its grants, its audit log): a call
-//! it asks about waits for a person on the approval page for up to `--wait` seconds, then is
-//! withdrawn from the page and left to Claude Code's own prompt (`ask`) — an answer must come
-//! before Claude Code's hook timeout, past which it runs the call. A daemon that cannot be
-//! reached is an `ask` too.
+//! Whatever goes wrong — unreadable input, a policy that does not load, an event toolgate does
+//! not know — is answered as the agent's refusal: a hook that fails any other way lets the call
+//! through in most agents.
+
+mod claude;
+mod codex;
+mod copilot;
+mod cursor;
+mod gemini;
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
@@ -35,7 +46,8 @@ pub(crate) struct HookArgs {
     #[arg(long)]
     daemon: bool,
     /// With --daemon, how long a call waits for a person on the page before it is withdrawn
-    /// from it and left to the agent's own prompt (keep it under the hook's timeout, 60 s by default in Claude Code).
+    /// from it and left to the agent's own prompt (keep it under the agent's hook timeout:
+    /// docs/agents.md lists them).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -43,76 +55,491 @@ pub(crate) struct HookArgs {
         requires = "daemon"
     )]
     wait: f64,
+    /// Print no decision when no rule decided (the policy's mode or fallback did), so the
+    /// agent's own permission rules decide those calls. Not for Cursor, whose hooks always
+    /// answer.
+    #[arg(long)]
+    defer_default: bool,
+    /// Where the agent's hook cannot ask its person (Codex's `PreToolUse`, Cursor's
+    /// `preToolUse` and `beforeReadFile`), leave a call toolgate asks about to the agent's own
+    /// approval flow instead of refusing it.
+    #[arg(long)]
+    defer_ask: bool,
     #[command(flatten)]
     client: ClientArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Agent {
-    /// Claude Code's `PreToolUse` hook.
+    /// Claude Code: `PreToolUse` and `PermissionRequest` hooks.
     Claude,
+    /// Codex: `PreToolUse` and `PermissionRequest` hooks.
+    Codex,
+    /// Gemini CLI: the `BeforeTool` hook.
+    Gemini,
+    /// Cursor: `preToolUse`, `beforeShellExecution`, `beforeMCPExecution`, `beforeReadFile`.
+    Cursor,
+    /// GitHub Copilot CLI: the `preToolUse` hook.
+    Copilot,
+}
+
+impl Agent {
+    /// The name a call's `context.agent` carries.
+    fn context_name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude-code",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini-cli",
+            Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    fn read(self, hook: &Value) -> Result<Input, String> {
+        match self {
+            Agent::Claude => claude::read(hook),
+            Agent::Codex => codex::read(hook),
+            Agent::Gemini => gemini::read(hook),
+            Agent::Cursor => cursor::read(hook),
+            Agent::Copilot => copilot::read(hook),
+        }
+    }
+
+    fn reply(self, event: &str, answer: &Answer) -> Reply {
+        match self {
+            Agent::Claude => claude::reply(event, answer),
+            Agent::Codex => codex::reply(event, answer),
+            Agent::Gemini => gemini::reply(event, answer),
+            Agent::Cursor => cursor::reply(event, answer),
+            Agent::Copilot => copilot::reply(event, answer),
+        }
+    }
+
+    /// The event an input that could not be read is answered as: the agent's tool-call
+    /// event, whose refusal stops the call.
+    fn main_event(self) -> &'static str {
+        match self {
+            Agent::Claude | Agent::Codex => "PreToolUse",
+            Agent::Gemini => "BeforeTool",
+            Agent::Cursor | Agent::Copilot => "preToolUse",
+        }
+    }
+}
+
+/// What one hook input asks of toolgate.
+pub(super) struct Input {
+    /// The event, as the agent names it: the reply's shape depends on it.
+    event: String,
+    work: Work,
+}
+
+enum Work {
+    /// A tool call to decide.
+    Decide(Box<Request>),
+    /// Nothing to decide (an event after a tool ran): the reply the event expects from a hook
+    /// that has no objection.
+    Acknowledge,
+    /// An event toolgate does not know: refused, with why.
+    Refuse(String),
+}
+
+/// A tool call as an agent hands it to its hook, in toolgate's terms.
+pub(super) struct Request {
+    /// The tool's name, mapped to the name toolgate's built-in profiles know it by.
+    tool: String,
+    /// Its arguments (an object).
+    args: Value,
+    /// The MCP server whose tool it is.
+    server: Option<String>,
+    /// The workspace (the agent's project folder); the project's policy is found from it.
+    workspace: String,
+    /// The folder the agent's session is in, when it says.
+    cwd: Option<String>,
+    /// The agent's session.
+    session: Option<String>,
+    /// Whether the agent asks its person when this event's hook answers ask.
+    can_ask: bool,
+    /// The agent's permission mode, when it says (Claude Code's and Codex's
+    /// `permission_mode`).
+    mode: Option<String>,
+}
+
+impl Request {
+    /// A call to decide, which the agent asks its person about when told to, in no permission
+    /// mode.
+    fn new(
+        tool: String,
+        args: Value,
+        server: Option<String>,
+        workspace: String,
+        cwd: Option<String>,
+        session: Option<String>,
+    ) -> Request {
+        Request {
+            tool,
+            args,
+            server,
+            workspace,
+            cwd,
+            session,
+            can_ask: true,
+            mode: None,
+        }
+    }
+}
+
+impl Input {
+    fn decide(event: &str, request: Request) -> Input {
+        Input {
+            event: event.to_owned(),
+            work: Work::Decide(Box::new(request)),
+        }
+    }
+
+    fn acknowledge(event: &str) -> Input {
+        Input {
+            event: event.to_owned(),
+            work: Work::Acknowledge,
+        }
+    }
+
+    fn unknown(agent: &str, event: &str) -> Input {
+        Input {
+            event: event.to_owned(),
+            work: Work::Refuse(format!(
+                "`{event}` is not a {agent} hook event toolgate knows; only tool calls are \
+                 decided"
+            )),
+        }
+    }
+}
+
+/// What the hook answers, before the agent's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Answer {
+    Allow(String),
+    Deny(String),
+    Ask(String),
+    /// No decision: the agent's own rules decide.
+    Defer,
+    /// Nothing to decide: the event's empty reply.
+    Acknowledge,
+}
+
+/// What the hook prints and how it exits.
+pub(super) struct Reply {
+    stdout: String,
+    stderr: String,
+    exit: u8,
+}
+
+impl Reply {
+    fn json(value: &Value) -> Reply {
+        Reply {
+            stdout: value.to_string(),
+            stderr: String::new(),
+            exit: EXIT_OK,
+        }
+    }
+
+    fn empty() -> Reply {
+        Reply {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit: EXIT_OK,
+        }
+    }
+
+    /// Exit 2 with the reason on stderr: a block in Claude Code's, Codex's and Cursor's
+    /// conventions.
+    fn blocked(reason: &str) -> Reply {
+        Reply {
+            stdout: String::new(),
+            stderr: reason.to_owned(),
+            exit: 2,
+        }
+    }
 }
 
 /// The most of stdin read: a tool call's arguments, not a stream.
 const MAX_INPUT: u64 = 16 << 20;
 
 pub(crate) fn run(args: &HookArgs) -> Result<u8, Failure> {
-    let Agent::Claude = args.agent;
-    let mut input = String::new();
-    let read = std::io::stdin()
-        .take(MAX_INPUT + 1)
-        .read_to_string(&mut input);
-    let (decision, reason) = match read {
-        Err(e) => refused(format!("cannot read the hook's input: {e}")),
-        Ok(_) if input.len() as u64 > MAX_INPUT => {
-            refused("the hook's input is larger than 16 MiB".to_owned())
-        }
-        Ok(_) => decide(args, &input).unwrap_or_else(refused),
-    };
-    let output = json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        }
-    });
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{output}")?;
-    Ok(EXIT_OK)
-}
-
-fn refused(why: String) -> (&'static str, String) {
-    ("deny", format!("toolgate refused the call: {why}"))
-}
-
-/// The decision and its reason for one hook input.
-fn decide(args: &HookArgs, input: &str) -> Result<(&'static str, String), String> {
-    let hook: Value =
-        serde_json::from_str(input).map_err(|e| format!("the hook's input is not JSON: {e}"))?;
-    let (call, folder) = call_of(&hook)?;
-    if args.daemon {
-        return Ok(ask_the_daemon(args, &call));
+    if args.defer_default && args.agent == Agent::Cursor {
+        return Err(Failure::Message(
+            "error: --defer-default is not for Cursor: its hooks always answer (see docs/agents.md)"
+                .to_owned(),
+        ));
     }
-    let files = args.policy.files_from(&folder);
-    let policy = PolicyArgs::load_files(&files, LoadOptions::default())
-        .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
-    let evaluation = policy.evaluate(&call);
-    let decision = match evaluation.decision {
-        Decision::Allow => "allow",
-        Decision::Deny => "deny",
-        Decision::Ask => "ask",
+    let mut input = Vec::new();
+    let read = std::io::stdin().take(MAX_INPUT + 1).read_to_end(&mut input);
+    let (event, answer) = match read {
+        Err(e) => (None, refused(&format!("cannot read the hook's input: {e}"))),
+        Ok(_) if input.len() as u64 > MAX_INPUT => {
+            (None, refused("the hook's input is larger than 16 MiB"))
+        }
+        Ok(_) => answer(args, &input),
     };
-    let reason = match evaluation.rule_name() {
-        Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
-        None => format!("toolgate: {}", evaluation.reason),
-    };
-    Ok((decision, reason))
+    let event = event.unwrap_or_else(|| args.agent.main_event().to_owned());
+    let reply = args.agent.reply(&event, &answer);
+    let mut out = std::io::stdout().lock();
+    if !reply.stdout.is_empty() {
+        writeln!(out, "{}", reply.stdout)?;
+    }
+    out.flush()?;
+    if !reply.stderr.is_empty() {
+        let mut err = std::io::stderr().lock();
+        writeln!(err, "{}", reply.stderr)?;
+    }
+    Ok(reply.exit)
 }
 
-/// The daemon's decision on `call`, waiting up to `--wait` seconds for a person; `ask` (the
+fn refused(why: &str) -> Answer {
+    Answer::Deny(format!("toolgate refused the call: {why}"))
+}
+
+/// The event and the answer for one hook input.
+fn answer(args: &HookArgs, input: &[u8]) -> (Option<String>, Answer) {
+    // Some agents on Windows start their input with byte-order marks.
+    let mut input = input;
+    while let Some(rest) = input.strip_prefix("\u{feff}".as_bytes()) {
+        input = rest;
+    }
+    let hook: Value = match serde_json::from_slice(input) {
+        Ok(hook @ Value::Object(_)) => hook,
+        Ok(_) => return (None, refused("the hook's input is not a JSON object")),
+        Err(e) => return (None, refused(&format!("the hook's input is not JSON: {e}"))),
+    };
+    let input = match args.agent.read(&hook) {
+        Ok(input) => input,
+        Err(why) => return (None, refused(&why)),
+    };
+    let answer = match input.work {
+        Work::Acknowledge => Answer::Acknowledge,
+        Work::Refuse(why) => refused(&why),
+        Work::Decide(request) => decide(args, &request).unwrap_or_else(|why| refused(&why)),
+    };
+    (Some(input.event), answer)
+}
+
+/// A decision with its reason and the whole result (the JSON `toolgate check` prints).
+struct Decided {
+    decision: Decision,
+    reason: String,
+    result: Value,
+}
+
+fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
+    let call = call_of(args.agent, request)?;
+    let decided = if args.daemon {
+        ask_the_daemon(args, &call)
+    } else {
+        let folder = PathBuf::from(&request.workspace);
+        let files = args.policy.files_from(&folder);
+        let policy = PolicyArgs::load_files(&files, LoadOptions::default())
+            .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
+        let evaluation = policy.evaluate(&call);
+        let result = serde_json::to_value(&evaluation).unwrap_or(Value::Null);
+        Decided {
+            decision: evaluation.decision,
+            reason: with_rule(evaluation.rule_name(), &evaluation.reason),
+            result,
+        }
+    };
+    Ok(settle(args, request, decided))
+}
+
+/// `toolgate (RULE): REASON`, the rule named when one decided.
+fn with_rule(rule: Option<&str>, reason: &str) -> String {
+    match rule {
+        Some(rule) => format!("toolgate ({rule}): {reason}"),
+        None => format!("toolgate: {reason}"),
+    }
+}
+
+/// The answer for a decision: adjusted by the agent's permission mode, left to the agent when
+/// only the default decided and `--defer-default` says so, and refused where the agent
+/// cannot ask.
+fn settle(args: &HookArgs, request: &Request, decided: Decided) -> Answer {
+    let Decided {
+        decision,
+        reason,
+        result,
+    } = decided;
+    let mut answer = match decision {
+        Decision::Allow => Answer::Allow(reason),
+        Decision::Deny => Answer::Deny(reason),
+        Decision::Ask => Answer::Ask(reason),
+    };
+    answer = match (request.mode.as_deref(), answer) {
+        // Plan mode: nothing that writes or runs goes ahead without the person.
+        (Some("plan"), Answer::Allow(reason)) if !reads_only(&result) => Answer::Ask(format!(
+            "{reason} — but the agent is in plan mode, where only reads run without asking"
+        )),
+        // Accept-edits mode: an edit of the workspace's own files goes ahead.
+        (Some("acceptEdits"), Answer::Ask(reason)) if edits_the_workspace(&result) => {
+            Answer::Allow(format!(
+                "{reason} — allowed: the agent is in acceptEdits mode and this edits the \
+                 workspace"
+            ))
+        }
+        // Bypass mode: only deny rules and guards act.
+        (Some("bypassPermissions"), Answer::Ask(reason)) if !asked_by_a_guard(&result) => {
+            Answer::Allow(format!(
+                "{reason} — allowed: the agent is in bypassPermissions mode, where only deny \
+                 rules and guards act"
+            ))
+        }
+        // Don't-ask mode: what is not allowed is refused.
+        (Some("dontAsk"), Answer::Ask(reason)) => Answer::Deny(format!(
+            "{reason} — refused: the agent is in dontAsk mode, where nothing asks"
+        )),
+        (_, answer) => answer,
+    };
+    if args.defer_default && only_the_default_decided(&result) {
+        return Answer::Defer;
+    }
+    match answer {
+        Answer::Ask(reason) if !request.can_ask => {
+            if args.defer_ask {
+                Answer::Defer
+            } else {
+                Answer::Deny(format!(
+                    "{reason} — toolgate asks a person about this call, and this hook of the \
+                     agent cannot ask: allow it in the policy, or answer it on the approval \
+                     page (`--daemon`)"
+                ))
+            }
+        }
+        answer => answer,
+    }
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// The result's subjects.
+fn subjects(result: &Value) -> &[Value] {
+    result
+        .get("subjects")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Whether the call only reads: its tool's profile says so, or every subject is a read (a
+/// path read, a URL fetched, a command known only to read).
+fn reads_only(result: &Value) -> bool {
+    if text(result, "access") == Some("read") {
+        return true;
+    }
+    let subjects = subjects(result);
+    !subjects.is_empty()
+        && subjects.iter().all(|s| match text(s, "kind") {
+            Some("path") => text(s, "access") == Some("read"),
+            Some("url") => true,
+            Some("command") => text(s, "effect") == Some("reads"),
+            _ => false,
+        })
+}
+
+/// Whether every subject asked about is a file the call writes inside the workspace, decided
+/// by a rule or the default (not a guard), and no command runs.
+fn edits_the_workspace(result: &Value) -> bool {
+    let subjects = subjects(result);
+    let asked: Vec<&Value> = subjects
+        .iter()
+        .filter(|s| text(s, "decision") == Some("ask"))
+        .collect();
+    !asked.is_empty()
+        && subjects.iter().all(|s| text(s, "kind") == Some("path"))
+        && asked.iter().all(|s| {
+            text(s, "access") == Some("write")
+                && text(s, "layer") != Some("guard")
+                && match (text(s, "resolved"), text(s, "root")) {
+                    (Some(resolved), Some(root)) => {
+                        std::path::Path::new(resolved).starts_with(root)
+                    }
+                    _ => false,
+                }
+        })
+}
+
+/// Whether a guard (confinement, protected paths, an unanalysable command) asks.
+fn asked_by_a_guard(result: &Value) -> bool {
+    text(result, "layer") == Some("guard")
+        || subjects(result)
+            .iter()
+            .any(|s| text(s, "decision") == Some("ask") && text(s, "layer") == Some("guard"))
+}
+
+/// Whether no rule, guard or grant decided anything: the mode or fallback did.
+fn only_the_default_decided(result: &Value) -> bool {
+    text(result, "layer") == Some("default")
+        && subjects(result)
+            .iter()
+            .all(|s| text(s, "layer") == Some("default"))
+}
+
+/// The toolgate call for a request.
+fn call_of(agent: Agent, request: &Request) -> Result<Call, String> {
+    let mut context = Map::new();
+    context.insert("workspace".into(), request.workspace.clone().into());
+    if let Some(cwd) = &request.cwd {
+        context.insert("cwd".into(), cwd.clone().into());
+    }
+    if let Some(session) = &request.session {
+        context.insert("session".into(), session.clone().into());
+    }
+    context.insert("agent".into(), agent.context_name().into());
+    if let Some(server) = &request.server {
+        context.insert("server".into(), server.clone().into());
+    }
+    Call::from_value(json!({"tool": request.tool, "args": request.args, "context": context}))
+        .map_err(|e| format!("the call is not one toolgate reads: {}", e.message))
+}
+
+/// A tool's arguments: an object, or JSON text holding one (Cursor's and Copilot's MCP and
+/// tool arguments may come as text); none is an empty object.
+fn arguments(value: Option<&Value>, key: &str) -> Result<Value, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Value::Object(Map::new())),
+        Some(object @ Value::Object(_)) => Ok(object.clone()),
+        Some(Value::String(text)) if text.trim().is_empty() => Ok(Value::Object(Map::new())),
+        Some(Value::String(text)) => match serde_json::from_str(text) {
+            Ok(object @ Value::Object(_)) => Ok(object),
+            _ => Err(format!(
+                "the hook's `{key}` is not an object (nor JSON text holding one)"
+            )),
+        },
+        Some(_) => Err(format!("the hook's `{key}` is not an object")),
+    }
+}
+
+/// A non-empty string field.
+fn string(hook: &Value, key: &str) -> Option<String> {
+    text(hook, key).filter(|t| !t.is_empty()).map(str::to_owned)
+}
+
+/// A non-empty environment variable.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// `mcp__SERVER__TOOL` (Claude Code's and Codex's spelling) as the server and its tool.
+fn mcp_double_underscore(name: &str) -> Option<(String, String)> {
+    let (server, tool) = name.strip_prefix("mcp__")?.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then(|| (server.to_owned(), tool.to_owned()))
+}
+
+/// The daemon's decision on `call`, waiting up to `--wait` seconds for a person; an ask (the
 /// agent's own prompt) when none comes in time or the daemon cannot be reached.
-fn ask_the_daemon(args: &HookArgs, call: &Call) -> (&'static str, String) {
-    let prompt = |why: String| ("ask", format!("toolgate: {why}"));
+fn ask_the_daemon(args: &HookArgs, call: &Call) -> Decided {
+    let prompt = |why: String| Decided {
+        decision: Decision::Ask,
+        reason: format!("toolgate: {why}"),
+        result: Value::Null,
+    };
     let client = match Client::new(&args.client) {
         Ok(client) => client,
         Err(e) => return prompt(format!("cannot ask the daemon ({})", failure_text(&e))),
@@ -121,13 +548,18 @@ fn ask_the_daemon(args: &HookArgs, call: &Call) -> (&'static str, String) {
         Ok(body) => body,
         Err(e) => return prompt(format!("cannot send the call: {e}")),
     };
-    let decided = |body: &Value| -> Option<(&'static str, String)> {
+    let decided = |body: &Value| -> Option<Decided> {
+        let decision = match field(body, "decision").as_str()? {
+            "allow" => Decision::Allow,
+            "deny" => Decision::Deny,
+            _ => return None,
+        };
         let reason = field(body, "reason").as_str().unwrap_or_default();
-        match field(body, "decision").as_str()? {
-            "allow" => Some(("allow", format!("toolgate: {reason}"))),
-            "deny" => Some(("deny", format!("toolgate: {reason}"))),
-            _ => None,
-        }
+        Some(Decided {
+            decision,
+            reason: with_rule(field(body, "rule").as_str(), reason),
+            result: body.clone(),
+        })
     };
     let reply = match client.send("POST", "/api/decisions", Some(&body)) {
         Ok(reply) => reply,
@@ -184,12 +616,16 @@ fn ask_the_daemon(args: &HookArgs, call: &Call) -> (&'static str, String) {
         }
         _ => "it still waits there",
     };
-    prompt(format!(
+    let mut asked = prompt(format!(
         "{} — nobody answered on the approval page in time (request `{id}`: {withdrawn})",
         field(&reply.body, "reason")
             .as_str()
             .unwrap_or("a person decides")
-    ))
+    ));
+    if let Some(rule) = field(&reply.body, "rule").as_str() {
+        asked.reason = format!("toolgate ({rule}): {}", &asked.reason["toolgate: ".len()..]);
+    }
+    asked
 }
 
 fn failure_text(failure: &Failure) -> String {
@@ -197,51 +633,4 @@ fn failure_text(failure: &Failure) -> String {
         Failure::Message(message) => message.clone(),
         Failure::BrokenPipe => "broken pipe".to_owned(),
     }
-}
-
-/// The call a `PreToolUse` input describes, and the folder its project's policy is found from:
-/// `$CLAUDE_PROJECT_DIR` (the workspace), else the input's `cwd`. An MCP tool
-/// (`mcp__SERVER__TOOL`) is the server's tool, so its profile applies.
-fn call_of(hook: &Value) -> Result<(Call, std::path::PathBuf), String> {
-    let text = |key: &str| {
-        hook.get(key)
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-    };
-    let name = text("tool_name").ok_or("the hook's input has no `tool_name`")?;
-    let arguments = match hook.get("tool_input") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(object @ Value::Object(_)) => object.clone(),
-        Some(_) => return Err("the hook's `tool_input` is not an object".to_owned()),
-    };
-    let project = std::env::var("CLAUDE_PROJECT_DIR")
-        .ok()
-        .filter(|d| !d.is_empty());
-    let cwd = text("cwd");
-    let workspace = project
-        .as_deref()
-        .or(cwd)
-        .ok_or("neither $CLAUDE_PROJECT_DIR nor the hook's `cwd` says where the project is")?;
-    let mut context = Map::new();
-    context.insert("workspace".into(), workspace.into());
-    if let Some(cwd) = cwd {
-        context.insert("cwd".into(), cwd.into());
-    }
-    if let Some(session) = text("session_id") {
-        context.insert("session".into(), session.into());
-    }
-    context.insert("agent".into(), "claude-code".into());
-    let tool = match name
-        .strip_prefix("mcp__")
-        .and_then(|rest| rest.split_once("__"))
-    {
-        Some((server, tool)) if !server.is_empty() && !tool.is_empty() => {
-            context.insert("server".into(), server.into());
-            tool
-        }
-        _ => name,
-    };
-    let call = Call::from_value(json!({"tool": tool, "args": arguments, "context": context}))
-        .map_err(|e| format!("the call is not one toolgate reads: {}", e.message))?;
-    Ok((call, std::path::PathBuf::from(workspace)))
 }

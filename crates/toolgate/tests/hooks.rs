@@ -1,0 +1,550 @@
+//! `toolgate hook AGENT` for each agent: fixtures of the agent's documented hook input
+//! (`tests/hooks/AGENT.jsonl`: shell, file read, edit or patch, web fetch, MCP tool, events
+//! after a call, events toolgate does not know), each answer parsed back as that agent parses
+//! it (field names, exit codes, the keys it rejects), and one act spelled five ways decided
+//! the same.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use common::{BIN, root};
+use serde_json::{Value, json};
+
+/// A workspace with a source file and a git folder, and a home with an MCP configuration
+/// (Copilot's) and nothing else.
+struct Place {
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    workspace: PathBuf,
+    home: PathBuf,
+}
+
+fn place() -> Place {
+    let workspace_dir = tempfile::tempdir().unwrap();
+    let home_dir = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(workspace_dir.path()).unwrap();
+    let home = std::fs::canonicalize(home_dir.path()).unwrap();
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::create_dir_all(workspace.join(".git/hooks")).unwrap();
+    std::fs::write(workspace.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::create_dir_all(home.join(".copilot")).unwrap();
+    std::fs::write(
+        home.join(".copilot/mcp-config.json"),
+        r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}}}"#,
+    )
+    .unwrap();
+    Place {
+        _dirs: (workspace_dir, home_dir),
+        workspace,
+        home,
+    }
+}
+
+/// What a hook process printed and how it exited.
+struct Run {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+fn run_hook(place: &Place, agent: &str, flags: &[&str], input: &str) -> Run {
+    let mut command = Command::new(BIN);
+    command
+        .args(["hook", agent, "--isolated"])
+        .args(flags)
+        .current_dir(&place.workspace)
+        .env("HOME", &place.home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_CONFIG_DIR")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("GEMINI_PROJECT_DIR")
+        .env_remove("CURSOR_PROJECT_DIR")
+        .env_remove("COPILOT_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    // A hook that stops before reading (bad usage) closes its input.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    let output = child.wait_with_output().unwrap();
+    Run {
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+        code: output.status.code().unwrap_or(-1),
+    }
+}
+
+/// The decision an agent reads from a hook's answer (`allow`, `deny`, `ask`, or `none`: no
+/// decision, the agent's own rules decide) and its reason, parsed as that agent parses it.
+/// An answer the agent would reject (and so fail open on) fails the test.
+fn parse(agent: &str, event: &str, run: &Run) -> (String, String) {
+    let context = format!(
+        "{agent} {event}: exit {}, stdout {:?}, stderr {:?}",
+        run.code, run.stdout, run.stderr
+    );
+    let json = || -> Value {
+        serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| panic!("{context}: {e}"))
+    };
+    let owned = |d: &str, r: &str| (d.to_owned(), r.to_owned());
+    match agent {
+        // Claude Code: exit 2 blocks with stderr as the reason; exit 0 reads stdout's JSON.
+        "claude" | "codex" => {
+            if run.code == 2 {
+                assert!(!run.stderr.trim().is_empty(), "{context}");
+                return owned("deny", run.stderr.trim());
+            }
+            assert_eq!(run.code, 0, "{context}");
+            if run.stdout.trim().is_empty() {
+                return owned("none", "");
+            }
+            let out = json();
+            let object = out.as_object().unwrap();
+            // Codex refuses any key it does not know (its output structs deny unknown fields).
+            assert!(
+                object.keys().all(|k| k == "hookSpecificOutput"),
+                "{context}"
+            );
+            let specific = &out["hookSpecificOutput"];
+            assert_eq!(specific["hookEventName"], event, "{context}");
+            if event == "PermissionRequest" {
+                let decision = specific["decision"].as_object().unwrap();
+                assert!(
+                    decision.keys().all(|k| k == "behavior" || k == "message"),
+                    "{context}"
+                );
+                let behavior = decision["behavior"].as_str().unwrap();
+                let message = decision.get("message").and_then(Value::as_str);
+                if behavior == "deny" {
+                    assert!(message.is_some_and(|m| !m.is_empty()), "{context}");
+                }
+                return owned(behavior, message.unwrap_or_default());
+            }
+            let keys = [
+                "hookEventName",
+                "permissionDecision",
+                "permissionDecisionReason",
+            ];
+            assert!(
+                specific
+                    .as_object()
+                    .unwrap()
+                    .keys()
+                    .all(|k| keys.contains(&k.as_str())),
+                "{context}"
+            );
+            let decision = specific["permissionDecision"].as_str().unwrap();
+            let reason = specific["permissionDecisionReason"].as_str().unwrap();
+            if agent == "codex" {
+                // Codex's PreToolUse takes only a deny with a reason; anything else fails the
+                // hook, and the call runs.
+                assert_eq!(decision, "deny", "{context}");
+                assert!(!reason.is_empty(), "{context}");
+            }
+            owned(decision, reason)
+        }
+        // Gemini CLI: exit 0 and one JSON object; `decision` allow, deny (with `reason`) or ask.
+        "gemini" => {
+            assert_eq!(run.code, 0, "{context}");
+            if run.stdout.trim().is_empty() {
+                return owned("none", "");
+            }
+            let out = json();
+            match out.get("decision").and_then(Value::as_str) {
+                None => owned("none", ""),
+                Some(decision @ ("allow" | "ask")) => {
+                    owned(decision, out["reason"].as_str().unwrap_or_default())
+                }
+                Some("deny") => {
+                    let reason = out["reason"].as_str().unwrap();
+                    assert!(!reason.is_empty(), "{context}");
+                    owned("deny", reason)
+                }
+                Some(other) => panic!("{context}: decision {other}"),
+            }
+        }
+        // Cursor: `permission` allow, deny or ask, with exit 2 on a deny; events after a call
+        // get an object without one.
+        "cursor" => {
+            let out = json();
+            let Some(permission) = out.get("permission").and_then(Value::as_str) else {
+                assert_eq!(run.code, 0, "{context}");
+                return owned("none", "");
+            };
+            assert!(matches!(permission, "allow" | "deny" | "ask"), "{context}");
+            assert_eq!(run.code == 2, permission == "deny", "{context}");
+            let message = out["agent_message"].as_str().unwrap_or_default();
+            assert_eq!(out["user_message"].as_str().unwrap_or_default(), message);
+            owned(permission, message)
+        }
+        // Copilot: exit 0 and `permissionDecision`; no output is no decision.
+        "copilot" => {
+            assert_eq!(run.code, 0, "{context}");
+            if run.stdout.trim().is_empty() {
+                return owned("none", "");
+            }
+            let out = json();
+            let decision = out["permissionDecision"].as_str().unwrap();
+            assert!(matches!(decision, "allow" | "deny" | "ask"), "{context}");
+            owned(decision, out["permissionDecisionReason"].as_str().unwrap())
+        }
+        other => panic!("no agent {other}"),
+    }
+}
+
+/// The event a fixture's input is, as the agent names it.
+fn event_of(agent: &str, input: &Value) -> String {
+    let named = input["hook_event_name"].as_str();
+    match agent {
+        "copilot" => "preToolUse".to_owned(),
+        _ => named.unwrap_or("PreToolUse").to_owned(),
+    }
+}
+
+#[test]
+fn each_agents_documented_inputs_are_decided_in_its_own_shape() {
+    let place = place();
+    let mut checked = 0;
+    for agent in ["claude", "codex", "gemini", "cursor", "copilot"] {
+        let file = root().join(format!("tests/hooks/{agent}.jsonl"));
+        let text = std::fs::read_to_string(&file).unwrap();
+        let text = text
+            .replace("$WS", &place.workspace.display().to_string())
+            .replace("$HOME", &place.home.display().to_string());
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let note = case["note"].as_str().unwrap();
+            let policy = case["policy"]
+                .as_str()
+                .map(|p| root().join("tests/hooks").join(p));
+            let mut flags: Vec<String> = Vec::new();
+            if let Some(policy) = &policy {
+                flags.extend(["--policy".to_owned(), policy.display().to_string()]);
+            }
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let input = &case["input"];
+            let run = run_hook(&place, agent, &flags, &input.to_string());
+            let event = event_of(agent, input);
+            let (decision, reason) = parse(agent, &event, &run);
+            assert_eq!(
+                decision, case["expect"],
+                "{agent}: {note}: {reason} ({})",
+                run.stderr
+            );
+            if decision == "deny" || decision == "ask" {
+                assert!(reason.contains("toolgate"), "{agent}: {note}: {reason}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 60, "{checked} fixtures");
+}
+
+/// Input that cannot be read is refused in each agent's refusal shape, with the reason.
+#[test]
+fn malformed_input_is_refused_by_every_agent() {
+    let place = place();
+    for agent in ["claude", "codex", "gemini", "cursor", "copilot"] {
+        for (input, said) in [
+            ("not json", "is not JSON"),
+            ("[1, 2]", "not a JSON object"),
+            ("\u{feff}{\"tool_input\": 3}", ""),
+        ] {
+            let run = run_hook(&place, agent, &[], input);
+            let event = match agent {
+                "claude" | "codex" => "PreToolUse",
+                "gemini" => "BeforeTool",
+                _ => "preToolUse",
+            };
+            let (decision, reason) = parse(agent, event, &run);
+            assert_eq!(decision, "deny", "{agent}: {input}");
+            assert!(reason.contains(said), "{agent}: {input}: {reason}");
+        }
+    }
+    // A policy that does not load refuses too.
+    let broken = place.workspace.join("broken.toml");
+    std::fs::write(&broken, "[[rule]]\nname = 1\n").unwrap();
+    let input = json!({"hook_event_name": "BeforeTool", "cwd": place.workspace,
+                       "tool_name": "read_file", "tool_input": {"file_path": "src/main.rs"}});
+    let run = run_hook(
+        &place,
+        "gemini",
+        &["--policy", broken.to_str().unwrap()],
+        &input.to_string(),
+    );
+    let (decision, reason) = parse("gemini", "BeforeTool", &run);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("the policy does not load"), "{reason}");
+}
+
+/// One act, five agents' spellings, one decision (by the same rule, for a refusal or an ask). Where an agent's hook
+/// cannot ask (Codex's `PreToolUse`, Cursor's `preToolUse`), the ask is a refusal that says so.
+#[test]
+fn one_act_is_decided_alike_through_every_agent() {
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let shell = |command: &str| -> Vec<(&'static str, Value)> {
+        vec![
+            (
+                "claude",
+                json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+                       "tool_input": {"command": command}}),
+            ),
+            (
+                "codex",
+                json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+                       "tool_input": {"command": command}, "turn_id": "t"}),
+            ),
+            (
+                "gemini",
+                json!({"hook_event_name": "BeforeTool", "cwd": ws,
+                       "tool_name": "run_shell_command", "tool_input": {"command": command}}),
+            ),
+            (
+                "cursor",
+                json!({"hook_event_name": "beforeShellExecution", "workspace_roots": [ws],
+                       "command": command, "cwd": ws}),
+            ),
+            (
+                "copilot",
+                json!({"cwd": ws, "toolName": "bash",
+                       "toolArgs": json!({"command": command}).to_string()}),
+            ),
+        ]
+    };
+    let hook_file = format!("{ws}/.git/hooks/pre-commit");
+    let write = vec![
+        (
+            "claude",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Write",
+                   "tool_input": {"file_path": hook_file, "content": "x"}}),
+        ),
+        (
+            "codex",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "apply_patch",
+                   "tool_input": {"command": "*** Begin Patch\n*** Add File: .git/hooks/pre-commit\n+x\n*** End Patch\n"}}),
+        ),
+        (
+            "gemini",
+            json!({"hook_event_name": "BeforeTool", "cwd": ws, "tool_name": "write_file",
+                   "tool_input": {"file_path": hook_file, "content": "x"}}),
+        ),
+        (
+            "cursor",
+            json!({"hook_event_name": "preToolUse", "workspace_roots": [ws], "tool_name": "Write",
+                   "tool_input": {"file_path": hook_file, "content": "x"}}),
+        ),
+        (
+            "copilot",
+            json!({"cwd": ws, "toolName": "create",
+                   "toolArgs": {"path": hook_file, "file_text": "x"}}),
+        ),
+    ];
+    let secret = format!("{ws}/secret.txt");
+    let mcp = vec![
+        (
+            "claude",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws,
+                   "tool_name": "mcp__fs__read_text_file", "tool_input": {"path": secret}}),
+        ),
+        (
+            "codex",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws,
+                   "tool_name": "mcp__fs__read_text_file", "tool_input": {"path": secret}}),
+        ),
+        (
+            "gemini",
+            json!({"hook_event_name": "BeforeTool", "cwd": ws, "tool_name": "mcp_fs_read_text_file",
+                   "tool_input": {"path": secret},
+                   "mcp_context": {"server_name": "fs", "tool_name": "read_text_file"}}),
+        ),
+        (
+            "cursor",
+            json!({"hook_event_name": "beforeMCPExecution", "workspace_roots": [ws],
+                   "tool_name": "read_text_file", "tool_input": json!({"path": secret}).to_string(),
+                   "mcp_server_name": "fs", "command": "npx"}),
+        ),
+        (
+            "copilot",
+            json!({"cwd": ws, "toolName": "fs-read_text_file", "toolArgs": {"path": secret}}),
+        ),
+    ];
+    // A rule about the fs server's tool: it applies only where the server is known.
+    let policy = place.workspace.join("servers.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"fs-server-reads\"\n\
+         decision = \"deny\"\nreason = \"the fs server does not read the secret\"\n\
+         server = \"fs\"\ntool = \"read_text_file\"\npath = \"**/secret.txt\"\n",
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    for (act, spellings, expected, rule) in [
+        ("git status", shell("git status"), "allow", "local-git"),
+        (
+            "an SSH key read",
+            shell("cat ~/.ssh/id_rsa"),
+            "deny",
+            "path-outside-workspace",
+        ),
+        ("a git hook written", write, "ask", "protected-path"),
+        (
+            "an MCP server's read of a file its rule keeps",
+            mcp,
+            "deny",
+            "fs-server-reads",
+        ),
+    ] {
+        assert_eq!(spellings.len(), 5);
+        for (agent, input) in spellings {
+            let run = run_hook(&place, agent, &["--policy", &policy], &input.to_string());
+            let (decision, reason) = parse(agent, &event_of(agent, &input), &run);
+            let cannot_ask = matches!(agent, "codex" | "cursor") && expected == "ask";
+            let expected = match (agent, expected) {
+                ("codex", "allow") => "none",
+                (_, "ask") if cannot_ask => "deny",
+                (_, e) => e,
+            };
+            assert_eq!(decision, expected, "{act} through {agent}: {reason}");
+            // An allow's reason may name any subject's (the folder a call runs in, read by the
+            // mode, or the command, allowed by a rule); a deny's and an ask's name the rule.
+            if decision == "deny" || decision == "ask" {
+                assert!(
+                    reason.contains(&format!("({rule})")),
+                    "{act} through {agent}: {reason}"
+                );
+            }
+            if cannot_ask {
+                assert!(reason.contains("cannot ask"), "{agent}: {reason}");
+            }
+        }
+    }
+}
+
+/// `--defer-default` leaves what no rule decided to the agent's own rules; `--defer-ask` leaves
+/// an ask the hook cannot express to the agent's approval flow; `--daemon` with no daemon is an
+/// ask, which Codex's `PreToolUse` turns into a refusal.
+#[test]
+fn deferring_and_the_daemon_unreachable() {
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let claude = |command: &str| {
+        json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+               "tool_input": {"command": command}})
+        .to_string()
+    };
+    let ask_writes = root().join("tests/hooks/ask-writes.toml");
+    let ask_writes = ask_writes.to_str().unwrap();
+    // No rule: the mode asks — deferred, no output.
+    let run = run_hook(
+        &place,
+        "claude",
+        &["--policy", ask_writes, "--defer-default"],
+        &claude("touch notes.md"),
+    );
+    assert_eq!(parse("claude", "PreToolUse", &run).0, "none");
+    // A guard decided: not deferred.
+    let run = run_hook(
+        &place,
+        "claude",
+        &["--policy", ask_writes, "--defer-default"],
+        &claude("cat ~/.ssh/id_rsa"),
+    );
+    assert_eq!(parse("claude", "PreToolUse", &run).0, "deny");
+    // Without the flag, the default's ask is an ask.
+    let run = run_hook(
+        &place,
+        "claude",
+        &["--policy", ask_writes],
+        &claude("touch x"),
+    );
+    assert_eq!(parse("claude", "PreToolUse", &run).0, "ask");
+    // Codex cannot ask in PreToolUse: refused, or with --defer-ask no output.
+    let codex = claude("git push origin main");
+    let run = run_hook(&place, "codex", &[], &codex);
+    assert_eq!(parse("codex", "PreToolUse", &run).0, "deny");
+    let run = run_hook(&place, "codex", &["--defer-ask"], &codex);
+    assert_eq!(parse("codex", "PreToolUse", &run).0, "none");
+    // Cursor always answers.
+    let run = run_hook(&place, "cursor", &["--defer-default"], "{}");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    // No daemon: an ask (the agent's own prompt), a refusal where the hook cannot ask.
+    let nowhere = ["--daemon", "--url", "http://127.0.0.1:9", "--wait", "1"];
+    let gemini = json!({"hook_event_name": "BeforeTool", "cwd": ws,
+                        "tool_name": "read_file", "tool_input": {"file_path": "src/main.rs"}});
+    let run = run_hook(&place, "gemini", &nowhere, &gemini.to_string());
+    let (decision, reason) = parse("gemini", "BeforeTool", &run);
+    assert_eq!(decision, "ask");
+    assert!(reason.contains("cannot ask the daemon"), "{reason}");
+    let run = run_hook(&place, "codex", &nowhere, &claude("ls"));
+    let (decision, reason) = parse("codex", "PreToolUse", &run);
+    assert_eq!(decision, "deny");
+    assert!(reason.contains("cannot ask the daemon"), "{reason}");
+}
+
+/// docs/agents.md's settings snippets: each is JSON, runs `toolgate hook AGENT` for the agent
+/// of its section, and registers the events that hook decides — sent such an event, the hook
+/// answers it as a decision (not as an unknown event).
+#[test]
+fn the_documented_snippets_register_events_the_hooks_decide() {
+    let doc = std::fs::read_to_string(root().join("docs/agents.md")).unwrap();
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let mut seen = Vec::new();
+    for (section, agent) in [
+        ("## Claude Code", "claude"),
+        ("## Codex", "codex"),
+        ("## Gemini CLI", "gemini"),
+        ("## Cursor", "cursor"),
+        ("## GitHub Copilot CLI", "copilot"),
+    ] {
+        let at = doc.find(section).unwrap_or_else(|| panic!("no {section}"));
+        let rest = &doc[at..];
+        let start = rest.find("```json\n").unwrap() + "```json\n".len();
+        let end = start + rest[start..].find("```").unwrap();
+        let snippet: Value = serde_json::from_str(&rest[start..end]).unwrap();
+        let command = format!("toolgate hook {agent}");
+        let hooks = snippet["hooks"].as_object().unwrap();
+        assert!(!hooks.is_empty(), "{agent}");
+        for (event, entries) in hooks {
+            let text = entries.to_string();
+            assert!(text.contains(&command), "{agent} {event}: {text}");
+            if agent == "cursor" {
+                assert!(text.contains("\"failClosed\":true"), "{event}: {text}");
+            }
+            // The event, as the agent sends it, with a read of the project.
+            let file = format!("{ws}/src/main.rs");
+            let input = match agent {
+                "cursor" => json!({"hook_event_name": event, "workspace_roots": [ws],
+                                   "command": "cat src/main.rs", "cwd": ws, "file_path": file,
+                                   "tool_name": "Read", "tool_input": {"file_path": file}}),
+                "copilot" => json!({"cwd": ws, "toolName": "view", "toolArgs": {"path": file}}),
+                "gemini" => json!({"hook_event_name": event, "cwd": ws,
+                                   "tool_name": "read_file", "tool_input": {"file_path": file}}),
+                _ => json!({"hook_event_name": event, "cwd": ws,
+                            "tool_name": "Read", "tool_input": {"file_path": file}}),
+            };
+            let run = run_hook(&place, agent, &[], &input.to_string());
+            let event = if agent == "copilot" {
+                "preToolUse"
+            } else {
+                event
+            };
+            let (decision, reason) = parse(agent, event, &run);
+            assert!(
+                decision == "allow" || (agent == "codex" && decision == "none"),
+                "{agent} {event}: {decision} {reason}"
+            );
+            seen.push(format!("{agent}:{event}"));
+        }
+    }
+    assert_eq!(seen.len(), 9, "{seen:?}");
+}
