@@ -60,8 +60,8 @@ try {
   const card = page.locator(`article[data-id="${submitted.id}"]`);
   await card.waitFor({ timeout: 15_000 });
   const text = await card.innerText();
-  for (const expected of ["bash", "git push origin main", "commits, pushes and resets change the history",
-                          "history-changes (rule)", "/tmp/project", "Allow once", "Deny once",
+  for (const expected of ["bash", "git push origin main", "commits, pushes and rewrites of history are the person's to make",
+                          "history (rule)", "/tmp/project", "Allow once", "Deny once",
                           "Always deny commands starting with `git push` of `bash` in this session"]) {
     if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
   }
