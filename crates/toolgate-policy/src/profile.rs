@@ -486,7 +486,8 @@ const BUILTIN: &[Builtin] = &[
         family: "shell",
         // Claude Code's `Bash`; Codex's `shell` (an argv), `shell_command`, `container.exec`
         // and `local_shell` (codex-rs `core/src/tools/spec.rs`); Gemini CLI's
-        // `run_shell_command`; Cursor's `run_terminal_cmd`; Copilot's `run_in_terminal`; Cline's
+        // `run_shell_command`; Cursor's `run_terminal_cmd` (`Shell` in its `preToolUse` hook,
+        // with `working_directory`); Copilot's `run_in_terminal`; Cline's
         // and Roo Code's `execute_command`; OpenHands' `execute_bash` and `terminal`; Goose's
         // `developer__shell`; Monitor (Claude Code 2.1.98) runs one too.
         names: &[
@@ -499,6 +500,7 @@ const BUILTIN: &[Builtin] = &[
             "run_command",
             "run_shell_command",
             "run_terminal_cmd",
+            "Shell",
             "run_in_terminal",
             "execute_command",
             "execute_bash",
@@ -525,11 +527,12 @@ const BUILTIN: &[Builtin] = &[
     Builtin {
         family: CODEX,
         // A patch in Codex's format (codex-rs `apply-patch/src/parser.rs`): `input` for Codex,
-        // Cline and Copilot, `patch` for Roo Code and OpenHands. The files it adds, updates,
-        // deletes and moves are written.
-        names: &["apply_patch"],
+        // Cline and Copilot, `patch` for Roo Code and OpenHands, `command` in Codex's hook input
+        // (codex-rs `hooks/src/events/pre_tool_use.rs`); Cursor's hooks name it `ApplyPatch`.
+        // The files it adds, updates, deletes and moves are written.
+        names: &["apply_patch", "ApplyPatch"],
         access: Access::Write,
-        patches: &["/input", "/patch"],
+        patches: &["/input", "/patch", "/command"],
         cwd: SHELL_CWD,
         ..NONE
     },
@@ -618,11 +621,14 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: "agents",
-        // Reading files: Cursor `read_file` and `list_dir`; Copilot `list_dir`, Copilot CLI
+        // Reading files: Cursor `read_file` and `list_dir` (`ReadFile`, `TabRead` in its hooks);
+        // Copilot `list_dir`, Copilot CLI
         // `view`; Cline and Roo Code `list_files`, `list_code_definition_names`; Windsurf
         // `view_file`, `view_file_outline`, `view_code_item`; Goose `developer__tree`.
         names: &[
             "view",
+            "ReadFile",
+            "TabRead",
             "list_files",
             "list_code_definition_names",
             "view_file",
@@ -675,7 +681,8 @@ const BUILTIN: &[Builtin] = &[
     },
     Builtin {
         family: "agents",
-        // Writing files: Cursor `edit_file`, `search_replace`, `write`, `delete_file`; Copilot
+        // Writing files: Cursor `edit_file`, `search_replace`, `write`, `delete_file` (`Delete`,
+        // `StrReplace`, `TabWrite` in its hooks); Copilot
         // `create_file`, `replace_string_in_file`, `insert_edit_into_file`,
         // `multi_replace_string_in_file`, `create_directory`, Copilot CLI `create`,
         // `str_replace`, `insert`, `edit`; Cline and Roo Code `write_to_file`,
@@ -687,6 +694,9 @@ const BUILTIN: &[Builtin] = &[
             "search_replace",
             "write",
             "delete_file",
+            "Delete",
+            "StrReplace",
+            "TabWrite",
             "create_file",
             "replace_string_in_file",
             "insert_edit_into_file",

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 mod common;
 
-use common::{BIN, DaemonProcess, Killed, wait_for_line};
+use common::{BIN, DaemonProcess, Killed, copy_tree, wait_for_line};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -648,23 +648,6 @@ fn test_command_reports_failing_examples_and_cases() {
     );
 }
 
-/// Copies the path fixture (`ws/` and its neighbours) into `dir`, preserving symlinks.
-fn copy_fixture(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
-        } else if kind.is_dir() {
-            copy_fixture(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn every_corpus_holds_through_toolgate_test() {
     let env = Env::new();
@@ -672,7 +655,7 @@ fn every_corpus_holds_through_toolgate_test() {
     // The fixture workspace, copied so its absolute path is known: `__WS__` in cases stands for it.
     let fixture = env.path("fixture");
     for name in ["ws", "outside", "ws-evil"] {
-        copy_fixture(&corpus.join("paths").join(name), &fixture.join(name));
+        copy_tree(&corpus.join("paths").join(name), &fixture.join(name));
     }
     let ws = std::fs::canonicalize(fixture.join("ws")).unwrap();
     let ws_text = ws.to_str().unwrap().to_owned();

@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{BIN, root};
+use common::{BIN, copy_tree, root};
 use serde_json::{Value, json};
 
 /// The most ordinary calls, as a share, the built-in policy may ask about in any stack.
@@ -49,22 +49,6 @@ struct Place {
     _dir: tempfile::TempDir,
     workspace: PathBuf,
     home: PathBuf,
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let kind = entry.file_type().unwrap();
-        if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path()).unwrap(), &target).unwrap();
-        } else if kind.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn place(stack: &str) -> Place {

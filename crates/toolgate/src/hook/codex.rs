@@ -16,7 +16,7 @@
 use serde_json::{Value, json};
 
 use super::claude::{self, Dialect};
-use super::{Answer, Input, Reply, Work};
+use super::{Answer, Input, Reply};
 
 const CODEX: Dialect = Dialect {
     agent: "Codex",
@@ -34,17 +34,7 @@ const CODEX: Dialect = Dialect {
 };
 
 pub(super) fn read(hook: &Value) -> Result<Input, String> {
-    let mut input = claude::read_as(hook, &CODEX, None)?;
-    if let Work::Decide(request) = &mut input.work
-        && request.tool == "apply_patch"
-        && let Some(args) = request.args.as_object_mut()
-        && !args.contains_key("input")
-        && let Some(patch) = args.remove("command")
-    {
-        // The patch text, where toolgate's `apply_patch` profile reads it.
-        args.insert("input".into(), patch);
-    }
-    Ok(input)
+    claude::read_as(hook, &CODEX, None)
 }
 
 pub(super) fn reply(event: &str, answer: &Answer) -> Reply {

@@ -70,6 +70,10 @@ fn mcp_tool(name: &str, workspace: &Path) -> Option<(String, String)> {
     if let Some(split) = super::mcp_double_underscore(name) {
         return Some(split);
     }
+    // Copilot's own tools (`bash`, `view`, …) have no `-`: no configuration to read for them.
+    if !name.contains('-') {
+        return None;
+    }
     let home = env("COPILOT_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| env("HOME").map(|h| Path::new(&h).join(".copilot")))?;

@@ -95,32 +95,23 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
     Ok(Input::decide(&event, decided))
 }
 
-/// A `preToolUse` tool by the name toolgate's profiles know it by, its arguments, and whether
-/// Cursor asks about it (shell and MCP calls: in their own events).
+/// A `preToolUse` tool (the built-in profiles know Cursor's hook names), its arguments, and
+/// whether Cursor asks about it (shell and MCP calls: in their own events).
 fn tool_of(name: &str, raw: Option<&Value>) -> Result<(String, Value, bool), String> {
     if let Some(tool) = name.strip_prefix("MCP:") {
         let args = super::arguments(raw, "tool_input")?;
         return Ok((tool.to_owned(), args, true));
     }
-    let (tool, can_ask) = match name {
-        "Shell" | "Terminal" => ("run_terminal_cmd", true),
-        "Read" | "ReadFile" | "TabRead" => ("Read", false),
-        "Write" | "TabWrite" => ("Write", false),
-        "Delete" => ("delete_file", false),
-        "StrReplace" => ("search_replace", false),
-        "ApplyPatch" => ("apply_patch", false),
-        other => (other, false),
-    };
     // A patch may come as its text rather than an object.
     let args = match raw {
         Some(Value::String(text))
-            if tool == "apply_patch" && serde_json::from_str::<Value>(text).is_err() =>
+            if name == "ApplyPatch" && serde_json::from_str::<Value>(text).is_err() =>
         {
             json!({"input": text})
         }
         _ => super::arguments(raw, "tool_input")?,
     };
-    Ok((tool.to_owned(), args, can_ask))
+    Ok((name.to_owned(), args, name == "Shell"))
 }
 
 pub(super) fn reply(event: &str, answer: &Answer) -> Reply {

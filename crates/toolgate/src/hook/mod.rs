@@ -616,16 +616,17 @@ fn ask_the_daemon(args: &HookArgs, call: &Call) -> Decided {
         }
         _ => "it still waits there",
     };
-    let mut asked = prompt(format!(
+    let why = format!(
         "{} — nobody answered on the approval page in time (request `{id}`: {withdrawn})",
         field(&reply.body, "reason")
             .as_str()
             .unwrap_or("a person decides")
-    ));
-    if let Some(rule) = field(&reply.body, "rule").as_str() {
-        asked.reason = format!("toolgate ({rule}): {}", &asked.reason["toolgate: ".len()..]);
+    );
+    Decided {
+        decision: Decision::Ask,
+        reason: with_rule(field(&reply.body, "rule").as_str(), &why),
+        result: Value::Null,
     }
-    asked
 }
 
 fn failure_text(failure: &Failure) -> String {

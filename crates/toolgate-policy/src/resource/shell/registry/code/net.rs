@@ -77,16 +77,8 @@ pub(crate) fn curl(r: &mut Reading<'_>) {
     }
     if r.has("--remote-name") || r.has("--remote-name-all") {
         let folder = r.values("--output-dir").last().map(|d| (*d).to_owned());
-        let urls: Vec<String> = r
-            .uses
-            .iter()
-            .filter(|u| u.kind == UseKind::Url)
-            .map(|u| u.text.clone())
-            .collect();
-        for url in urls {
-            let name = url_file_name(&url);
+        for name in url_names(r) {
             if !name.is_empty() {
-                let name = name.to_owned();
                 r.push(
                     placed_in(folder.as_deref(), &name),
                     UseKind::Write,
@@ -137,21 +129,24 @@ pub(crate) fn wget(r: &mut Reading<'_>) {
         r.push(folder, UseKind::Write, "the folder it mirrors into");
         return;
     }
-    let urls: Vec<String> = r
-        .uses
-        .iter()
-        .filter(|u| u.kind == UseKind::Url)
-        .map(|u| u.text.clone())
-        .collect();
-    for url in urls {
-        let name = url_file_name(&url);
-        let name = if name.is_empty() { "index.html" } else { name };
+    for name in url_names(r) {
+        let name = if name.is_empty() { "index.html" } else { &name };
         r.push(
             format!("{}/{name}", folder.trim_end_matches('/')),
             UseKind::Write,
             "the file it saves",
         );
     }
+}
+
+/// The last name of each URL the command fetches, under which a download saves it (empty where
+/// the URL has none).
+fn url_names(r: &Reading<'_>) -> Vec<String> {
+    r.uses
+        .iter()
+        .filter(|u| u.kind == UseKind::Url)
+        .map(|u| url_file_name(&u.text).to_owned())
+        .collect()
 }
 
 /// HTTPie and xh: `[METHOD] URL [ITEM…]`. The URL takes `http://` (or `https://` for `https`
