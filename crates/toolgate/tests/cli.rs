@@ -1342,16 +1342,24 @@ fn tail_follows_the_daemon_across_a_restart_and_says_when_it_is_gone() {
     // Long enough for a restart on a loaded machine (a whole test suite at once: once it took
     // more than 8 s, and the tail gave up before the daemon was back).
     let (mut tail, seen) = follow(data.path(), &address, "20");
-    let next = || seen.recv_timeout(Duration::from_secs(20)).unwrap();
+    // The next event tail prints; when none comes, what it said on stderr.
+    let next = |tail: &mut Killed| match seen.recv_timeout(Duration::from_secs(20)) {
+        Ok(event) => event,
+        Err(_) => panic!("tail printed nothing more; it said: {}", said_by(tail)),
+    };
     for seq in 3..=12 {
-        assert_eq!(next()["seq"], seq, "the newest ten first");
+        assert_eq!(next(&mut tail)["seq"], seq, "the newest ten first");
     }
 
     daemon.signal("TERM");
     assert!(daemon.wait_exit(Duration::from_secs(20)).is_some());
     let mut daemon = DaemonProcess::start_with(data.path(), &["--listen", &address]);
     call(&daemon, 13);
-    assert_eq!(next()["seq"], 13, "resumed after the last event, once");
+    assert_eq!(
+        next(&mut tail)["seq"],
+        13,
+        "resumed after the last event, once"
+    );
 
     daemon.kill();
     let started = std::time::Instant::now();
