@@ -7,6 +7,7 @@ mod client;
 mod explain;
 mod grants;
 mod hook;
+mod install;
 mod lines;
 mod lint;
 mod page;
@@ -62,6 +63,9 @@ enum Command {
     Tail(tail::TailArgs),
     Page(page::PageArgs),
     Hook(hook::HookArgs),
+    Install(install::InstallArgs),
+    Uninstall(install::UninstallArgs),
+    Doctor(install::DoctorArgs),
     Policy(policy::PolicyCommandArgs),
 }
 
@@ -78,6 +82,9 @@ fn main() -> ExitCode {
         Command::Tail(args) => tail::run(&args),
         Command::Page(args) => page::run(&args),
         Command::Hook(args) => hook::run(&args),
+        Command::Install(args) => install::install(&args),
+        Command::Uninstall(args) => install::uninstall(&args),
+        Command::Doctor(args) => install::doctor(&args),
         Command::Policy(args) => policy::run(&args),
     };
     match result {

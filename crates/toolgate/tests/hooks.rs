@@ -287,39 +287,42 @@ fn malformed_input_is_refused_by_every_agent() {
 
 /// One act, five agents' spellings, one decision (by the same rule, for a refusal or an ask). Where an agent's hook
 /// cannot ask (Codex's `PreToolUse`, Cursor's `preToolUse`), the ask is a refusal that says so.
+/// A shell command in the workspace `ws`, as each agent hands it to its hook.
+fn shell_call(ws: &str, command: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "claude",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+                   "tool_input": {"command": command}}),
+        ),
+        (
+            "codex",
+            json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
+                   "tool_input": {"command": command}, "turn_id": "t"}),
+        ),
+        (
+            "gemini",
+            json!({"hook_event_name": "BeforeTool", "cwd": ws,
+                   "tool_name": "run_shell_command", "tool_input": {"command": command}}),
+        ),
+        (
+            "cursor",
+            json!({"hook_event_name": "beforeShellExecution", "workspace_roots": [ws],
+                   "command": command, "cwd": ws}),
+        ),
+        (
+            "copilot",
+            json!({"cwd": ws, "toolName": "bash",
+                   "toolArgs": json!({"command": command}).to_string()}),
+        ),
+    ]
+}
+
 #[test]
 fn one_act_is_decided_alike_through_every_agent() {
     let place = place();
     let ws = place.workspace.display().to_string();
-    let shell = |command: &str| -> Vec<(&'static str, Value)> {
-        vec![
-            (
-                "claude",
-                json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
-                       "tool_input": {"command": command}}),
-            ),
-            (
-                "codex",
-                json!({"hook_event_name": "PreToolUse", "cwd": ws, "tool_name": "Bash",
-                       "tool_input": {"command": command}, "turn_id": "t"}),
-            ),
-            (
-                "gemini",
-                json!({"hook_event_name": "BeforeTool", "cwd": ws,
-                       "tool_name": "run_shell_command", "tool_input": {"command": command}}),
-            ),
-            (
-                "cursor",
-                json!({"hook_event_name": "beforeShellExecution", "workspace_roots": [ws],
-                       "command": command, "cwd": ws}),
-            ),
-            (
-                "copilot",
-                json!({"cwd": ws, "toolName": "bash",
-                       "toolArgs": json!({"command": command}).to_string()}),
-            ),
-        ]
-    };
+    let shell = |command: &str| shell_call(&ws, command);
     let hook_file = format!("{ws}/.git/hooks/pre-commit");
     let write = vec![
         (
@@ -490,6 +493,15 @@ fn deferring_and_the_daemon_unreachable() {
     assert!(reason.contains("cannot ask the daemon"), "{reason}");
 }
 
+/// The first JSON block after a heading of docs/agents.md.
+fn snippet(doc: &str, section: &str) -> Value {
+    let at = doc.find(section).unwrap_or_else(|| panic!("no {section}"));
+    let rest = &doc[at..];
+    let start = rest.find("```json\n").unwrap() + "```json\n".len();
+    let end = start + rest[start..].find("```").unwrap();
+    serde_json::from_str(&rest[start..end]).unwrap()
+}
+
 /// docs/agents.md's settings snippets: each is JSON, runs `toolgate hook AGENT` for the agent
 /// of its section, and registers the events that hook decides — sent such an event, the hook
 /// answers it as a decision (not as an unknown event).
@@ -506,11 +518,7 @@ fn the_documented_snippets_register_events_the_hooks_decide() {
         ("## Cursor", "cursor"),
         ("## GitHub Copilot CLI", "copilot"),
     ] {
-        let at = doc.find(section).unwrap_or_else(|| panic!("no {section}"));
-        let rest = &doc[at..];
-        let start = rest.find("```json\n").unwrap() + "```json\n".len();
-        let end = start + rest[start..].find("```").unwrap();
-        let snippet: Value = serde_json::from_str(&rest[start..end]).unwrap();
+        let snippet = snippet(&doc, section);
         let command = format!("toolgate hook {agent}");
         let hooks = snippet["hooks"].as_object().unwrap();
         assert!(!hooks.is_empty(), "{agent}");
@@ -547,4 +555,278 @@ fn the_documented_snippets_register_events_the_hooks_decide() {
         }
     }
     assert_eq!(seen.len(), 9, "{seen:?}");
+}
+
+/// The agents, each with its section in docs/agents.md and the settings file `install` writes
+/// in a project.
+const INSTALLS: [(&str, &str, &str); 5] = [
+    ("claude", "## Claude Code", ".claude/settings.local.json"),
+    ("codex", "## Codex", ".codex/hooks.json"),
+    ("gemini", "## Gemini CLI", ".gemini/settings.json"),
+    ("cursor", "## Cursor", ".cursor/hooks.json"),
+    (
+        "copilot",
+        "## GitHub Copilot CLI",
+        ".github/hooks/toolgate.json",
+    ),
+];
+
+fn toolgate(place: &Place, args: &[&str]) -> Run {
+    let output = Command::new(BIN)
+        .args(args)
+        .current_dir(&place.workspace)
+        .env("HOME", &place.home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_CONFIG_DIR")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("COPILOT_HOME")
+        .output()
+        .unwrap();
+    Run {
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+        code: output.status.code().unwrap_or(-1),
+    }
+}
+
+/// The settings file with this test binary's absolute path spelled `toolgate`, as the docs
+/// spell it.
+fn as_documented(text: &str) -> Value {
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    serde_json::from_str(&text.replace(exe.to_str().unwrap(), "toolgate")).unwrap()
+}
+
+/// `toolgate install` writes exactly the snippet docs/agents.md shows, and the command it
+/// writes runs: the agent's hook, answering in the agent's shape. `--dry-run` writes nothing.
+#[test]
+fn install_writes_the_documented_snippet_and_its_command_runs() {
+    let doc = std::fs::read_to_string(root().join("docs/agents.md")).unwrap();
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let inputs = shell_call(&ws, "cat ~/.ssh/id_rsa");
+    for (agent, section, file) in INSTALLS {
+        let path = place.workspace.join(file);
+        let run = toolgate(&place, &["install", agent, "--dry-run"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stdout.contains("+++ "), "{}", run.stdout);
+        assert!(
+            !path.exists(),
+            "{agent}: --dry-run wrote {}",
+            path.display()
+        );
+
+        let run = toolgate(&place, &["install", agent, "--dir", &ws]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            as_documented(&text),
+            snippet(&doc, section),
+            "{agent}: {text}"
+        );
+
+        // The command as the agent runs it: through a shell, the call on stdin.
+        let written: Value = serde_json::from_str(&text).unwrap();
+        let mut commands = Vec::new();
+        for entries in written["hooks"].as_object().unwrap().values() {
+            for entry in entries.as_array().unwrap() {
+                let hooks = entry["hooks"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or(vec![entry.clone()]);
+                for hook in hooks {
+                    let command = hook.get("command").or(hook.get("bash")).unwrap();
+                    commands.push(command.as_str().unwrap().to_owned());
+                }
+            }
+        }
+        let (_, input) = inputs.iter().find(|(a, _)| *a == agent).unwrap();
+        let command = &commands[0];
+        let mut child = Command::new("sh")
+            .args(["-c", &format!("{command} --isolated")])
+            .current_dir(&place.workspace)
+            .env("HOME", &place.home)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let run = Run {
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+            code: output.status.code().unwrap_or(-1),
+        };
+        let (decision, reason) = parse(agent, &event_of(agent, input), &run);
+        assert_eq!(decision, "deny", "{agent} through `{command}`: {reason}");
+
+        // Installing again changes nothing; uninstalling removes the file toolgate made.
+        let run = toolgate(&place, &["install", agent]);
+        assert!(run.stdout.contains("already"), "{}", run.stdout);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        let run = toolgate(&place, &["uninstall", agent]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(!path.exists(), "{agent}: {}", run.stdout);
+    }
+}
+
+/// On a settings file that holds other hooks and settings, install then uninstall gives it
+/// back byte for byte; the other hooks stay in force in between; a backup is made before each
+/// change; `--dry-run` changes nothing; `--user` writes the user's file.
+#[test]
+fn install_and_uninstall_round_trip_on_a_file_with_other_hooks() {
+    let place = place();
+    let own = |event: &str, nested: bool| -> String {
+        if nested {
+            format!(
+                "{{\n  // the team's formatter\n  \"hooks\": {{\n    \"{event}\": [\n      {{\"matcher\": \"Write\", \"hooks\": [{{\"type\": \"command\", \"command\": \"./fmt.sh\"}}]}}\n    ],\n    \"Stop\": []\n  }},\n  \"model\": \"opus\"\n}}\n"
+            )
+        } else {
+            format!(
+                "{{\"version\":1,\"hooks\":{{\"{event}\":[{{\"command\":\"./audit.sh\",\"bash\":\"./audit.sh\",\"type\":\"command\"}}]}}}}"
+            )
+        }
+    };
+    for (agent, _, file) in INSTALLS {
+        let (event, nested) = match agent {
+            "claude" | "codex" => ("PreToolUse", true),
+            "gemini" => ("BeforeTool", true),
+            _ => ("preToolUse", false),
+        };
+        let original = own(event, nested);
+        let path = place.workspace.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &original).unwrap();
+
+        let run = toolgate(&place, &["install", agent, "--dry-run"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
+
+        let run = toolgate(&place, &["install", agent, "--", "--daemon"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let installed = std::fs::read_to_string(&path).unwrap();
+        let backup = path.with_file_name(format!(
+            "{}.toolgate.bak",
+            path.file_name().unwrap().to_str().unwrap()
+        ));
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
+        // Both hooks are there, toolgate's after the team's; the flags were passed on.
+        let list = installed.find(event).unwrap();
+        let theirs = installed[list..].find("./").unwrap();
+        let ours = installed[list..].find("hook ").unwrap();
+        assert!(theirs < ours, "{agent}: {installed}");
+        assert!(
+            installed.contains(&format!("hook {agent} --daemon")),
+            "{installed}"
+        );
+        if nested {
+            assert!(installed.contains("// the team's formatter"), "{installed}");
+        }
+
+        let run = toolgate(&place, &["uninstall", agent, "--dry-run"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stdout.contains("-"), "{}", run.stdout);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), installed);
+        let run = toolgate(&place, &["uninstall", agent]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            original,
+            "{agent}: {}",
+            run.stdout
+        );
+        let run = toolgate(&place, &["uninstall", agent]);
+        assert!(run.stdout.contains("nothing changed"), "{}", run.stdout);
+    }
+    // The user's file.
+    let run = toolgate(&place, &["install", "claude", "--user"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(place.home.join(".claude/settings.json").is_file());
+    // A file the agent could not read either is refused and left alone.
+    let broken = place.workspace.join(".cursor/hooks.json");
+    std::fs::write(&broken, "{\"hooks\": [").unwrap();
+    let run = toolgate(&place, &["install", "cursor"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("hooks.json"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&broken).unwrap(), "{\"hooks\": [");
+}
+
+/// `toolgate doctor` names the agents found, their hooks and the policy that applies; a policy
+/// that does not load and a hook whose binary is gone are problems (exit 1).
+#[test]
+fn doctor_says_what_is_installed_and_what_is_wrong() {
+    let place = place();
+    let bin = place.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("claude"), "").unwrap();
+    let doctor = |place: &Place| -> Run {
+        let output = Command::new(BIN)
+            .args(["doctor"])
+            .current_dir(&place.workspace)
+            .env("HOME", &place.home)
+            .env("PATH", &bin)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("TOOLGATE_CONFIG_DIR")
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CODEX_HOME")
+            .env_remove("COPILOT_HOME")
+            .output()
+            .unwrap();
+        Run {
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+            code: output.status.code().unwrap_or(-1),
+        }
+    };
+    let run = doctor(&place);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("the built-in policy applies"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("claude ("), "{}", run.stdout);
+    assert!(run.stdout.contains("no toolgate hook"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("not found on this machine: codex"),
+        "{}",
+        run.stdout
+    );
+
+    assert_eq!(toolgate(&place, &["install", "claude"]).code, 0);
+    let run = doctor(&place);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(run.stdout.contains("installed in"), "{}", run.stdout);
+
+    // A project policy that does not load.
+    std::fs::create_dir_all(place.workspace.join(".toolgate")).unwrap();
+    std::fs::write(
+        place.workspace.join(".toolgate/policy.toml"),
+        "version = 1\n[[rule]]\n",
+    )
+    .unwrap();
+    let run = doctor(&place);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("DOES NOT LOAD"), "{}", run.stdout);
+    assert!(run.stdout.contains("policy.toml"), "{}", run.stdout);
+    std::fs::remove_file(place.workspace.join(".toolgate/policy.toml")).unwrap();
+
+    // A hook whose binary is gone.
+    let settings = place.workspace.join(".claude/settings.local.json");
+    let exe = std::fs::canonicalize(BIN).unwrap();
+    let text = std::fs::read_to_string(&settings).unwrap();
+    std::fs::write(
+        &settings,
+        text.replace(exe.to_str().unwrap(), "/nowhere/toolgate"),
+    )
+    .unwrap();
+    let run = doctor(&place);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stdout.contains("NOT THERE"), "{}", run.stdout);
 }

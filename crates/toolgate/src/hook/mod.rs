@@ -70,7 +70,7 @@ pub(crate) struct HookArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Agent {
+pub(crate) enum Agent {
     /// Claude Code: `PreToolUse` and `PermissionRequest` hooks.
     Claude,
     /// Codex: `PreToolUse` and `PermissionRequest` hooks.
@@ -84,6 +84,37 @@ enum Agent {
 }
 
 impl Agent {
+    /// Every agent toolgate speaks to.
+    pub(crate) const ALL: [Agent; 5] = [
+        Agent::Claude,
+        Agent::Codex,
+        Agent::Gemini,
+        Agent::Cursor,
+        Agent::Copilot,
+    ];
+
+    /// The name `toolgate hook` takes.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor",
+            Agent::Copilot => "copilot",
+        }
+    }
+
+    /// The agent's command-line program, as found on `$PATH`.
+    pub(crate) fn program(self) -> &'static str {
+        match self {
+            Agent::Claude => "claude",
+            Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Cursor => "cursor-agent",
+            Agent::Copilot => "copilot",
+        }
+    }
+
     /// The name a call's `context.agent` carries.
     fn context_name(self) -> &'static str {
         match self {

@@ -1,0 +1,1204 @@
+//! `toolgate install AGENT`, `toolgate uninstall AGENT` and `toolgate doctor`: the hook entry in
+//! an agent's settings file, written, removed and checked.
+//!
+//! The settings files are people's own: they hold other hooks, other settings, their own
+//! formatting and (Gemini CLI's) comments. So the file is edited as text through a concrete
+//! syntax tree (`jsonc-parser`'s CST), never parsed and re-serialised: installing appends
+//! toolgate's entry to the event's list (creating the list, the `hooks` object or the file
+//! where they are missing), and uninstalling removes exactly the entries whose command is
+//! `toolgate hook AGENT`, then the list and the `hooks` object it leaves empty, then the file if
+//! nothing is left in it. What lies outside toolgate's entry comes back byte for byte. A file
+//! that is about to change is copied to `FILE.toolgate.bak` first.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use jsonc_parser::ast::{Array, Object, ObjectProp, Value as Node};
+use jsonc_parser::common::{Range, Ranged};
+use jsonc_parser::{CollectOptions, ParseOptions};
+use serde_json::{Value, json};
+use toolgate_policy::PolicyRole;
+
+use crate::args::PolicyArgs;
+use crate::hook::Agent;
+use crate::{EXIT_FOUND, EXIT_OK, Failure};
+
+/// Writes toolgate's hook entry into an agent's settings file.
+#[derive(Debug, Args)]
+pub(crate) struct InstallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Print what would change (a diff) and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Flags for the hook command, after `--` (e.g. `-- --daemon --defer-default`).
+    #[arg(last = true, value_name = "HOOK_FLAGS")]
+    hook_flags: Vec<String>,
+}
+
+/// Removes toolgate's hook entry from an agent's settings file, and nothing else.
+#[derive(Debug, Args)]
+pub(crate) struct UninstallArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Print what would change (a diff) and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+struct TargetArgs {
+    /// The agent whose settings to change.
+    #[arg(value_enum)]
+    agent: Agent,
+    /// The project's settings file (the default), in --dir.
+    #[arg(long, conflicts_with = "user")]
+    project: bool,
+    /// The user's settings file (every project).
+    #[arg(long)]
+    user: bool,
+    /// The project folder (default: the current folder).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    dir: Option<PathBuf>,
+}
+
+/// Says, for each agent on this machine, whether toolgate's hook is installed, and which
+/// policy files apply in the current folder.
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The project folder (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+/// Where an agent keeps its hooks, and the entry toolgate puts there.
+struct Settings {
+    agent: Agent,
+    path: PathBuf,
+}
+
+impl Settings {
+    fn project(agent: Agent, dir: &Path) -> Settings {
+        let path = match agent {
+            // The local file: the entry holds this machine's path to toolgate, which is not
+            // for the repository's shared `.claude/settings.json`.
+            Agent::Claude => dir.join(".claude/settings.local.json"),
+            Agent::Codex => dir.join(".codex/hooks.json"),
+            Agent::Gemini => dir.join(".gemini/settings.json"),
+            Agent::Cursor => dir.join(".cursor/hooks.json"),
+            Agent::Copilot => dir.join(".github/hooks/toolgate.json"),
+        };
+        Settings { agent, path }
+    }
+
+    fn user(agent: Agent) -> Result<Settings, Failure> {
+        // The agent's own variable for its folder, where it has one, else the folder in $HOME.
+        let home = |variable: Option<&str>, folder: &str| -> Result<PathBuf, Failure> {
+            if let Some(dir) = variable
+                .and_then(std::env::var_os)
+                .filter(|d| !d.is_empty())
+            {
+                return Ok(PathBuf::from(dir));
+            }
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(folder))
+                .ok_or_else(|| {
+                    Failure::Message(
+                        "error: $HOME is not set: cannot find the user's settings".into(),
+                    )
+                })
+        };
+        let path = match agent {
+            Agent::Claude => home(Some("CLAUDE_CONFIG_DIR"), ".claude")?.join("settings.json"),
+            Agent::Codex => home(Some("CODEX_HOME"), ".codex")?.join("hooks.json"),
+            Agent::Gemini => home(None, ".gemini")?.join("settings.json"),
+            Agent::Cursor => home(None, ".cursor")?.join("hooks.json"),
+            Agent::Copilot => home(Some("COPILOT_HOME"), ".copilot")?.join("hooks/toolgate.json"),
+        };
+        Ok(Settings { agent, path })
+    }
+
+    /// The events toolgate's entry goes under, each with the entry (docs/agents.md shows the
+    /// same, and a test holds them together).
+    fn entries(&self, command: &str) -> Vec<(&'static str, Value)> {
+        match self.agent {
+            Agent::Claude => vec![(
+                "PreToolUse",
+                json!({"matcher": "*", "hooks": [{"type": "command", "command": command}]}),
+            )],
+            Agent::Codex => ["PreToolUse", "PermissionRequest"]
+                .into_iter()
+                .map(|event| {
+                    (
+                        event,
+                        json!({"hooks": [{"type": "command", "command": command}]}),
+                    )
+                })
+                .collect(),
+            Agent::Gemini => vec![(
+                "BeforeTool",
+                json!({"matcher": "*", "hooks": [{"type": "command", "name": "toolgate",
+                    "command": command, "timeout": 60000}]}),
+            )],
+            Agent::Cursor => [
+                "beforeShellExecution",
+                "beforeMCPExecution",
+                "beforeReadFile",
+                "preToolUse",
+            ]
+            .into_iter()
+            .map(|event| (event, json!({"command": command, "failClosed": true})))
+            .collect(),
+            Agent::Copilot => vec![(
+                "preToolUse",
+                json!({"type": "command", "bash": command, "timeoutSec": 30}),
+            )],
+        }
+    }
+
+    /// The keys a new file starts with, besides `hooks`.
+    fn preamble(&self) -> Option<(&'static str, Value)> {
+        match self.agent {
+            Agent::Cursor | Agent::Copilot => Some(("version", json!(1))),
+            _ => None,
+        }
+    }
+}
+
+/// The file's text, or `None` when there is no file.
+fn read(path: &Path) -> Result<Option<String>, Failure> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Failure::Message(format!(
+            "error: cannot read {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
+/// The file's root object (`None`: the file holds no value at all).
+fn parse<'t>(path: &Path, text: &'t str) -> Result<Option<Object<'t>>, Failure> {
+    let parsed =
+        jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &ParseOptions::default())
+            .map_err(|e| {
+                Failure::Message(format!(
+                    "error: {}: {e} (toolgate changes nothing in a file it cannot read; fix it or \
+                 move it aside)",
+                    path.display()
+                ))
+            })?;
+    match parsed.value {
+        None => Ok(None),
+        Some(Node::Object(root)) => Ok(Some(root)),
+        Some(_) => Err(not_an(path, "the file", "a JSON object")),
+    }
+}
+
+fn not_an(path: &Path, what: &str, expected: &str) -> Failure {
+    Failure::Message(format!(
+        "error: {}: {what} is not {expected}, so the agent could not read toolgate's entry \
+         there either; toolgate changes nothing",
+        path.display()
+    ))
+}
+
+/// The command that runs this toolgate's hook for `agent`: the binary's absolute path, quoted
+/// for the shell where it has to be.
+fn hook_command(agent: Agent, flags: &[String]) -> Result<String, Failure> {
+    let exe = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map_err(|e| Failure::Message(format!("error: cannot find toolgate's own binary: {e}")))?;
+    let mut words = vec![exe.to_string_lossy().into_owned(), "hook".into()];
+    words.push(agent.name().into());
+    words.extend(flags.iter().cloned());
+    Ok(words
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" "))
+}
+
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The first words of a shell command, unquoted (enough to recognise `toolgate hook AGENT`).
+fn leading_words(command: &str, count: usize) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut chars = command.trim_start().chars().peekable();
+    while words.len() < count {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            break;
+        }
+        let mut word = String::new();
+        while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
+            match c {
+                '\'' => word.extend(chars.by_ref().take_while(|&c| c != '\'')),
+                '"' => {
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '"' => break,
+                            '\\' => word.extend(chars.next()),
+                            c => word.push(c),
+                        }
+                    }
+                }
+                '\\' => word.extend(chars.next()),
+                c => word.push(c),
+            }
+        }
+        words.push(word);
+    }
+    words
+}
+
+/// Whether a hook command runs toolgate's hook for `agent` (whichever toolgate binary, with
+/// whatever flags).
+fn is_toolgate_hook(command: &str, agent: Agent) -> bool {
+    let words = leading_words(command, 3);
+    let [program, hook, name] = words.as_slice() else {
+        return false;
+    };
+    let file = Path::new(program)
+        .file_name()
+        .and_then(|f| f.to_str())
+        .unwrap_or_default();
+    (file == "toolgate" || file == "toolgate.exe") && hook == "hook" && name == agent.name()
+}
+
+/// The command of one hook (`command`, or Copilot's `bash`), when it is one.
+fn command_of<'a>(hook: &'a Node<'_>) -> Option<&'a str> {
+    let object = hook.as_object()?;
+    ["command", "bash"]
+        .iter()
+        .find_map(|key| object.get_string(key))
+        .map(|s| s.value.as_ref())
+}
+
+/// The hooks of one event's entry: Claude Code's, Codex's and Gemini CLI's entries hold a
+/// `hooks` list (a matcher group); Cursor's and Copilot's entries are the hook itself.
+fn inner_hooks<'a, 't>(entry: &'a Node<'t>) -> Option<&'a Array<'t>> {
+    entry.as_object()?.get_array("hooks")
+}
+
+/// The `hooks` object of a settings file's root, when there is one.
+fn hooks_of<'a, 't>(path: &Path, root: &'a Object<'t>) -> Result<Option<&'a Object<'t>>, Failure> {
+    let Some(prop) = root.get("hooks") else {
+        return Ok(None);
+    };
+    prop.value
+        .as_object()
+        .map(Some)
+        .ok_or_else(|| not_an(path, "`hooks`", "an object"))
+}
+
+/// How a container lays out its items: on one line, or one per line at an indent.
+struct Layout {
+    /// The items' indent and one level of indent, when each item starts its own line.
+    lines: Option<(String, String)>,
+}
+
+impl Layout {
+    /// The layout of the container opening at `open` whose first item starts at `first`.
+    fn of(text: &str, open: usize, first: Option<usize>) -> Layout {
+        let indent_before = |at: usize| -> Option<&str> {
+            let head = text.get(..at)?;
+            let line = &head[head.rfind('\n')? + 1..];
+            line.chars().all(|c| c == ' ' || c == '\t').then_some(line)
+        };
+        let lines = first.and_then(indent_before).map(|indent| {
+            let head = text.get(..open).unwrap_or_default();
+            let own = head
+                .get(head.rfind('\n').map_or(0, |n| n + 1)..)
+                .unwrap_or_default();
+            let own: String = own
+                .chars()
+                .take_while(|c| *c == ' ' || *c == '\t')
+                .collect();
+            let unit = indent
+                .strip_prefix(own.as_str())
+                .filter(|u| !u.is_empty())
+                .unwrap_or("  ");
+            (indent.to_owned(), unit.to_owned())
+        });
+        Layout { lines }
+    }
+
+    /// What goes between two items.
+    fn separator(&self) -> String {
+        match &self.lines {
+            Some((indent, _)) => format!(",\n{indent}"),
+            None => ", ".into(),
+        }
+    }
+
+    /// A value written at an item's place.
+    fn value(&self, value: &Value) -> String {
+        let Some((indent, unit)) = &self.lines else {
+            return one_line(value);
+        };
+        let mut out = Vec::new();
+        let mut serializer = serde_json::Serializer::with_formatter(
+            &mut out,
+            serde_json::ser::PrettyFormatter::with_indent(unit.as_bytes()),
+        );
+        match serde::Serialize::serialize(value, &mut serializer) {
+            Ok(()) => String::from_utf8_lossy(&out).replace('\n', &format!("\n{indent}")),
+            Err(_) => one_line(value),
+        }
+    }
+}
+
+/// A JSON value on one line, spaced as people write it.
+fn one_line(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            format!(
+                "[{}]",
+                items.iter().map(one_line).collect::<Vec<_>>().join(", ")
+            )
+        }
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), one_line(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// What to insert where to add items (values, or `"key": value` properties) at the end of a
+/// container: right after its last item, so that removing from the end of that item to the end
+/// of the last new one gives back the text as it was.
+fn append(
+    text: &str,
+    container: Range,
+    items: &[Range],
+    new: &[(Option<&str>, Value)],
+) -> (usize, String) {
+    let layout = Layout::of(text, container.start, items.first().map(|r| r.start));
+    let rendered: Vec<String> = new
+        .iter()
+        .map(|(key, value)| match key {
+            Some(key) => format!(
+                "{}: {}",
+                Value::String((*key).to_owned()),
+                layout.value(value)
+            ),
+            None => layout.value(value),
+        })
+        .collect();
+    match items.last() {
+        Some(last) => (
+            last.end,
+            rendered
+                .iter()
+                .map(|r| format!("{}{r}", layout.separator()))
+                .collect(),
+        ),
+        None => (container.start + 1, rendered.join(", ")),
+    }
+}
+
+/// The spans that remove the `gone` items of a container: each run of removed items from the
+/// end of the item before it (so the separator goes with it), or, for a run at the start, up to
+/// the next item.
+fn removal(container: Range, items: &[Range], gone: &[bool]) -> Vec<Range> {
+    let mut spans = Vec::new();
+    let mut index = 0;
+    while index < items.len() {
+        if !gone.get(index).copied().unwrap_or(false) {
+            index += 1;
+            continue;
+        }
+        let first = index;
+        while gone.get(index + 1).copied().unwrap_or(false) {
+            index += 1;
+        }
+        let (Some(start), Some(end)) = (items.get(first), items.get(index)) else {
+            break;
+        };
+        let span = match (
+            first.checked_sub(1).and_then(|i| items.get(i)),
+            items.get(index + 1),
+        ) {
+            (Some(before), _) => Range {
+                start: before.end,
+                end: end.end,
+            },
+            (None, Some(after)) => Range {
+                start: start.start,
+                end: after.start,
+            },
+            (None, None) => Range {
+                start: container.start + 1,
+                end: end.end,
+            },
+        };
+        spans.push(span);
+        index += 1;
+    }
+    spans
+}
+
+/// The text with each span replaced (spans do not overlap).
+fn splice(text: &str, mut edits: Vec<(Range, String)>) -> String {
+    edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
+    let mut out = text.to_owned();
+    for (range, with) in edits {
+        out.replace_range(range.start..range.end, &with);
+    }
+    out
+}
+
+fn ranges(nodes: &[Node<'_>]) -> Vec<Range> {
+    nodes.iter().map(Ranged::range).collect()
+}
+
+fn prop_ranges(props: &[ObjectProp<'_>]) -> Vec<Range> {
+    props.iter().map(|p| p.range).collect()
+}
+
+/// The text of the settings file with toolgate's entry added, and the events it was added to
+/// (none when it is there already).
+fn installed(
+    settings: &Settings,
+    text: Option<&str>,
+    command: &str,
+) -> Result<(String, Vec<&'static str>), Failure> {
+    let agent = settings.agent;
+    let entries = settings.entries(command);
+    let events: Vec<&'static str> = entries.iter().map(|(event, _)| *event).collect();
+    let hooks_value = |entries: &[(&str, Value)]| -> Value {
+        Value::Object(
+            entries
+                .iter()
+                .map(|(event, entry)| ((*event).to_owned(), json!([entry])))
+                .collect(),
+        )
+    };
+    let root = match text {
+        Some(text) => parse(&settings.path, text)?,
+        None => None,
+    };
+    let (Some(text), Some(root)) = (text, root) else {
+        if text.is_some_and(|t| !t.trim().is_empty()) {
+            return Err(not_an(&settings.path, "the file", "a JSON object"));
+        }
+        // A new file: toolgate's entry is all of it.
+        let mut file = serde_json::Map::new();
+        if let Some((key, value)) = settings.preamble() {
+            file.insert(key.into(), value);
+        }
+        file.insert("hooks".into(), hooks_value(&entries));
+        let text = serde_json::to_string_pretty(&Value::Object(file))
+            .map_err(|e| Failure::Message(format!("error: {e}")))?;
+        return Ok((text + "\n", events));
+    };
+    let Some(hooks) = hooks_of(&settings.path, &root)? else {
+        let edit = append(
+            text,
+            root.range,
+            &prop_ranges(&root.properties),
+            &[(Some("hooks"), hooks_value(&entries))],
+        );
+        return Ok((
+            splice(
+                text,
+                vec![(
+                    Range {
+                        start: edit.0,
+                        end: edit.0,
+                    },
+                    edit.1,
+                )],
+            ),
+            events,
+        ));
+    };
+    let mut edits = Vec::new();
+    let mut missing = Vec::new();
+    let mut added = Vec::new();
+    for (event, entry) in entries {
+        let Some(prop) = hooks.get(event) else {
+            missing.push((Some(event), json!([entry])));
+            added.push(event);
+            continue;
+        };
+        let list = prop
+            .value
+            .as_array()
+            .ok_or_else(|| not_an(&settings.path, &format!("`hooks.{event}`"), "a list"))?;
+        let ours = |hook: &Node<'_>| command_of(hook).is_some_and(|c| is_toolgate_hook(c, agent));
+        let holds = list.elements.iter().any(|entry| {
+            ours(entry) || inner_hooks(entry).is_some_and(|inner| inner.elements.iter().any(ours))
+        });
+        if !holds {
+            let (at, with) = append(text, list.range, &ranges(&list.elements), &[(None, entry)]);
+            edits.push((Range { start: at, end: at }, with));
+            added.push(event);
+        }
+    }
+    if !missing.is_empty() {
+        let (at, with) = append(text, hooks.range, &prop_ranges(&hooks.properties), &missing);
+        edits.push((Range { start: at, end: at }, with));
+    }
+    Ok((splice(text, edits), added))
+}
+
+/// The text of the settings file without toolgate's hooks for the agent (`None`: nothing is
+/// left in it), and how many were removed. An entry, an event's list and the `hooks` object go
+/// when toolgate's hooks were all they held.
+fn uninstalled(settings: &Settings, text: &str) -> Result<(Option<String>, usize), Failure> {
+    let agent = settings.agent;
+    let ours = |hook: &Node<'_>| command_of(hook).is_some_and(|c| is_toolgate_hook(c, agent));
+    let Some(root) = parse(&settings.path, text)? else {
+        return Ok((Some(text.to_owned()), 0));
+    };
+    let Some(hooks) = hooks_of(&settings.path, &root)? else {
+        return Ok((Some(text.to_owned()), 0));
+    };
+    let mut removed = 0;
+    let mut spans = Vec::new();
+    let mut events_gone = vec![false; hooks.properties.len()];
+    for (prop, event_gone) in hooks.properties.iter().zip(events_gone.iter_mut()) {
+        let Some(list) = prop.value.as_array() else {
+            continue;
+        };
+        let mut gone = vec![false; list.elements.len()];
+        let mut inner_spans = Vec::new();
+        for (entry, entry_gone) in list.elements.iter().zip(gone.iter_mut()) {
+            if ours(entry) {
+                *entry_gone = true;
+                removed += 1;
+                continue;
+            }
+            let Some(inner) = inner_hooks(entry) else {
+                continue;
+            };
+            let inner_gone: Vec<bool> = inner.elements.iter().map(ours).collect();
+            let count = inner_gone.iter().filter(|g| **g).count();
+            removed += count;
+            if count == 0 {
+                continue;
+            }
+            if count == inner_gone.len() {
+                *entry_gone = true;
+            } else {
+                inner_spans.extend(removal(inner.range, &ranges(&inner.elements), &inner_gone));
+            }
+        }
+        if gone.iter().all(|g| *g) && !gone.is_empty() {
+            *event_gone = true;
+        } else {
+            spans.extend(removal(list.range, &ranges(&list.elements), &gone));
+            spans.extend(inner_spans);
+        }
+    }
+    if removed == 0 {
+        return Ok((Some(text.to_owned()), 0));
+    }
+    if events_gone.iter().all(|g| *g) {
+        // Nothing left under `hooks`: it goes, and the file with it when nothing but what
+        // toolgate starts a file with is left.
+        let preamble = settings.preamble().map(|(key, _)| key);
+        let others = root
+            .properties
+            .iter()
+            .filter(|p| p.name.as_str() != "hooks")
+            .all(|p| Some(p.name.as_str()) == preamble);
+        if others {
+            return Ok((None, removed));
+        }
+        let gone: Vec<bool> = root
+            .properties
+            .iter()
+            .map(|p| p.name.as_str() == "hooks")
+            .collect();
+        spans = removal(root.range, &prop_ranges(&root.properties), &gone);
+    } else {
+        spans.extend(removal(
+            hooks.range,
+            &prop_ranges(&hooks.properties),
+            &events_gone,
+        ));
+    }
+    let edits = spans
+        .into_iter()
+        .map(|span| (span, String::new()))
+        .collect();
+    Ok((Some(splice(text, edits)), removed))
+}
+
+/// A unified diff of a settings file's change.
+fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(before.unwrap_or(""), after.unwrap_or(""))
+        .unified_diff()
+        .header(
+            if before.is_some() { &name } else { "/dev/null" },
+            if after.is_some() { &name } else { "/dev/null" },
+        )
+        .to_string()
+}
+
+/// Writes the new text (a backup of the old file first), or removes the file.
+fn write(path: &Path, before: Option<&str>, after: Option<&str>) -> Result<(), Failure> {
+    let fail = |what: &str, e: std::io::Error| {
+        Failure::Message(format!("error: cannot {what} {}: {e}", path.display()))
+    };
+    let backup = path.with_file_name(format!(
+        "{}.toolgate.bak",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let Some(text) = after else {
+        // Only toolgate's entry was in it: nothing to back up. The folder goes too when the
+        // file was all it held (toolgate made both).
+        std::fs::remove_file(path).map_err(|e| fail("remove", e))?;
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Ok(());
+    };
+    if before.is_some() {
+        std::fs::copy(path, &backup).map_err(|e| fail("back up", e))?;
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
+    // Written beside, then renamed over: the agent never reads half a file.
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail("write", e))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(|e| fail("write", e))?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        std::fs::set_permissions(file.path(), meta.permissions())
+            .map_err(|e| fail("keep the permissions of", e))?;
+    }
+    file.persist(path).map_err(|e| fail("write", e.error))?;
+    Ok(())
+}
+
+fn settings_of(target: &TargetArgs) -> Result<Settings, Failure> {
+    if target.user {
+        return Settings::user(target.agent);
+    }
+    let dir = match &target.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+    };
+    Ok(Settings::project(target.agent, &dir))
+}
+
+pub(crate) fn install(args: &InstallArgs) -> Result<u8, Failure> {
+    let settings = settings_of(&args.target)?;
+    let command = hook_command(settings.agent, &args.hook_flags)?;
+    let before = read(&settings.path)?;
+    let (after, added) = installed(&settings, before.as_deref(), &command)?;
+    let mut out = std::io::stdout().lock();
+    if added.is_empty() {
+        writeln!(
+            out,
+            "toolgate's hook is already in {} (nothing changed)",
+            settings.path.display()
+        )?;
+        return Ok(EXIT_OK);
+    }
+    if args.dry_run {
+        write!(
+            out,
+            "{}",
+            diff(&settings.path, before.as_deref(), Some(&after))
+        )?;
+        writeln!(out, "(dry run: nothing changed)")?;
+        return Ok(EXIT_OK);
+    }
+    write(&settings.path, before.as_deref(), Some(&after))?;
+    writeln!(
+        out,
+        "installed `{command}` for {} in {} ({}){}",
+        settings.agent.name(),
+        settings.path.display(),
+        added.join(", "),
+        if before.is_some() {
+            format!(
+                "; the file was {}.toolgate.bak before",
+                settings.path.display()
+            )
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(EXIT_OK)
+}
+
+pub(crate) fn uninstall(args: &UninstallArgs) -> Result<u8, Failure> {
+    let settings = settings_of(&args.target)?;
+    let mut out = std::io::stdout().lock();
+    let Some(before) = read(&settings.path)? else {
+        writeln!(
+            out,
+            "{} does not exist: nothing to remove",
+            settings.path.display()
+        )?;
+        return Ok(EXIT_OK);
+    };
+    let (after, removed) = uninstalled(&settings, &before)?;
+    if removed == 0 {
+        writeln!(
+            out,
+            "{} holds no toolgate hook for {}: nothing changed",
+            settings.path.display(),
+            settings.agent.name()
+        )?;
+        return Ok(EXIT_OK);
+    }
+    if args.dry_run {
+        write!(
+            out,
+            "{}",
+            diff(&settings.path, Some(&before), after.as_deref())
+        )?;
+        writeln!(out, "(dry run: nothing changed)")?;
+        return Ok(EXIT_OK);
+    }
+    write(&settings.path, Some(&before), after.as_deref())?;
+    writeln!(
+        out,
+        "removed {removed} toolgate hook{} from {}{}",
+        if removed == 1 { "" } else { "s" },
+        settings.path.display(),
+        if after.is_none() {
+            " (nothing else was in it: the file is gone)"
+        } else {
+            ""
+        }
+    )?;
+    Ok(EXIT_OK)
+}
+
+/// The toolgate hook commands a settings file holds for `agent`.
+fn hook_commands(settings: &Settings) -> Result<Vec<String>, String> {
+    let text = match read(&settings.path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(Vec::new()),
+        Err(_) => return Err("unreadable".into()),
+    };
+    let message = |f: Failure| match f {
+        Failure::Message(m) => m,
+        Failure::BrokenPipe => String::new(),
+    };
+    let Some(root) = parse(&settings.path, &text).map_err(message)? else {
+        return Ok(Vec::new());
+    };
+    let Some(hooks) = hooks_of(&settings.path, &root).map_err(message)? else {
+        return Ok(Vec::new());
+    };
+    let mut commands = Vec::new();
+    for list in hooks.properties.iter().filter_map(|p| p.value.as_array()) {
+        for entry in &list.elements {
+            let inner = inner_hooks(entry)
+                .map(|a| a.elements.iter())
+                .into_iter()
+                .flatten();
+            for hook in std::iter::once(entry).chain(inner) {
+                if let Some(command) = command_of(hook)
+                    && is_toolgate_hook(command, settings.agent)
+                    && !commands.iter().any(|c| c == command)
+                {
+                    commands.push(command.to_owned());
+                }
+            }
+        }
+    }
+    Ok(commands)
+}
+
+/// Whether a program is on `$PATH`.
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+}
+
+pub(crate) fn doctor(args: &DoctorArgs) -> Result<u8, Failure> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+    };
+    let mut problems = 0;
+    let mut out = std::io::stdout().lock();
+    let exe = std::env::current_exe().and_then(|p| p.canonicalize()).ok();
+    writeln!(
+        out,
+        "toolgate {} at {}",
+        env!("CARGO_PKG_VERSION"),
+        exe.as_deref()
+            .map_or("(unknown path)".into(), |p| p.display().to_string())
+    )?;
+    match on_path("toolgate") {
+        Some(found) if found.canonicalize().ok() == exe => {
+            writeln!(out, "  on $PATH")?;
+        }
+        Some(found) => writeln!(out, "  $PATH finds another toolgate: {}", found.display())?,
+        None => writeln!(
+            out,
+            "  not on $PATH (installed hooks use the absolute path; `cargo install --path \
+             crates/toolgate` puts it in ~/.cargo/bin)"
+        )?,
+    }
+
+    writeln!(out, "\npolicy in {}:", dir.display())?;
+    let files = args.policy.files_from(&dir);
+    if files.is_empty() {
+        writeln!(
+            out,
+            "  no policy file: the built-in policy applies (`toolgate policy show-default`)"
+        )?;
+    }
+    for (role, path) in &files {
+        let role = match role {
+            PolicyRole::User => "user",
+            PolicyRole::Project => "project",
+            PolicyRole::Given => "given",
+            PolicyRole::BuiltIn => "built-in",
+        };
+        writeln!(out, "  {role:<8} {}", path.display())?;
+    }
+    match PolicyArgs::load_files(&files, toolgate_policy::LoadOptions::default()) {
+        Ok(policy) => writeln!(
+            out,
+            "  loads: {} rules from {}",
+            policy.rules().count(),
+            policy
+                .files()
+                .map(|(name, _)| name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )?,
+        Err(Failure::Message(message)) => {
+            problems += 1;
+            writeln!(out, "  DOES NOT LOAD (every hook refuses every call):")?;
+            for line in message.lines() {
+                writeln!(out, "    {line}")?;
+            }
+        }
+        Err(Failure::BrokenPipe) => return Err(Failure::BrokenPipe),
+    }
+
+    writeln!(out, "\nagents:")?;
+    let mut absent = Vec::new();
+    for agent in Agent::ALL {
+        let program = on_path(agent.program());
+        let user = Settings::user(agent).ok();
+        let config_dir = user
+            .as_ref()
+            .and_then(|s| s.path.parent().map(Path::to_path_buf))
+            .filter(|d| d.is_dir());
+        // A project in the home folder has the user's file as its own: said once.
+        let project = Some(Settings::project(agent, &dir))
+            .filter(|p| user.as_ref().is_none_or(|u| u.path != p.path));
+        let user_hooks = user.as_ref().map(hook_commands);
+        let project_hooks = project.as_ref().map(hook_commands);
+        let any_hook = [user_hooks.as_ref(), project_hooks.as_ref()]
+            .into_iter()
+            .flatten()
+            .any(|r| r.as_ref().is_ok_and(|c| !c.is_empty()));
+        if program.is_none() && config_dir.is_none() && !any_hook {
+            absent.push(agent.name());
+            continue;
+        }
+        let found = match (&program, &config_dir) {
+            (Some(p), _) => format!("{} on $PATH", p.display()),
+            (None, Some(d)) => format!("settings in {}", d.display()),
+            (None, None) => "hook configured".into(),
+        };
+        writeln!(out, "  {} ({found})", agent.name())?;
+        let places = user
+            .as_ref()
+            .map(|s| ("user", s, user_hooks.clone().unwrap_or(Ok(Vec::new()))))
+            .into_iter()
+            .chain(project.as_ref().map(|s| {
+                (
+                    "project",
+                    s,
+                    project_hooks.clone().unwrap_or(Ok(Vec::new())),
+                )
+            }));
+        for (scope, settings, hooks) in places {
+            match hooks {
+                Err(e) => {
+                    problems += 1;
+                    writeln!(
+                        out,
+                        "    {scope:<8} {}: cannot be read: {e}",
+                        settings.path.display()
+                    )?;
+                }
+                Ok(commands) if commands.is_empty() => writeln!(
+                    out,
+                    "    {scope:<8} no toolgate hook ({}; `toolgate install {}{}`)",
+                    settings.path.display(),
+                    agent.name(),
+                    if scope == "user" { " --user" } else { "" }
+                )?,
+                Ok(commands) => {
+                    for command in commands {
+                        let words = leading_words(&command, 1);
+                        let binary = words.first().map(PathBuf::from).unwrap_or_default();
+                        let runs = if binary.is_absolute() {
+                            binary.is_file()
+                        } else {
+                            on_path(&binary.to_string_lossy()).is_some()
+                        };
+                        if !runs {
+                            problems += 1;
+                        }
+                        writeln!(
+                            out,
+                            "    {scope:<8} installed in {}: `{command}`{}",
+                            settings.path.display(),
+                            if runs {
+                                ""
+                            } else {
+                                " — THAT BINARY IS NOT THERE: the agent's hook fails"
+                            }
+                        )?;
+                    }
+                }
+            }
+        }
+    }
+    if !absent.is_empty() {
+        writeln!(out, "  not found on this machine: {}", absent.join(", "))?;
+    }
+    if problems > 0 {
+        writeln!(
+            out,
+            "\n{problems} problem{} found",
+            if problems == 1 { "" } else { "s" }
+        )?;
+        return Ok(EXIT_FOUND);
+    }
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    fn settings(agent: Agent) -> Settings {
+        Settings {
+            agent,
+            path: PathBuf::from("settings.json"),
+        }
+    }
+
+    #[test]
+    fn the_leading_words_are_unquoted_as_a_shell_would() {
+        assert_eq!(
+            leading_words("'/opt/my tools/toolgate' hook claude --daemon", 3),
+            ["/opt/my tools/toolgate", "hook", "claude"]
+        );
+        assert_eq!(
+            leading_words(r#"  "/a b/toolgate"  hook\ x"#, 3),
+            ["/a b/toolgate", "hook x"]
+        );
+        assert_eq!(leading_words("", 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn only_toolgates_hook_for_that_agent_is_toolgates() {
+        for (command, ours) in [
+            ("/usr/local/bin/toolgate hook claude", true),
+            ("toolgate hook claude --daemon", true),
+            ("'/x y/toolgate' hook claude", true),
+            ("/usr/local/bin/toolgate hook codex", false),
+            ("/usr/local/bin/toolgate check", false),
+            ("/usr/bin/not-toolgate hook claude", false),
+            ("echo toolgate hook claude", false),
+        ] {
+            assert_eq!(is_toolgate_hook(command, Agent::Claude), ours, "{command}");
+        }
+    }
+
+    #[test]
+    fn a_path_with_spaces_or_quotes_is_quoted_and_reads_back() {
+        for word in ["/usr/bin/toolgate", "/a b/toolgate", "/it's/toolgate", ""] {
+            let quoted = shell_quote(word);
+            assert_eq!(
+                leading_words(&quoted, 1)
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or(""),
+                word
+            );
+        }
+    }
+
+    #[test]
+    fn install_then_uninstall_gives_back_every_byte() {
+        let texts = [
+            "{\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\"matcher\": \"Bash\", \"hooks\": [{\"type\": \"command\", \"command\": \"./check.sh\"}]}\n    ]\n  },\n  \"model\": \"opus\"\n}\n",
+            "{\n\t\"model\": \"opus\" // mine\n}",
+            "{\"hooks\":{\"PostToolUse\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"fmt\"}]}]}}",
+            "{\r\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\r\n  \"env\": {}\r\n}\r\n",
+        ];
+        for agent in Agent::ALL {
+            let settings = settings(agent);
+            let command = format!("/bin/toolgate hook {}", agent.name());
+            for text in texts {
+                let (after, added) = installed(&settings, Some(text), &command).unwrap();
+                assert_eq!(added.len(), settings.entries("").len(), "{after}");
+                let reread: Value = serde_json::from_str(&strip(&after)).unwrap();
+                assert!(reread["hooks"].is_object(), "{after}");
+                // Installing twice adds nothing.
+                let (again, added) = installed(&settings, Some(&after), &command).unwrap();
+                assert_eq!((again.as_str(), added.len()), (after.as_str(), 0));
+                let (back, removed) = uninstalled(&settings, &after).unwrap();
+                assert_eq!(removed, settings.entries("").len(), "{after}");
+                assert_eq!(back.as_deref(), Some(text), "{agent:?}: {after}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_file_toolgate_created_is_removed_with_its_entry() {
+        for agent in Agent::ALL {
+            let settings = settings(agent);
+            let command = format!("/bin/toolgate hook {}", agent.name());
+            let (after, _) = installed(&settings, None, &command).unwrap();
+            assert_eq!(
+                uninstalled(&settings, &after).unwrap(),
+                (None, settings.entries("").len())
+            );
+        }
+    }
+
+    #[test]
+    fn another_hook_in_toolgates_entry_stays() {
+        let settings = settings(Agent::Claude);
+        let text = r#"{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": "/bin/toolgate hook claude"},
+            {"type": "command", "command": "./audit.sh"}]}]}}"#;
+        let (after, removed) = uninstalled(&settings, text).unwrap();
+        assert_eq!(removed, 1);
+        let after: Value = serde_json::from_str(&after.unwrap()).unwrap();
+        assert_eq!(
+            after["hooks"]["PreToolUse"][0]["hooks"],
+            json!([{"type": "command", "command": "./audit.sh"}])
+        );
+    }
+
+    #[test]
+    fn a_file_the_agent_could_not_read_is_left_alone() {
+        let settings = settings(Agent::Claude);
+        for text in [
+            "[1, 2]",
+            "{\"hooks\": []}",
+            "{\"hooks\": {\"PreToolUse\": {}}}",
+            "{\"hooks\": ",
+        ] {
+            assert!(
+                installed(&settings, Some(text), "/bin/toolgate hook claude").is_err(),
+                "{text}"
+            );
+        }
+    }
+
+    fn entry() -> impl Strategy<Value = Value> {
+        let command = prop_oneof![
+            Just("./fmt.sh".to_owned()),
+            Just("toolgate check".to_owned()),
+            "[a-z ./-]{1,12}",
+        ];
+        (command, any::<bool>()).prop_map(|(command, nested)| {
+            if nested {
+                json!({"matcher": "*", "hooks": [{"type": "command", "command": command}]})
+            } else {
+                json!({"command": command, "bash": command})
+            }
+        })
+    }
+
+    /// A settings file: other keys, and a `hooks` object whose lists are not empty (an empty
+    /// list of toolgate's events is the one thing uninstall does not give back).
+    fn settings_file() -> impl Strategy<Value = Value> {
+        let events = prop::sample::select(vec![
+            "PreToolUse",
+            "PermissionRequest",
+            "BeforeTool",
+            "preToolUse",
+            "beforeReadFile",
+            "Stop",
+        ]);
+        let hooks = prop::collection::btree_map(events, prop::collection::vec(entry(), 1..3), 0..4);
+        let others = prop::collection::btree_map("[a-z]{1,8}", any::<i32>(), 0..3);
+        (hooks, others, any::<bool>()).prop_map(|(hooks, others, with_hooks)| {
+            let mut file = serde_json::Map::new();
+            for (key, value) in others {
+                file.insert(key, json!(value));
+            }
+            if with_hooks && !hooks.is_empty() {
+                file.insert("hooks".into(), json!(hooks));
+            }
+            Value::Object(file)
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_settings_file_round_trips(file in settings_file(), pretty: bool, agent in 0..5usize) {
+            let agent = Agent::ALL[agent];
+            let settings = settings(agent);
+            let text = if pretty {
+                serde_json::to_string_pretty(&file).unwrap() + "\n"
+            } else {
+                file.to_string()
+            };
+            let command = format!("'/opt/tool gate/toolgate' hook {}", agent.name());
+            let (after, _) = installed(&settings, Some(&text), &command).unwrap();
+            let reread: Value = serde_json::from_str(&after).unwrap();
+            for (event, _) in settings.entries(&command) {
+                prop_assert!(reread["hooks"][event].to_string().contains("hook"), "{}", after);
+            }
+            let (back, _) = uninstalled(&settings, &after).unwrap();
+            let expected = if file.as_object().is_some_and(|f| f.is_empty()) { None } else { Some(text) };
+            prop_assert_eq!(back, expected);
+        }
+
+        #[test]
+        fn no_text_makes_install_or_uninstall_panic(text in "[{}\\[\\]\",: a-zA-Z0-9/\n]{0,60}") {
+            let settings = settings(Agent::Cursor);
+            let _ = installed(&settings, Some(&text), "/bin/toolgate hook cursor");
+            let _ = uninstalled(&settings, &text);
+        }
+    }
+
+    /// JSON with `//` comments, as a JSON parser takes it (for the tests' own reading).
+    fn strip(text: &str) -> String {
+        text.lines()
+            .map(|l| l.split(" //").next().unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
