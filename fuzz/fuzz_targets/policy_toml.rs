@@ -17,6 +17,7 @@ fuzz_target!(|data: &[u8]| {
         vec![PolicySource::given("fuzz.toml", text)],
         LoadOptions {
             check_examples: false,
+            compile_at_load: false,
         },
     );
     match loaded {

@@ -156,7 +156,7 @@ pub(crate) fn compile_protected(globs: &[&str]) -> PathMatcher {
         .iter()
         .filter_map(|g| PathGlob::new(g, None).ok())
         .collect();
-    PathMatcher::new(globs).unwrap_or_else(|_| PathMatcher::empty())
+    PathMatcher::new(globs)
 }
 
 fn stricter(current: Option<Guard>, candidate: Guard) -> Option<Guard> {

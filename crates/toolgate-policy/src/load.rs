@@ -153,8 +153,9 @@ pub(crate) struct ParsedFile {
     pub(crate) extends_default: bool,
 }
 
-/// Parses one policy file; every problem found is returned.
-pub(crate) fn parse(source: SourceFile) -> Result<ParsedFile, Vec<Diagnostic>> {
+/// Parses one policy file; every problem found is returned. With `compile_now`, its path globs
+/// are compiled too (else on first use).
+pub(crate) fn parse(source: SourceFile, compile_now: bool) -> Result<ParsedFile, Vec<Diagnostic>> {
     let text = source.text.clone();
     let root = match DeTable::parse(&text) {
         Ok(root) => root,
@@ -171,6 +172,7 @@ pub(crate) fn parse(source: SourceFile) -> Result<ParsedFile, Vec<Diagnostic>> {
     let mut walker = Walker {
         src: &source,
         diags: Vec::new(),
+        compile_now,
     };
     let mut file = ParsedFile {
         source: source.clone(),
@@ -259,6 +261,8 @@ struct RawRule {
 struct Walker<'s> {
     src: &'s SourceFile,
     diags: Vec<Diagnostic>,
+    /// Compile path globs now (their errors reported at their place), not on first use.
+    compile_now: bool,
 }
 
 impl Walker<'_> {
@@ -797,7 +801,12 @@ impl Walker<'_> {
         let mut globs = Vec::new();
         let mut ok = true;
         for (text, span) in texts {
-            match PathGlob::new(&text, home.as_deref()) {
+            let glob = if self.compile_now {
+                PathGlob::new(&text, home.as_deref())
+            } else {
+                PathGlob::unchecked(&text, home.as_deref())
+            };
+            match glob {
                 Ok(g) => globs.push(g),
                 Err(e) => {
                     self.error(span, format!("`path` pattern `{text}`: {e}"));
@@ -808,13 +817,14 @@ impl Walker<'_> {
         if !ok {
             return None;
         }
-        match PathMatcher::new(globs) {
-            Ok(matcher) => Some(PathSet { matcher }),
-            Err(e) => {
-                self.error(item.span(), format!("`path`: {e}"));
-                None
-            }
+        let matcher = PathMatcher::new(globs);
+        if self.compile_now
+            && let Err(e) = matcher.compile()
+        {
+            self.error(item.span(), format!("`path`: {e}"));
+            return None;
         }
+        Some(PathSet { matcher })
     }
 
     fn domains(&mut self, item: &Item<'_>) -> Option<Vec<DomainPattern>> {

@@ -90,19 +90,25 @@ impl Places {
                 None => Some(place.to_owned()),
             }
         };
+        // A place and everything in it.
+        let globs = |place: String| {
+            let place = place.trim_end_matches('/').to_owned();
+            [format!("{place}/**"), place]
+        };
         let compile = |builtin: &[&str], given: &[String], extra: Option<String>| {
-            let globs: Vec<PathGlob> = builtin
+            // The built-in places are known to be globs (a test compiles them): not checked
+            // again at each load.
+            let builtin = builtin
                 .iter()
-                .map(|p| (*p).to_owned())
-                .chain(given.iter().filter_map(|p| expand(p)))
+                .flat_map(|p| globs((*p).to_owned()))
+                .filter_map(|glob| PathGlob::unchecked(&glob, home).ok());
+            let given = given
+                .iter()
+                .filter_map(|p| expand(p))
                 .chain(extra)
-                .flat_map(|place| {
-                    let place = place.trim_end_matches('/').to_owned();
-                    [format!("{place}/**"), place]
-                })
-                .filter_map(|glob| PathGlob::new(&glob, home).ok())
-                .collect();
-            PathMatcher::new(globs).unwrap_or_else(|_| PathMatcher::empty())
+                .flat_map(globs)
+                .filter_map(|glob| PathGlob::new(&glob, home).ok());
+            PathMatcher::new(builtin.chain(given).collect())
         };
         let scratch_tops = BUILTIN_SCRATCH
             .iter()
@@ -128,7 +134,7 @@ impl Places {
     /// their neighbours are someone's, not scratch).
     pub(crate) fn of(&self, resolved: &ResolvedPath, roots: &[PathBuf]) -> Option<Place> {
         let scratch = |p: &Path| {
-            self.scratch.is_match(p, &[], false)
+            self.scratch.is_match_loosening(p, &[], false)
                 && !self
                     .home
                     .as_deref()
@@ -139,7 +145,7 @@ impl Places {
                     })
                 })
         };
-        let read = |p: &Path| self.read.is_match(p, &[], false);
+        let read = |p: &Path| self.read.is_match_loosening(p, &[], false);
         if resolved.readings().all(scratch) {
             Some(Place::Scratch)
         } else if resolved.readings().all(|p| read(p) || scratch(p)) {
@@ -151,7 +157,8 @@ impl Places {
 
     /// Whether `folder` lies inside a scratch place, below its top (`/tmp/x`, not `/tmp`).
     fn in_scratch_below(&self, folder: &Path) -> bool {
-        self.scratch.is_match(folder, &[], false) && !self.scratch_tops.iter().any(|t| t == folder)
+        self.scratch.is_match_loosening(folder, &[], false)
+            && !self.scratch_tops.iter().any(|t| t == folder)
     }
 }
 
@@ -159,6 +166,16 @@ impl Places {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_built_in_places_are_globs_that_compile() {
+        for place in BUILTIN_READ.iter().chain(BUILTIN_SCRATCH) {
+            for glob in [format!("{place}/**"), (*place).to_owned()] {
+                let glob = PathGlob::new(&glob, Some(Path::new("/home/u"))).unwrap();
+                PathMatcher::new(vec![glob]).compile().unwrap();
+            }
+        }
+    }
 
     fn resolved(path: &str) -> ResolvedPath {
         ResolvedPath {

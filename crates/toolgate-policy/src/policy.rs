@@ -127,12 +127,21 @@ pub struct LoadOptions {
     /// Check every rule's examples and fail the load when one does not hold (default: true).
     /// `toolgate test` turns this off to report failing examples as test results instead.
     pub check_examples: bool,
+    /// Check and compile every path glob while loading, so that a glob that does not parse or
+    /// is too large to compile is an error of the load (at its place in the file) and no call
+    /// pays for compiling (default: true). A process that decides one call and exits
+    /// (`toolgate hook`) turns this off for policy text that loaded before with it on: each
+    /// matcher is then compiled when a call first needs it, and one that cannot be compiled
+    /// answers the safe way (it matches for deny and ask rules and protected paths, and not for
+    /// allow rules and allowed places).
+    pub compile_at_load: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> LoadOptions {
         LoadOptions {
             check_examples: true,
+            compile_at_load: true,
         }
     }
 }
@@ -375,7 +384,7 @@ impl Policy {
             .filter_map(|g| PathGlob::new(g, home.as_deref()).ok())
             .collect();
         protected.dedup_by(|a, b| a.text == b.text);
-        let protected = PathMatcher::new(protected).unwrap_or_else(|_| PathMatcher::empty());
+        let protected = PathMatcher::new(protected);
         let own_data = own_data_folders(home.as_deref());
         let places = Arc::new(crate::places::Places::new(
             &settings.read_places,
@@ -461,7 +470,7 @@ impl Policy {
         let mut diagnostics = Vec::new();
         for source in sources {
             let file = SourceFile::new(source.name.as_str(), source.text.as_str());
-            match load::parse(file) {
+            match load::parse(file, options.compile_at_load) {
                 Ok(p) => parsed.push((p, source.role, source.base_dir)),
                 Err(mut d) => diagnostics.append(&mut d),
             }
@@ -476,7 +485,8 @@ impl Policy {
         if extends && !has_default {
             let source = PolicySource::builtin_default();
             let file = SourceFile::new(source.name.as_str(), source.text.as_str());
-            let default = load::parse(file).map_err(|diagnostics| LoadError { diagnostics })?;
+            let default = load::parse(file, options.compile_at_load)
+                .map_err(|diagnostics| LoadError { diagnostics })?;
             parsed.insert(0, (default, PolicyRole::BuiltIn, None));
         }
         let policy = Policy::merge(parsed)?;

@@ -77,7 +77,11 @@ impl Pointer {
                 if s == "*" {
                     Segment::Each
                 } else {
-                    Segment::Key(s.replace("~1", "/").replace("~0", "~"))
+                    Segment::Key(if s.contains('~') {
+                        s.replace("~1", "/").replace("~0", "~")
+                    } else {
+                        s.to_owned()
+                    })
                 }
             })
             .collect();

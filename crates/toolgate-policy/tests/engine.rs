@@ -1084,6 +1084,7 @@ fn failing_examples_can_be_collected_instead_of_failing_the_load() {
         vec![PolicySource::given("p.toml", toml)],
         LoadOptions {
             check_examples: false,
+            ..LoadOptions::default()
         },
     )
     .unwrap();
@@ -1094,4 +1095,61 @@ fn failing_examples_can_be_collected_instead_of_failing_the_load() {
         "example does not match rule `r`: tool `b` does not match `a`"
     );
     assert_eq!((failures[0].line(), failures[0].column()), (5, 23));
+}
+
+/// A policy loaded without checking and compiling its globs (what `toolgate hook` does for
+/// text that loaded before with them checked) decides as the checked load does; a glob that
+/// does not parse is an error of the checked load, at its place, and in the unchecked one it
+/// fails closed: its deny rule matches every path, its allow rule none.
+#[test]
+fn globs_compiled_on_first_use_decide_alike_and_fail_closed() {
+    let good = "version = 1\nmode = \"approve-reads\"\n\n[[rule]]\nname = \"no-env\"\ndecision = \"deny\"\n\
+                path = \"**/.env\"\n\n[[rule]]\nname = \"src\"\ndecision = \"allow\"\npath = \"src/**\"\n";
+    let lazy = LoadOptions {
+        check_examples: false,
+        compile_at_load: false,
+    };
+    let checked = Policy::from_toml("p.toml", good).unwrap();
+    let unchecked = Policy::load(vec![PolicySource::given("p.toml", good)], lazy).unwrap();
+    for (tool, path) in [
+        ("write_file", "/ws/src/a.rs"),
+        ("write_file", "/ws/.env"),
+        ("read_file", "/ws/deep/er/.env"),
+        ("write_file", "/ws/README.md"),
+    ] {
+        let call = Call::from_json(&format!(
+            r#"{{"tool": "{tool}", "args": {{"path": "{path}"}}, "context": {{"workspace": "/ws"}}}}"#
+        ))
+        .unwrap();
+        let (a, b) = (checked.evaluate(&call), unchecked.evaluate(&call));
+        assert_eq!(
+            (a.decision, a.rule_name()),
+            (b.decision, b.rule_name()),
+            "{tool} {path}"
+        );
+    }
+    let bad = good
+        .replace("**/.env", "**/.env[")
+        .replace("src/**", "src/{a");
+    let error = Policy::from_toml("p.toml", &bad).unwrap_err().to_string();
+    assert!(error.contains("p.toml:7:"), "{error}");
+    let unchecked = Policy::load(vec![PolicySource::given("p.toml", &bad)], lazy).unwrap();
+    let write = |path: &str| {
+        Call::from_json(&format!(
+            r#"{{"tool": "write_file", "args": {{"path": "{path}"}}, "context": {{"workspace": "/ws"}}}}"#
+        ))
+        .unwrap()
+    };
+    let anything = unchecked.evaluate(&write("/ws/README.md"));
+    assert_eq!(
+        (anything.decision, anything.rule_name()),
+        (Decision::Deny, Some("no-env"))
+    );
+    // With the deny rule's glob fixed, the broken allow rule allows nothing: writes ask.
+    let bad_allow = good.replace("src/**", "src/{a");
+    let unchecked = Policy::load(vec![PolicySource::given("p.toml", &bad_allow)], lazy).unwrap();
+    assert_eq!(
+        unchecked.evaluate(&write("/ws/src/a")).decision,
+        Decision::Ask
+    );
 }

@@ -146,7 +146,11 @@ fn exercise(text: &str) {
     for check_examples in [true, false] {
         let loaded = Policy::load(
             vec![PolicySource::given("fuzz.toml", text)],
-            LoadOptions { check_examples },
+            LoadOptions {
+                check_examples,
+                // Both ways: compiled at load, and on first use.
+                compile_at_load: check_examples,
+            },
         );
         match loaded {
             Ok(policy) => {

@@ -62,6 +62,7 @@ enum Expect {
 pub(crate) fn run(args: &TestArgs) -> Result<u8, Failure> {
     let policy = args.policy.load(LoadOptions {
         check_examples: false,
+        ..LoadOptions::default()
     })?;
     let run = args.run.options();
     let stdout = io::stdout();

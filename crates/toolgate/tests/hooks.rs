@@ -64,6 +64,7 @@ fn run_hook(place: &Place, agent: &str, flags: &[&str], input: &str) -> Run {
         .current_dir(&place.workspace)
         .env("HOME", &place.home)
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("TOOLGATE_CONFIG_DIR")
         .env_remove("CLAUDE_PROJECT_DIR")
         .env_remove("GEMINI_PROJECT_DIR")
@@ -577,6 +578,7 @@ fn toolgate(place: &Place, args: &[&str]) -> Run {
         .current_dir(&place.workspace)
         .env("HOME", &place.home)
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .env_remove("TOOLGATE_CONFIG_DIR")
         .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("CODEX_HOME")
@@ -772,6 +774,7 @@ fn doctor_says_what_is_installed_and_what_is_wrong() {
             .env("HOME", &place.home)
             .env("PATH", &bin)
             .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
             .env_remove("TOOLGATE_CONFIG_DIR")
             .env_remove("CLAUDE_CONFIG_DIR")
             .env_remove("CODEX_HOME")
@@ -829,4 +832,53 @@ fn doctor_says_what_is_installed_and_what_is_wrong() {
     let run = doctor(&place);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("NOT THERE"), "{}", run.stdout);
+}
+
+/// The hook checks a policy's examples only for text it has not seen pass: a marker in the
+/// user's cache folder remembers the text; a policy whose examples fail is refused on every
+/// call and leaves no marker; changed text is checked again.
+#[test]
+fn the_hook_checks_a_policys_examples_once_per_text() {
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let checked = place.home.join(".cache/toolgate/checked");
+    let markers = || std::fs::read_dir(&checked).map_or(0, |d| d.count());
+    let policy = place.workspace.join("p.toml");
+    let policy_arg = policy.display().to_string();
+    let rule = |example: &str| {
+        format!(
+            "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"no-pushes\"\n\
+             decision = \"deny\"\nreason = \"not from here\"\ncommand = \"git push\"\n\
+             examples = {{ match = [\"{example}\"] }}\n"
+        )
+    };
+    let decide = |command: &str| -> (String, String) {
+        let input = shell_call(&ws, command).swap_remove(0).1;
+        let run = run_hook(
+            &place,
+            "claude",
+            &["--policy", &policy_arg],
+            &input.to_string(),
+        );
+        parse("claude", "PreToolUse", &run)
+    };
+    std::fs::write(&policy, rule("git push origin main")).unwrap();
+    assert_eq!(decide("git push").0, "deny");
+    assert_eq!(markers(), 1);
+    // The same text again: decided alike, from the marker.
+    assert_eq!(decide("git push").0, "deny");
+    assert_eq!(decide("git status").0, "allow");
+    assert_eq!(markers(), 1);
+    // An example that does not hold: refused on every call, no marker.
+    std::fs::write(&policy, rule("git status")).unwrap();
+    for _ in 0..2 {
+        let (decision, reason) = decide("git status");
+        assert_eq!(decision, "deny");
+        assert!(reason.contains("does not load"), "{reason}");
+        assert_eq!(markers(), 1);
+    }
+    // Changed text is checked again.
+    std::fs::write(&policy, rule("git push") + "# changed\n").unwrap();
+    assert_eq!(decide("git push --force").0, "deny");
+    assert_eq!(markers(), 2);
 }

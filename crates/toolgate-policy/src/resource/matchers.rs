@@ -7,6 +7,7 @@
 //! a path by its basename, and resources a command only mentions.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use unicode_normalization::UnicodeNormalization;
@@ -28,11 +29,28 @@ pub(crate) struct PathGlob {
     absolute: bool,
     /// Starts with `**/`: also matched on the whole path (when it is outside every root).
     any_depth: bool,
+    /// The longest run of plain characters in one folder of the pattern (`.env` in `**/.env`,
+    /// `.pem` in `**/*.pem`): a path that matches holds it, so a path that does not hold it is
+    /// known not to match without compiling the glob.
+    literal: Option<String>,
 }
 
 impl PathGlob {
     /// Checks a glob (`*` stays within one folder, `**` crosses folders). `home` expands `~/`.
     pub(crate) fn new(text: &str, home: Option<&Path>) -> Result<PathGlob, String> {
+        let glob = PathGlob::read(text, home)?;
+        glob.compile(false)?;
+        Ok(glob)
+    }
+
+    /// A glob whose syntax is not checked now (text that loaded before with it checked): a
+    /// glob that does not parse fails when its matcher is compiled, and the matcher then
+    /// answers the safe way ([`PathMatcher::is_match`]).
+    pub(crate) fn unchecked(text: &str, home: Option<&Path>) -> Result<PathGlob, String> {
+        PathGlob::read(text, home)
+    }
+
+    fn read(text: &str, home: Option<&Path>) -> Result<PathGlob, String> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Err("a path pattern cannot be empty".into());
@@ -53,10 +71,28 @@ impl PathGlob {
             text: text.to_owned(),
             any_depth: pattern.starts_with("**/"),
             absolute,
+            literal: longest_literal(&pattern),
             pattern,
         };
-        glob.compile(false)?;
         Ok(glob)
+    }
+
+    /// Whether a path (as text) may match: `false` only when it cannot. Folded, only an ASCII
+    /// literal in an ASCII path is compared (ignoring ASCII case): Unicode case folding pairs
+    /// letters lowercasing does not (`ſ` and `s`, `K` and `k`).
+    fn may_match(&self, path: &str, fold: bool) -> bool {
+        let Some(literal) = &self.literal else {
+            return true;
+        };
+        if !fold {
+            return path.contains(literal.as_str());
+        }
+        if !path.is_ascii() || !literal.is_ascii() {
+            return true;
+        }
+        let (path, literal) = (path.as_bytes(), literal.as_bytes());
+        path.windows(literal.len())
+            .any(|w| w.eq_ignore_ascii_case(literal))
     }
 
     fn compile(&self, fold: bool) -> Result<globset::Glob, String> {
@@ -80,6 +116,72 @@ impl PathGlob {
                 )
             })
     }
+}
+
+/// The longest run of characters a glob matches only as themselves, within one folder: outside
+/// `*`, `?`, `[…]` and `{…}`, `\\` escapes read as the character they escape. `None` when there is
+/// none (`*`, `**/*`), and for a glob that would not parse (an unclosed `[` or `{`, a nested
+/// `{`, a `}` without its `{`, a range backwards, a dangling `\\`): such a glob is left to the
+/// compiler, whose failure is answered the safe way.
+fn longest_literal(pattern: &str) -> Option<String> {
+    let mut best = String::new();
+    let mut run = String::new();
+    let mut chars = pattern.chars();
+    let end_run = |run: &mut String, best: &mut String| {
+        // On a tie the later one: the last folders are the more telling (`.ssh`, not `home`).
+        if !run.is_empty() && run.len() >= best.len() {
+            *best = std::mem::take(run);
+        } else {
+            run.clear();
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => run.push(chars.next()?),
+            '*' | '?' | '/' => end_run(&mut run, &mut best),
+            '}' => return None,
+            '[' => {
+                end_run(&mut run, &mut best);
+                // A class: after its negation, a `]` first in it is a member.
+                let mut rest = chars.clone();
+                if matches!(rest.next(), Some('!' | '^')) {
+                    chars.next();
+                }
+                let mut members: Vec<char> = Vec::new();
+                loop {
+                    let member = match chars.next()? {
+                        ']' if !members.is_empty() => break,
+                        '\\' => chars.next()?,
+                        c => c,
+                    };
+                    // `a-z`: the range's end is no smaller than its start.
+                    if members.len() >= 2
+                        && members.last() == Some(&'-')
+                        && members.get(members.len() - 2).is_some_and(|s| *s > member)
+                    {
+                        return None;
+                    }
+                    members.push(member);
+                }
+            }
+            '{' => {
+                end_run(&mut run, &mut best);
+                loop {
+                    match chars.next()? {
+                        '}' => break,
+                        '{' => return None,
+                        '\\' => {
+                            chars.next()?;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            c => run.push(c),
+        }
+    }
+    end_run(&mut run, &mut best);
+    (!best.is_empty()).then_some(best)
 }
 
 /// One folder of a glob, to tell whether the glob can match something inside a folder.
@@ -202,12 +304,18 @@ fn components(pattern: &str) -> Option<Vec<&str>> {
 
 /// Path globs compiled into sets: exact and folded (case and Unicode normalisation), each for
 /// paths relative to a root, whole paths, and `**/` patterns anywhere.
+///
+/// Each variant is compiled the first time a path is matched against it: a hook process decides
+/// one call and consults few of its policy's matchers, and compiling every glob of a policy into
+/// regular expressions at load was most of its time. The globs were checked when they were
+/// read; compiling them can still fail (a set too large for the regex engine), and a matcher
+/// that could not be compiled answers the safe way for its use — see [`PathMatcher::is_match`].
 #[derive(Clone, Debug)]
 pub(crate) struct PathMatcher {
     pub(crate) globs: Vec<PathGlob>,
-    sets: [Sets; 2],
+    sets: [OnceLock<Option<Sets>>; 2],
     /// The globs that name things by their place, exact and folded.
-    placed: [Vec<Placed>; 2],
+    placed: [OnceLock<Option<Vec<Placed>>>; 2],
 }
 
 #[derive(Clone, Debug, Default)]
@@ -217,52 +325,87 @@ struct Sets {
     any_depth: Option<GlobSet>,
 }
 
-impl PathMatcher {
-    pub(crate) fn new(globs: Vec<PathGlob>) -> Result<PathMatcher, String> {
-        let build = |fold: bool| -> Result<Sets, String> {
-            let mut relative = GlobSetBuilder::new();
-            let mut absolute = GlobSetBuilder::new();
-            let mut any_depth = GlobSetBuilder::new();
-            let (mut r, mut a, mut d) = (false, false, false);
-            for g in &globs {
-                let compiled = g.compile(fold)?;
-                if g.absolute {
-                    absolute.add(compiled);
-                    a = true;
-                } else {
-                    if g.any_depth {
-                        any_depth.add(compiled.clone());
-                        d = true;
-                    }
-                    relative.add(compiled);
-                    r = true;
+impl Sets {
+    fn build(globs: &[PathGlob], fold: bool) -> Result<Sets, String> {
+        let mut relative = GlobSetBuilder::new();
+        let mut absolute = GlobSetBuilder::new();
+        let mut any_depth = GlobSetBuilder::new();
+        let (mut r, mut a, mut d) = (false, false, false);
+        for g in globs {
+            let compiled = g.compile(fold)?;
+            if g.absolute {
+                absolute.add(compiled);
+                a = true;
+            } else {
+                if g.any_depth {
+                    any_depth.add(compiled.clone());
+                    d = true;
                 }
+                relative.add(compiled);
+                r = true;
             }
-            let finish = |used: bool, b: GlobSetBuilder| -> Result<Option<GlobSet>, String> {
-                if used {
-                    b.build().map(Some).map_err(|e| e.to_string())
-                } else {
-                    Ok(None)
-                }
-            };
-            Ok(Sets {
-                relative: finish(r, relative)?,
-                absolute: finish(a, absolute)?,
-                any_depth: finish(d, any_depth)?,
-            })
-        };
-        let placed = |fold: bool| -> Result<Vec<Placed>, String> {
-            let mut out = Vec::new();
-            for glob in &globs {
-                out.extend(Placed::new(glob, fold)?);
+        }
+        let finish = |used: bool, b: GlobSetBuilder| -> Result<Option<GlobSet>, String> {
+            if used {
+                b.build().map(Some).map_err(|e| e.to_string())
+            } else {
+                Ok(None)
             }
-            Ok(out)
         };
-        Ok(PathMatcher {
-            sets: [build(false)?, build(true)?],
-            placed: [placed(false)?, placed(true)?],
-            globs,
+        Ok(Sets {
+            relative: finish(r, relative)?,
+            absolute: finish(a, absolute)?,
+            any_depth: finish(d, any_depth)?,
         })
+    }
+}
+
+impl PathMatcher {
+    /// A matcher of these globs (each checked by [`PathGlob::new`]); compiled when first used.
+    pub(crate) fn new(globs: Vec<PathGlob>) -> PathMatcher {
+        PathMatcher {
+            globs,
+            sets: Default::default(),
+            placed: Default::default(),
+        }
+    }
+
+    /// Compiles both variants now (a long-running process compiles at load, so that the first
+    /// call does not pay for it). Returns the first error.
+    pub(crate) fn compile(&self) -> Result<(), String> {
+        for fold in [false, true] {
+            if self.sets(fold).is_none() {
+                return Err(Sets::build(&self.globs, fold)
+                    .err()
+                    .unwrap_or_else(|| "the globs could not be compiled".into()));
+            }
+            if self.placed(fold).is_none() {
+                return Err("the globs' folders could not be compiled".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The compiled sets of one variant; `None` when they could not be compiled.
+    fn sets(&self, fold: bool) -> Option<&Sets> {
+        let [exact, folded] = &self.sets;
+        let cell = if fold { folded } else { exact };
+        cell.get_or_init(|| Sets::build(&self.globs, fold).ok())
+            .as_ref()
+    }
+
+    /// The globs split into folders, of one variant; `None` when they could not be compiled.
+    fn placed(&self, fold: bool) -> Option<&[Placed]> {
+        let [exact, folded] = &self.placed;
+        let cell = if fold { folded } else { exact };
+        cell.get_or_init(|| {
+            let mut out = Vec::new();
+            for glob in &self.globs {
+                out.extend(Placed::new(glob, fold).ok()?);
+            }
+            Some(out)
+        })
+        .as_deref()
     }
 
     /// Whether a glob can match something inside the folder `path` (`~/.ssh/**` inside
@@ -279,8 +422,10 @@ impl PathMatcher {
         roots: &[PathBuf],
         fold: bool,
     ) -> Option<&str> {
-        let [exact, folded] = &self.placed;
-        let placed = if fold { folded } else { exact };
+        let Some(placed) = self.placed(fold) else {
+            // Not compiled: every glob may reach inside (this serves deny and ask rules).
+            return self.globs.first().map(|g| g.text.as_str());
+        };
         if placed.is_empty() {
             return None;
         }
@@ -322,10 +467,27 @@ impl PathMatcher {
     }
 
     /// Whether `path` matches: relative globs on the path relative to each root it is under,
-    /// absolute globs on the whole path, `**/` globs also on the whole path.
+    /// absolute globs on the whole path, `**/` globs also on the whole path. A matcher that
+    /// could not be compiled matches (what it keeps out stays out): for a match that loosens,
+    /// use [`PathMatcher::is_match_loosening`].
     pub(crate) fn is_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
-        let [exact, folded] = &self.sets;
-        let sets = if fold { folded } else { exact };
+        self.try_match(path, roots, fold).unwrap_or(true)
+    }
+
+    /// Whether `path` matches, for a match that lets something through (an allow rule, a
+    /// read-only or scratch place): a matcher that could not be compiled does not match.
+    pub(crate) fn is_match_loosening(&self, path: &Path, roots: &[PathBuf], fold: bool) -> bool {
+        self.try_match(path, roots, fold).unwrap_or(false)
+    }
+
+    fn try_match(&self, path: &Path, roots: &[PathBuf], fold: bool) -> Option<bool> {
+        let whole = path.to_string_lossy();
+        // Relative globs match a part of the whole path: a literal missing from the whole is
+        // missing from every part.
+        if !self.globs.iter().any(|g| g.may_match(&whole, fold)) {
+            return Some(false);
+        }
+        let sets = self.sets(fold)?;
         let prepare = |text: &str| -> String {
             if fold && !text.is_ascii() {
                 text.nfc().collect()
@@ -333,33 +495,25 @@ impl PathMatcher {
                 text.to_owned()
             }
         };
-        let whole = path.to_string_lossy();
         if let Some(set) = &sets.absolute
             && set.is_match(prepare(&whole))
         {
-            return true;
+            return Some(true);
         }
         if let Some(set) = &sets.relative {
             for root in roots {
                 if let Ok(rest) = path.strip_prefix(root)
                     && set.is_match(prepare(&rest.to_string_lossy()))
                 {
-                    return true;
+                    return Some(true);
                 }
             }
         }
-        sets.any_depth
-            .as_ref()
-            .is_some_and(|set| set.is_match(prepare(whole.trim_start_matches('/'))))
-    }
-
-    /// A matcher with no globs.
-    pub(crate) fn empty() -> PathMatcher {
-        PathMatcher {
-            globs: Vec::new(),
-            sets: [Sets::default(), Sets::default()],
-            placed: [Vec::new(), Vec::new()],
-        }
+        Some(
+            sets.any_depth
+                .as_ref()
+                .is_some_and(|set| set.is_match(prepare(whole.trim_start_matches('/')))),
+        )
     }
 
     /// Matches ignoring case and Unicode normalisation (for protected paths).
@@ -383,10 +537,10 @@ impl PathSet {
         };
         let m = &self.matcher;
         if loosens {
-            m.is_match(&r.resolved, roots, false)
+            m.is_match_loosening(&r.resolved, roots, false)
                 && r.alternative
                     .as_deref()
-                    .is_none_or(|a| m.is_match(a, roots, false))
+                    .is_none_or(|a| m.is_match_loosening(a, roots, false))
         } else {
             let mut seen: Vec<&Path> = Vec::with_capacity(3);
             r.readings().any(|p| {
@@ -467,14 +621,24 @@ impl Token {
 }
 
 /// A `command` pattern: a prefix of words (`git status`, `git {log,show}`, `npm run *`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct CommandPattern {
     pub(crate) text: String,
     pub(crate) tokens: Vec<Token>,
     /// The pattern read as the program reads its arguments, once per combination of its
-    /// alternatives: what deny and ask rules compare commands with.
-    readings: Vec<PatternReading>,
+    /// alternatives: what deny and ask rules compare commands with. Read when first needed (a
+    /// process that decides one call needs few).
+    readings: OnceLock<Vec<PatternReading>>,
 }
+
+impl PartialEq for CommandPattern {
+    fn eq(&self, other: &CommandPattern) -> bool {
+        // The readings follow from the tokens.
+        self.text == other.text && self.tokens == other.tokens
+    }
+}
+
+impl Eq for CommandPattern {}
 
 /// A command pattern read with its program's record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -647,7 +811,7 @@ impl CommandPattern {
         }
         Ok(CommandPattern {
             text: text.to_owned(),
-            readings: pattern_readings(&tokens),
+            readings: OnceLock::new(),
             tokens,
         })
     }
@@ -680,7 +844,7 @@ impl CommandPattern {
         }
         Ok(CommandPattern {
             text,
-            readings: pattern_readings(&tokens),
+            readings: OnceLock::new(),
             tokens,
         })
     }
@@ -724,7 +888,8 @@ impl CommandPattern {
         argv: &[Word],
         reading: Option<&CommandReading>,
     ) -> bool {
-        if self.readings.is_empty() {
+        let readings = self.readings.get_or_init(|| pattern_readings(&self.tokens));
+        if readings.is_empty() {
             // Too many alternatives to read one by one: the words, anywhere in a layer.
             return wrappers
                 .iter()
@@ -743,7 +908,7 @@ impl CommandPattern {
                     })
                 });
         }
-        self.readings.iter().any(|p| {
+        readings.iter().any(|p| {
             wrappers.iter().any(|layer| p.matches(layer, None)) || p.matches(argv, reading)
         })
     }
@@ -933,6 +1098,55 @@ impl Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_globs_literal_is_what_every_match_holds() {
+        for (glob, literal) in [
+            ("**/.env", Some(".env")),
+            ("**/*.pem", Some(".pem")),
+            ("/home/u/.ssh/**", Some(".ssh")),
+            ("**/.git/**", Some(".git")),
+            ("src/{a,bcdef}/x", Some("src")),
+            ("[abcdef]x", Some("x")),
+            ("a\\*bc", Some("a*bc")),
+            ("**/*", None),
+            ("[z-a]bc", None),
+            ("{a,{b}}cd", None),
+            ("ab}", None),
+            ("[abc", None),
+            ("x\\", None),
+        ] {
+            assert_eq!(longest_literal(glob).as_deref(), literal, "{glob}");
+        }
+    }
+
+    proptest! {
+        /// The shortcut never says "no match" where the compiled glob matches: exact, and
+        /// folded (case and Unicode), relative to a root and whole.
+        #[test]
+        fn a_path_without_the_literal_does_not_match(
+            glob in "[ab.A/*?\\[\\]{},!\\-\u{e9}\u{17f}\u{212a}]{1,8}",
+            path in "[abAB./sS\u{e9}\u{17f}\u{212a}kK]{1,10}",
+        ) {
+            let Ok(glob) = PathGlob::new(&glob, None) else {
+                return Ok(());
+            };
+            let matcher = PathMatcher::new(vec![glob.clone()]);
+            prop_assume!(matcher.compile().is_ok());
+            let roots = [PathBuf::from("/ws")];
+            for whole in [format!("/ws/{path}"), format!("/{path}")] {
+                for fold in [false, true] {
+                    if !glob.may_match(&whole, fold) {
+                        prop_assert!(
+                            !matcher.is_match(Path::new(&whole), &roots, fold),
+                            "{} matches {} (fold {})", glob.text, whole, fold
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     fn words(s: &str) -> Vec<Word> {
         s.split_whitespace().map(Word::literal).collect()
@@ -999,9 +1213,8 @@ mod tests {
     #[test]
     fn path_globs() {
         let roots = [PathBuf::from("/ws")];
-        let m = |g: &str| {
-            PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]).unwrap()
-        };
+        let m =
+            |g: &str| PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]);
         let env = m("**/.env");
         assert!(env.is_match(Path::new("/ws/.env"), &roots, false));
         assert!(env.is_match(Path::new("/ws/a/b/.env"), &roots, false));
@@ -1031,9 +1244,8 @@ mod tests {
     #[test]
     fn what_lies_inside_a_folder() {
         let roots = [PathBuf::from("/ws")];
-        let m = |g: &str| {
-            PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]).unwrap()
-        };
+        let m =
+            |g: &str| PathMatcher::new(vec![PathGlob::new(g, Some(Path::new("/home/u"))).unwrap()]);
         let inside = |g: &str, folder: &str| m(g).holds_inside(Path::new(folder), &roots, false);
         // By place: the folders on the way, the folder named, and what the glob names.
         for folder in ["/", "/home", "/home/u", "/home/u/.ssh", "/home/u/.ssh/keys"] {

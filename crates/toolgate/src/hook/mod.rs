@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
-use toolgate_policy::{Call, Decision, LoadOptions};
+use toolgate_policy::{Call, Decision, LoadOptions, Policy, PolicyRole};
 
 use crate::args::PolicyArgs;
 use crate::client::{Client, ClientArgs, field};
@@ -367,9 +367,11 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
     } else {
         let folder = PathBuf::from(&request.workspace);
         let files = args.policy.files_from(&folder);
-        let policy = PolicyArgs::load_files(&files, LoadOptions::default())
-            .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
+        let policy = load_for_one_call(&files)?;
         let evaluation = policy.evaluate(&call);
+        // The process ends with this call: freeing the policy's many small allocations one by
+        // one would only delay the answer.
+        std::mem::forget(policy);
         let result = serde_json::to_value(&evaluation).unwrap_or(Value::Null);
         Decided {
             decision: evaluation.decision,
@@ -378,6 +380,76 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
         }
     };
     Ok(settle(args, request, decided))
+}
+
+/// Loads the policy for one call.
+///
+/// Checking a policy's examples and compiling all its globs is what `lint`, `test` and the
+/// daemon do when they load it; a hook process decides one call and exits, on every call of
+/// every agent. So it does that work only for policy text it has not yet seen pass: once the
+/// files load with their examples holding, a marker named by the hash of their text (and of the
+/// environment the examples are evaluated in) is left in the user's cache folder, and later
+/// calls load that same text without the checks, compiling only the globs the call needs. A
+/// policy whose examples fail is refused as before, and leaves no marker.
+fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> {
+    let marker = checked_marker(files);
+    let seen = marker.as_ref().is_some_and(|m| m.is_file());
+    let options = if seen {
+        LoadOptions {
+            check_examples: false,
+            compile_at_load: false,
+        }
+    } else {
+        LoadOptions::default()
+    };
+    let policy = PolicyArgs::load_files(files, options)
+        .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
+    if !seen && let Some(marker) = marker {
+        // Best effort: without the marker the next call checks again.
+        if let Some(dir) = marker.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let _ = std::fs::write(&marker, b"");
+        }
+    }
+    Ok(policy)
+}
+
+/// Where the marker of policy files that loaded with their examples holding is kept: the
+/// user's cache folder, named by the hash of everything the check depended on. `None` when a
+/// file cannot be read (the load says why) or there is no cache folder.
+fn checked_marker(files: &[(PolicyRole, PathBuf)]) -> Option<PathBuf> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let mut hasher = DefaultHasher::new();
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    toolgate_policy::DEFAULT_POLICY.hash(&mut hasher);
+    for (role, path) in files {
+        format!("{role:?}").hash(&mut hasher);
+        path.hash(&mut hasher);
+        std::fs::read(path).ok()?.hash(&mut hasher);
+    }
+    // What examples are evaluated against besides the text: the home folder, the temporary
+    // folder, toolgate's own folders and the folder relative paths resolve in.
+    for name in [
+        "HOME",
+        "TMPDIR",
+        "TOOLGATE_DATA_DIR",
+        "TOOLGATE_CONFIG_DIR",
+        "XDG_DATA_HOME",
+        "XDG_CONFIG_HOME",
+    ] {
+        var(name).hash(&mut hasher);
+    }
+    std::env::current_dir().ok().hash(&mut hasher);
+    Some(
+        cache
+            .join("toolgate/checked")
+            .join(format!("{:016x}", hasher.finish())),
+    )
 }
 
 /// `toolgate (RULE): REASON`, the rule named when one decided.

@@ -20,7 +20,7 @@ mod tests;
 
 pub(crate) use read::{Reading, Use, UseKind, read};
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::OnceLock;
 
 /// How a program reads its options.
@@ -534,9 +534,9 @@ pub(crate) fn all() -> impl Iterator<Item = &'static Program> {
 
 /// The record for a program, by the basename it runs as (`/usr/bin/python3.12` → `python`).
 pub(crate) fn find(name: &str) -> Option<&'static Program> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static Program>> = OnceLock::new();
+    static INDEX: OnceLock<FxHashMap<&'static str, &'static Program>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
-        let mut index = HashMap::new();
+        let mut index = FxHashMap::default();
         for program in all() {
             for name in program.names {
                 index.insert(*name, program);
