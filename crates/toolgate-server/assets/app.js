@@ -217,7 +217,8 @@ function renderDecisions(events) {
   for (const e of events) {
     body.append(el("tr", {},
       el("td", {}, e.timestamp || ""), el("td", {}, e.action || ""), el("td", {}, e.resource ? short(e.resource) : ""),
-      el("td", { class: e.decision || "" }, e.decision || ""), el("td", {}, e.actor || ""),
+      el("td", { class: e.decision || e.layer || "" }, e.decision || (e.layer === "withdrawn" ? "withdrawn" : "")),
+      el("td", {}, e.actor || ""),
       el("td", {}, e.reason || "")));
   }
 }

@@ -534,10 +534,11 @@ pub(crate) async fn close(
     actor: &str,
     answered: Option<Answered>,
 ) -> Result<(Committed, Option<Bytes>), ApiError> {
+    // A withdrawn request was decided by nobody here: its event has no decision.
     let mut event = facts.event(
         "permission_resolved",
         id,
-        Some(decision),
+        Some(decision).filter(|_| layer != Layer::Withdrawn),
         layer,
         reason,
         actor,
@@ -598,9 +599,9 @@ pub(crate) async fn close(
 
 /// `DELETE /api/decisions/{id}?by=NAME`: the requester withdraws a call that waits for a
 /// person, because it stopped waiting (its own timeout, a call its client cancelled): the
-/// request is refused as cancelled (HPD's words), recorded like any ending — its
-/// `permission_resolved` event's `actor` is `by`, else `requester` — and its polls hear it; the
-/// answer is the decision as it now stands. One no longer pending is a `409` and changes
+/// request ends withdrawn — its `permission_resolved` event has layer `withdrawn`, no
+/// decision, HPD's "cancelled" reason and `actor` `by`, else `requester` — and its polls hear a
+/// refusal (layer `withdrawn`); the answer is the decision as it now stands. One no longer pending is a `409` and changes
 /// nothing.
 pub(crate) async fn withdraw(
     State(state): State<AppState>,
@@ -637,10 +638,12 @@ pub(crate) async fn withdraw(
         }
         Some(None) | None => return Err(being_answered()),
     }
+    // Recorded as withdrawn, not as refused: the requester may have the call decided
+    // elsewhere (an agent's own prompt). A poll still waiting on it hears a refusal.
     let ending = Ending {
         decision: Decision::Deny,
         reason: messages::CANCELLED.to_owned(),
-        layer: Layer::Handler,
+        layer: Layer::Withdrawn,
         actor: by,
     };
     close_until_recorded(&state, &id, &open.facts, ending).await;

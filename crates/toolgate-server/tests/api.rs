@@ -896,8 +896,8 @@ async fn an_unanswered_request_times_out_as_a_refusal() {
     assert_eq!(error["error"]["code"], "already_resolved");
 }
 
-/// A requester that stops waiting withdraws its call: refused as cancelled (HPD's words),
-/// recorded with who withdrew it, its polls released, gone from the pending list; an answer
+/// A requester that stops waiting withdraws its call: its polls hear a refusal as cancelled
+/// (HPD's words), the log records it as withdrawn (no decision) with who withdrew it, gone from the pending list; an answer
 /// after it, a second withdrawal, or one of an answered call is a `409` that changes nothing.
 #[tokio::test]
 async fn a_requester_withdraws_a_call_it_stopped_waiting_for() {
@@ -926,6 +926,7 @@ async fn a_requester_withdraws_a_call_it_stopped_waiting_for() {
             Some("gateway")
         )
     );
+    assert_eq!(withdrawn["layer"], "withdrawn", "{withdrawn}");
     let polled = tokio::time::timeout(Duration::from_secs(10), poll)
         .await
         .unwrap()
@@ -957,8 +958,13 @@ async fn a_requester_withdraws_a_call_it_stopped_waiting_for() {
     assert_eq!(events.len(), 2, "{audit}");
     assert_eq!(events[1]["type"], "permission_resolved");
     assert_eq!(
-        (events[1]["decision"].as_str(), events[1]["actor"].as_str()),
-        (Some("deny"), Some("gateway"))
+        (
+            events[1]["decision"].as_str(),
+            events[1]["layer"].as_str(),
+            events[1]["actor"].as_str()
+        ),
+        (None, Some("withdrawn"), Some("gateway")),
+        "recorded as withdrawn, not as a refusal: {audit}"
     );
 
     // Answered first: the answer stands.

@@ -86,7 +86,11 @@ pub(crate) fn human(event: &Value) -> String {
         ));
     }
     for key in ["decision", "answer", "actor"] {
-        let value = text(event, key);
+        let mut value = text(event, key);
+        // A request its requester took back was decided by nobody.
+        if key == "decision" && value.is_empty() && text(event, "layer") == "withdrawn" {
+            value = "withdrawn".into();
+        }
         if !value.is_empty() {
             out.push(' ');
             out.push_str(&value);

@@ -2038,7 +2038,7 @@ fn the_hook_asks_the_daemon_and_waits_for_the_page() {
     assert_eq!(decision, "allow");
     assert!(reason.contains("approved by"), "{reason}");
     // Nobody answers in time: Claude Code's own prompt asks, and the call is withdrawn from
-    // the page (refused as cancelled there: an answer would reach nobody).
+    // the page (recorded as withdrawn: the agent's prompt decides it).
     let (decision, reason) = decided(spawn("npm publish", "0.5"));
     assert_eq!(decision, "ask");
     assert!(
@@ -2053,9 +2053,19 @@ fn the_hook_asks_the_daemon_and_waits_for_the_page() {
         .unwrap();
     let withdrawn = &audit["events"][0];
     assert_eq!(
-        (withdrawn["reason"].as_str(), withdrawn["actor"].as_str()),
-        (Some("Permission request was cancelled."), Some("requester")),
-        "{audit}"
+        (
+            withdrawn["reason"].as_str(),
+            withdrawn["actor"].as_str(),
+            withdrawn["layer"].as_str(),
+            withdrawn.get("decision")
+        ),
+        (
+            Some("Permission request was cancelled."),
+            Some("requester"),
+            Some("withdrawn"),
+            None
+        ),
+        "recorded as withdrawn, not as a refusal: {audit}"
     );
     // No daemon: Claude Code's own prompt asks.
     drop(daemon);

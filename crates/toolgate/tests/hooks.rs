@@ -882,3 +882,53 @@ fn the_hook_checks_a_policys_examples_once_per_text() {
     assert_eq!(decide("git push --force").0, "deny");
     assert_eq!(markers(), 2);
 }
+
+/// `--daemon` for every agent: the daemon's policy decides (an allow in the agent's allow
+/// shape); an ask nobody answers on the page within `--wait` goes to the agent's own prompt (a
+/// refusal where its hook cannot ask), and the log records it as withdrawn, not as a refusal.
+#[test]
+fn every_agent_asks_the_daemon() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = common::DaemonProcess::start(data.path());
+    let place = place();
+    let ws = place.workspace.display().to_string();
+    let url = format!("http://{}", daemon.address);
+    let data_dir = data.path().display().to_string();
+    let flags = [
+        "--daemon",
+        "--url",
+        &url,
+        "--data-dir",
+        &data_dir,
+        "--wait",
+        "0.3",
+    ];
+    let allowed = shell_call(&ws, "git status");
+    let asked = shell_call(&ws, "npm publish");
+    for ((agent, allow), (_, ask)) in allowed.iter().zip(&asked) {
+        let run = run_hook(&place, agent, &flags, &allow.to_string());
+        let (decision, reason) = parse(agent, &event_of(agent, allow), &run);
+        let expected = if *agent == "codex" { "none" } else { "allow" };
+        assert_eq!(decision, expected, "{agent}: {reason} {}", run.stderr);
+
+        let run = run_hook(&place, agent, &flags, &ask.to_string());
+        let (decision, reason) = parse(agent, &event_of(agent, ask), &run);
+        let expected = if *agent == "codex" { "deny" } else { "ask" };
+        assert_eq!(decision, expected, "{agent}: {reason}");
+        assert!(
+            reason.contains("nobody answered on the approval page in time"),
+            "{agent}: {reason}"
+        );
+    }
+    let (_, pending) = daemon.http("GET", "/api/pending", None).unwrap();
+    assert_eq!(pending["total"], 0, "{pending}");
+    let (_, audit) = daemon
+        .http("GET", "/api/audit?type=permission_resolved", None)
+        .unwrap();
+    let events = audit["events"].as_array().unwrap();
+    assert_eq!(events.len(), 5, "{audit}");
+    for event in events {
+        assert_eq!(event["layer"], "withdrawn", "{event}");
+        assert!(event.get("decision").is_none(), "{event}");
+    }
+}
