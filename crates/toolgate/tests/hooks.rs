@@ -214,6 +214,7 @@ fn event_of(agent: &str, input: &Value) -> String {
 fn each_agents_documented_inputs_are_decided_in_its_own_shape() {
     let place = place();
     let mut checked = 0;
+    let mut typed = Typed::default();
     for agent in ["claude", "codex", "gemini", "cursor", "copilot"] {
         let file = root().join(format!("tests/hooks/{agent}.jsonl"));
         let text = std::fs::read_to_string(&file).unwrap();
@@ -243,10 +244,96 @@ fn each_agents_documented_inputs_are_decided_in_its_own_shape() {
             if decision == "deny" || decision == "ask" {
                 assert!(reason.contains("toolgate"), "{agent}: {note}: {reason}");
             }
+            typed.add(agent, &event, input, &run.stdout);
             checked += 1;
         }
     }
     assert!(checked >= 60, "{checked} fixtures");
+    typed.check();
+}
+
+/// The fixtures' inputs and toolgate's answers, as TypeScript declarations typed with the
+/// agents' own published hook types: Claude Code's in `@anthropic-ai/claude-agent-sdk`, Gemini
+/// CLI's in `@google/gemini-cli-core` (installed in `tests/hooks/types` by `.ci/run`). An object
+/// literal with a field the type does not have, a missing field or a value outside its union
+/// fails `tsc`. Codex (Rust structs), Cursor (no package) and Copilot CLI (its SDK types the
+/// in-process hooks, not the command's JSON) publish no types for a command hook's JSON.
+#[derive(Default)]
+struct Typed {
+    declarations: Vec<String>,
+}
+
+impl Typed {
+    fn add(&mut self, agent: &str, event: &str, input: &Value, stdout: &str) {
+        let n = self.declarations.len();
+        let (input_type, output_type) = match (agent, event) {
+            ("claude", "PreToolUse") => ("PreToolUseHookInput", "SyncHookJSONOutput"),
+            ("claude", "PostToolUse") => ("PostToolUseHookInput", "SyncHookJSONOutput"),
+            ("claude", "PermissionRequest") => ("PermissionRequestHookInput", "SyncHookJSONOutput"),
+            ("gemini", "BeforeTool") => ("BeforeToolInput", "BeforeToolOutput"),
+            ("gemini", "AfterTool") => ("AfterToolInput", "AfterToolOutput"),
+            _ => return,
+        };
+        self.declarations
+            .push(format!("export const input{n}: {input_type} = {input};"));
+        if let Ok(output) = serde_json::from_str::<Value>(stdout.trim()) {
+            self.declarations
+                .push(format!("export const output{n}: {output_type} = {output};"));
+        }
+    }
+
+    /// Runs `tsc` over the declarations; skips (saying so) where the types are not installed,
+    /// unless `TOOLGATE_REQUIRE_TYPES` is set.
+    fn check(&self) {
+        let dir = root().join("tests/hooks/types");
+        let tsc = dir.join("node_modules/.bin/tsc");
+        let gemini = dir.join("gemini/package/dist/src/hooks/types.d.ts");
+        if !tsc.is_file() || !gemini.is_file() {
+            assert!(
+                std::env::var_os("TOOLGATE_REQUIRE_TYPES").is_none(),
+                "the agents' hook types are not installed in {} (.ci/run installs them)",
+                dir.display()
+            );
+            eprintln!(
+                "skipped: the agents' hook types are not installed in {} (.ci/run installs them)",
+                dir.display()
+            );
+            return;
+        }
+        assert!(self.declarations.len() >= 30, "{}", self.declarations.len());
+        let file = dir.join(format!("check-{}.generated.ts", std::process::id()));
+        let text = format!(
+            "import type {{ PreToolUseHookInput, PostToolUseHookInput, PermissionRequestHookInput, \
+             SyncHookJSONOutput }} from \"@anthropic-ai/claude-agent-sdk\";\n\
+             import type {{ BeforeToolInput, BeforeToolOutput, AfterToolInput, AfterToolOutput }} \
+             from \"./gemini/package/dist/src/hooks/types.js\";\n\n{}\n",
+            self.declarations.join("\n")
+        );
+        std::fs::write(&file, text).unwrap();
+        let output = Command::new(&tsc)
+            .args([
+                "--noEmit",
+                "--strict",
+                "--skipLibCheck",
+                "--module",
+                "nodenext",
+                "--moduleResolution",
+                "nodenext",
+                "--target",
+                "es2022",
+            ])
+            .arg(&file)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&file);
+        assert!(
+            output.status.success(),
+            "the fixtures or toolgate's answers do not fit the agents' types:\n{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 /// Input that cannot be read is refused in each agent's refusal shape, with the reason.
