@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::RuleInfo;
 use crate::call::{Call, CallError, CallErrorKind, Tag};
 use crate::decision::{Access, Decision, GrantKind, Layer, Mode};
 use crate::evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, SubjectOutcome};
@@ -39,8 +40,25 @@ pub(crate) struct Prepared<'c> {
 
 /// How one subject was decided, with the deciding rule itself (for ask details).
 pub(crate) struct Decided<'p> {
-    pub(crate) outcome: SubjectOutcome,
+    pub(crate) decision: Decision,
+    pub(crate) layer: Layer,
+    pub(crate) rule_info: Option<Arc<RuleInfo>>,
+    pub(crate) reason: Arc<str>,
+    /// The rule, when one decided (not a guard).
     pub(crate) rule: Option<&'p Rule>,
+}
+
+impl Decided<'_> {
+    /// The subject's outcome, for the evaluation.
+    fn outcome(self, subject: Subject) -> SubjectOutcome {
+        SubjectOutcome {
+            subject,
+            decision: self.decision,
+            layer: self.layer,
+            rule: self.rule_info,
+            reason: self.reason,
+        }
+    }
 }
 
 impl Policy {
@@ -55,8 +73,8 @@ impl Policy {
     }
 
     /// Evaluates a call; when `trace` is given, records what the run and the mode changed.
-    pub(crate) fn evaluate_traced(
-        &self,
+    pub(crate) fn evaluate_traced<'s>(
+        &'s self,
         call: &Call,
         run: &RunOptions,
         trace: Option<&mut Vec<String>>,
@@ -67,26 +85,37 @@ impl Policy {
         }
         let prepared = self.prepare(call);
         let facts = &prepared.facts;
-        let mut decided: Vec<Decided<'_>> = prepared
-            .subjects
-            .into_iter()
-            .filter_map(|subject| {
-                let guard = self.subject_guard(call, &subject, prepared.call_guard.as_ref());
-                self.decide_subject(facts, subject, mode, guard)
-            })
-            .collect();
-        if decided.is_empty() {
+        // Each subject's outcome, the subject moved once into it; the strictest tracked on the
+        // way (a guard's before a rule's or the default's of the same decision, the first of
+        // equals), with the rule that decided it.
+        let mut outcomes: Vec<SubjectOutcome> = Vec::with_capacity(prepared.subjects.len().max(1));
+        let mut deciding: Option<(usize, (Decision, bool), Option<&Rule>)> = None;
+        let mut record = |outcomes: &mut Vec<SubjectOutcome>, subject: Subject, d: Decided<'s>| {
+            let rank = (d.decision, d.layer == Layer::Guard);
+            if deciding.is_none_or(|(_, best, _)| rank > best) {
+                deciding = Some((outcomes.len(), rank, d.rule));
+            }
+            outcomes.push(d.outcome(subject));
+        };
+        for subject in prepared.subjects {
+            let guard = self.subject_guard(call, &subject, prepared.call_guard.as_ref());
+            if let Some(d) = self.decide_subject(facts, &subject, mode, guard) {
+                record(&mut outcomes, subject, d);
+            }
+        }
+        if outcomes.is_empty() {
             // Only mentions, none of which a rule spoke to: the call is decided as a whole.
             let guard = self.subject_guard(call, &Subject::Call, prepared.call_guard.as_ref());
-            decided.extend(self.decide_subject(facts, Subject::Call, mode, guard));
+            if let Some(d) = self.decide_subject(facts, &Subject::Call, mode, guard) {
+                record(&mut outcomes, Subject::Call, d);
+            }
         }
-        let strictest = strictest_index(&decided);
-        let deciding = decided.get(strictest);
+        let top = deciding.and_then(|(index, _, _)| outcomes.get(index));
         let mut evaluation = Evaluation {
-            decision: deciding.map_or(Decision::Deny, |d| d.outcome.decision),
-            reason: deciding.map_or_else(|| "no subject".into(), |d| d.outcome.reason.clone()),
-            layer: deciding.map_or(Layer::Validate, |d| d.outcome.layer),
-            rule: deciding.and_then(|d| d.outcome.rule.clone()),
+            decision: top.map_or(Decision::Deny, |o| o.decision),
+            reason: top.map_or_else(|| "no subject".into(), |o| o.reason.clone()),
+            layer: top.map_or(Layer::Validate, |o| o.layer),
+            rule: top.and_then(|o| o.rule.clone()),
             subjects: Vec::new(),
             mode,
             ask: None,
@@ -94,13 +123,12 @@ impl Policy {
             error: None,
             access: facts.access,
         };
-        let rule = deciding.and_then(|d| d.rule);
+        let rule = deciding.and_then(|(_, _, rule)| rule);
         self.apply_run(&mut evaluation, call, run, trace);
         if evaluation.decision == Decision::Ask {
-            evaluation.ask =
-                Some(self.ask_details(rule, decided.get(strictest).map(|d| &d.outcome.subject)));
+            evaluation.ask = Some(self.ask_details(rule, top.map(|o| &o.subject)));
         }
-        evaluation.subjects = decided.drain(..).map(|d| d.outcome).collect();
+        evaluation.subjects = outcomes;
         evaluation
     }
 
@@ -166,13 +194,13 @@ impl Policy {
     pub(crate) fn decide_subject<'p>(
         &'p self,
         facts: &Facts<'_>,
-        subject: Subject,
+        subject: &Subject,
         mode: Mode,
         guard: Option<Guard>,
     ) -> Option<Decided<'p>> {
         let mut best: Option<(Decision, SetVerdict<'p>)> = None;
         for set in &self.sets {
-            let Some(verdict) = set.first_match(facts, &subject) else {
+            let Some(verdict) = set.first_match(facts, subject) else {
                 continue;
             };
             let decision = match &verdict {
@@ -189,7 +217,7 @@ impl Policy {
                     decision,
                     Layer::Rule,
                     Some(rule),
-                    reason_for(rule, &subject, facts),
+                    reason_for(rule, subject, facts),
                 ),
                 Some((_, SetVerdict::Failed(rule, error))) => (
                     Decision::Deny,
@@ -207,39 +235,33 @@ impl Policy {
                 }
                 // A command whose every effect is among the call's paths and URLs adds nothing of
                 // its own: those are decided, and decide the call.
-                None if matches!(&subject, Subject::Command(c) if c.command.is_transparent()) => (
+                None if matches!(subject, Subject::Command(c) if c.command.is_transparent()) => (
                     Decision::Allow,
                     Layer::Default,
                     None,
                     self.reasons.transparent.clone(),
                 ),
                 None => {
-                    let (decision, reason) = self.default_for(facts, &subject, mode);
+                    let (decision, reason) = self.default_for(facts, subject, mode);
                     (decision, Layer::Default, None, reason)
                 }
             };
-        let outcome = match guard {
-            Some(g) if g.decision >= decision && g.decision > Decision::Allow => SubjectOutcome {
+        Some(match guard {
+            Some(g) if g.decision >= decision && g.decision > Decision::Allow => Decided {
                 decision: g.decision,
                 layer: Layer::Guard,
-                rule: Some(g.info()),
+                rule_info: Some(g.info()),
                 reason: g.reason.into(),
-                subject,
+                rule: None,
             },
-            _ => SubjectOutcome {
+            _ => Decided {
                 decision,
                 layer,
-                rule: rule.map(|r| r.info.clone()),
+                rule_info: rule.map(|r| r.info.clone()),
                 reason,
-                subject,
+                rule,
             },
-        };
-        let rule = if outcome.layer == Layer::Guard {
-            None
-        } else {
-            rule
-        };
-        Some(Decided { outcome, rule })
+        })
     }
 
     /// The decision for a subject no rule matched.
@@ -361,8 +383,19 @@ impl RuleSet {
                 // Re-entered from a predicate: use fresh buffers.
                 Err(_) => &mut fresh,
             };
+            // The first rule filed under the call's own tool name, when it comes before every
+            // other candidate, is checked before the others are gathered: a file that names its
+            // tools early decides most calls there.
+            let first = self.index.first_by_name(facts.call);
+            if let Some(rule) = first.and_then(|i| self.rules.get(i as usize)) {
+                match rule.check(facts, subject) {
+                    Ok(None) => return Some(SetVerdict::Matched(rule)),
+                    Ok(Some(_)) => {}
+                    Err(e) => return Some(SetVerdict::Failed(rule, e)),
+                }
+            }
             self.index.candidates(facts.call, candidates, scratch);
-            for &i in candidates.iter() {
+            for &i in candidates.iter().filter(|i| Some(**i) != first) {
                 let Some(rule) = self.rules.get(i as usize) else {
                     continue;
                 };
@@ -377,8 +410,6 @@ impl RuleSet {
     }
 }
 
-/// The first subject with the strictest decision; among equals, a guard's outcome (which no
-/// override may loosen) before a rule's or the default's.
 /// A rule's reason for a subject; for a folder read or changed whole that the rule reaches
 /// only inside, also where (`grep -r key ~` is stopped by `~/.ssh/**`).
 fn reason_for(rule: &Rule, subject: &Subject, facts: &Facts<'_>) -> Arc<str> {
@@ -401,18 +432,15 @@ fn reason_for(rule: &Rule, subject: &Subject, facts: &Facts<'_>) -> Arc<str> {
     rule.reason.clone()
 }
 
-pub(crate) fn strictest_index(decided: &[Decided<'_>]) -> usize {
-    strictest(decided.iter().map(|d| &d.outcome))
-}
-
 /// The place of the subject that decides a call: the strictest decision, a guard's before a
 /// rule's or the default's of the same decision, the first of equals.
-pub(crate) fn strictest<'a>(outcomes: impl Iterator<Item = &'a SubjectOutcome>) -> usize {
-    let rank = |o: &SubjectOutcome| (o.decision, o.layer == Layer::Guard);
-    let mut best: Option<(usize, &SubjectOutcome)> = None;
+pub(crate) fn strictest(outcomes: impl Iterator<Item = (Decision, Layer)>) -> usize {
+    let rank = |(decision, layer): (Decision, Layer)| (decision, layer == Layer::Guard);
+    let mut best: Option<(usize, (Decision, bool))> = None;
     for (i, outcome) in outcomes.enumerate() {
-        if best.is_none_or(|(_, b)| rank(outcome) > rank(b)) {
-            best = Some((i, outcome));
+        let ranked = rank(outcome);
+        if best.is_none_or(|(_, b)| ranked > b) {
+            best = Some((i, ranked));
         }
     }
     best.map_or(0, |(i, _)| i)
@@ -457,7 +485,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
                 .commands
                 .iter()
                 .map(|c| {
-                    Subject::Command(crate::subject::CommandSubject {
+                    Subject::command(crate::subject::CommandSubject {
                         command: c.clone(),
                         line_findings: analysis.findings.clone(),
                     })
@@ -467,7 +495,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
         Some(Resource::Path(_)) => {
             let absolute = path::absolute(text, &root, None).map_err(|e| e.to_string())?;
             let inside = absolute.starts_with(&root);
-            vec![Subject::Path(crate::subject::PathSubject {
+            vec![Subject::path(crate::subject::PathSubject {
                 given: text.to_owned(),
                 access: Access::Read,
                 role: crate::subject::PathRole::Argument,
@@ -484,7 +512,7 @@ pub(crate) fn rule_matches_text(rule: &Rule, text: &str) -> Result<Option<Miss>,
                 problem: None,
             })]
         }
-        Some(Resource::Url(_)) => vec![Subject::Url(crate::subject::UrlSubject {
+        Some(Resource::Url(_)) => vec![Subject::url(crate::subject::UrlSubject {
             given: text.to_owned(),
             source: String::new(),
             mentioned: false,

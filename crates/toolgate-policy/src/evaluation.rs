@@ -79,8 +79,9 @@ impl Evaluation {
     /// The subject whose outcome decided the call (its reason is the call's, unless a run
     /// option changed the decision afterwards): the strictest, a guard's first among equals.
     pub fn deciding_subject(&self) -> Option<&SubjectOutcome> {
-        self.subjects
-            .get(crate::eval::strictest(self.subjects.iter()))
+        self.subjects.get(crate::eval::strictest(
+            self.subjects.iter().map(|o| (o.decision, o.layer)),
+        ))
     }
 }
 

@@ -228,14 +228,14 @@ impl Policy {
                 rules,
             });
         }
-        match self.decide_subject(facts, subject.clone(), mode, guard) {
+        match self.decide_subject(facts, &subject, mode, guard) {
             Some(decided) => SubjectTrace {
                 subject,
                 guard: guard_text,
                 files,
-                decision: decided.outcome.decision,
-                layer: decided.outcome.layer,
-                reason: decided.outcome.reason.to_string(),
+                decision: decided.decision,
+                layer: decided.layer,
+                reason: decided.reason.to_string(),
                 counted: true,
             },
             None => SubjectTrace {

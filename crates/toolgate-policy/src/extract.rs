@@ -189,7 +189,7 @@ impl Policy {
                 _ => {}
             }
             if !profile.paths.iter().any(|p| p.text == pointer.text) {
-                out.push(Subject::Path(subject));
+                out.push(Subject::path(subject));
             }
         }
         if let Some(first) = first_folder {
@@ -208,7 +208,7 @@ impl Policy {
                 if first_path.is_none() {
                     first_path = value.as_str().map(str::to_owned);
                 }
-                out.push(Subject::Path(path_subject(
+                out.push(Subject::path(path_subject(
                     value,
                     &pointer.text,
                     file_access,
@@ -220,7 +220,7 @@ impl Policy {
         for pointer in &profile.revisions {
             for value in pointer.values(args) {
                 for path in value.as_str().into_iter().flat_map(shell::revision_paths) {
-                    out.push(Subject::Path(path_subject(
+                    out.push(Subject::path(path_subject(
                         &Value::String(path.to_owned()),
                         &pointer.text,
                         Access::Read,
@@ -242,7 +242,7 @@ impl Policy {
                     format!("{}/{pattern}", under.trim_end_matches('/'))
                 };
                 let value = Value::String(joined);
-                out.push(Subject::Path(path_subject(
+                out.push(Subject::path(path_subject(
                     &value,
                     &pointer.text,
                     Access::Read,
@@ -260,7 +260,7 @@ impl Policy {
                 match crate::resource::patch::read(text) {
                     Ok(patch) => {
                         for (op, file) in &patch.files {
-                            out.push(Subject::Path(path_subject(
+                            out.push(Subject::path(path_subject(
                                 &Value::String(file.clone()),
                                 &format!("{} ({} `{file}`)", pointer.text, op.describe()),
                                 Access::Write,
@@ -285,7 +285,7 @@ impl Policy {
                 } else {
                     format!("{}/{pattern}", under.trim_end_matches('/'))
                 };
-                out.push(Subject::Path(path_subject(
+                out.push(Subject::path(path_subject(
                     &Value::String(joined.clone()),
                     &pointer.text,
                     Access::Read,
@@ -336,7 +336,7 @@ impl Policy {
                     .get(..5)
                     .is_some_and(|s| s.eq_ignore_ascii_case("file:"))
                 {
-                    out.push(Subject::Path(path_subject(
+                    out.push(Subject::path(path_subject(
                         value,
                         &pointer.text,
                         Access::Read,
@@ -344,7 +344,7 @@ impl Policy {
                         &place,
                     )));
                 } else {
-                    out.push(Subject::Url(url_subject(&text, &pointer.text, false)));
+                    out.push(Subject::url(url_subject(&text, &pointer.text, false)));
                 }
             }
         }
@@ -456,13 +456,13 @@ impl Policy {
         // One budget, and one record of folders looked through, for the whole call.
         let mut link_walk = LinkWalk::default();
         if commands.is_empty() {
-            out.push(Subject::Command(CommandSubject {
+            out.push(Subject::command(CommandSubject {
                 command: SimpleCommand::placeholder(text),
                 line_findings: findings.clone(),
             }));
         }
         for command in commands {
-            out.push(Subject::Command(CommandSubject {
+            out.push(Subject::command(CommandSubject {
                 command,
                 line_findings: findings.clone(),
             }));
@@ -518,7 +518,7 @@ impl Policy {
             } else {
                 Vec::new()
             };
-            out.push(Subject::Path(subject));
+            out.push(Subject::path(subject));
             if !followed.is_empty() {
                 link_walk.follow(followed, &source, text, &here, out);
             }
@@ -529,7 +529,7 @@ impl Policy {
                 .cloned()
                 .unwrap_or_else(|| format!("`{text}`"));
             let source = format!("{command} ({})", u.origin);
-            out.push(Subject::Url(url_subject(&u.text, &source, !u.fetched)));
+            out.push(Subject::url(url_subject(&u.text, &source, !u.fetched)));
         }
     }
 }
@@ -573,7 +573,7 @@ fn environment_names(env: &Value) -> Result<Vec<&str>, &'static str> {
 }
 
 fn unanalysable(text: &str, why: &str) -> Subject {
-    Subject::Command(CommandSubject {
+    Subject::command(CommandSubject {
         command: SimpleCommand::placeholder(text),
         line_findings: vec![shell::Finding {
             kind: shell::FindingKind::Unsupported,
@@ -602,7 +602,7 @@ fn expand_search(
             let source = format!("{source}, matching `{pattern}`");
             for path in matched {
                 let given = Value::String(path.to_string_lossy().into_owned());
-                out.push(Subject::Path(path_subject(
+                out.push(Subject::path(path_subject(
                     &given,
                     &source,
                     Access::Read,
@@ -786,7 +786,7 @@ impl LinkWalk {
                             folder.display()
                         ),
                     });
-                    out.push(Subject::Command(CommandSubject {
+                    out.push(Subject::command(CommandSubject {
                         command,
                         line_findings: Vec::new(),
                     }));
@@ -811,7 +811,7 @@ impl LinkWalk {
                 }
                 subject.recursive = targets.iter().any(|t| t.is_dir());
                 queue.extend(targets.into_iter().filter(|t| t.is_dir()));
-                out.push(Subject::Path(subject));
+                out.push(Subject::path(subject));
             }
         }
     }

@@ -317,10 +317,19 @@ impl Policy {
     /// The first text in `args` that is an absolute or `~` path into toolgate's own data (at
     /// most 1,000 paths are resolved; past them, one is assumed to be).
     fn names_own_data(&self, args: &Value) -> Option<String> {
-        if self.own_data.is_empty() {
+        // Most calls carry no text that could be a path: nothing to look at, nothing to
+        // allocate.
+        let may_name = |v: &Value| match v {
+            Value::String(t) => matches!(t.trim_start().as_bytes().first(), Some(b'/' | b'~')),
+            Value::Array(items) => !items.is_empty(),
+            Value::Object(map) => !map.is_empty(),
+            _ => false,
+        };
+        if self.own_data.is_empty() || !may_name(args) {
             return None;
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        // The home folder is read only for a `~` path.
+        let mut home: Option<Option<PathBuf>> = None;
         let mut stack = vec![args];
         let mut looked = 0usize;
         while let Some(value) = stack.pop() {
@@ -328,9 +337,10 @@ impl Policy {
                 Value::String(text) => {
                     let trimmed = text.trim();
                     let path = match trimmed.strip_prefix('~') {
-                        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-                            home.as_ref().map(|h| h.join(rest.trim_start_matches('/')))
-                        }
+                        Some(rest) if rest.is_empty() || rest.starts_with('/') => home
+                            .get_or_insert_with(|| std::env::var_os("HOME").map(PathBuf::from))
+                            .as_ref()
+                            .map(|h| h.join(rest.trim_start_matches('/'))),
                         Some(_) => None,
                         None if trimmed.starts_with('/') => Some(PathBuf::from(trimmed)),
                         None => None,

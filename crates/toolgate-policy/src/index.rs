@@ -22,6 +22,8 @@ pub(crate) struct RuleIndex {
     by_tag: FxHashMap<Tag, Vec<u32>>,
     /// Rules every call is a candidate for, in order.
     always: Vec<u32>,
+    /// The first rule filed under anything but an exact tool name (`u32::MAX`: none).
+    first_other: u32,
 }
 
 impl RuleIndex {
@@ -90,13 +92,28 @@ impl RuleIndex {
                 GlobSet::empty()
             }
         };
+        let first_other = glob_rules
+            .iter()
+            .chain(&always)
+            .chain(by_tag.values().filter_map(|list| list.first()))
+            .copied()
+            .min()
+            .unwrap_or(u32::MAX);
         RuleIndex {
             exact,
             globs,
             glob_rules,
             by_tag,
             always,
+            first_other,
         }
+    }
+
+    /// The first rule filed under the call's exact tool name, when it comes before every rule
+    /// filed otherwise: the first candidate, found without gathering the others.
+    pub(crate) fn first_by_name(&self, call: &Call) -> Option<u32> {
+        let first = *self.exact.get(call.tool.as_str())?.first()?;
+        (first < self.first_other).then_some(first)
     }
 
     /// The rules `call` can match, in file order, into `out` (cleared first).

@@ -130,21 +130,37 @@ pub struct UrlSubject {
     pub problem: Option<UrlProblem>,
 }
 
-/// One thing a call touches, decided on its own.
+/// One thing a call touches, decided on its own. The resources are boxed: a subject is moved
+/// into its outcome and the evaluation, and a call as a whole (the commonest) carries none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Subject {
     /// The call as a whole (a call with no resources).
     Call,
     /// A path.
-    Path(PathSubject),
+    Path(Box<PathSubject>),
     /// A simple command.
-    Command(CommandSubject),
+    Command(Box<CommandSubject>),
     /// A URL.
-    Url(UrlSubject),
+    Url(Box<UrlSubject>),
 }
 
 impl Subject {
+    /// A path subject.
+    pub fn path(subject: PathSubject) -> Subject {
+        Subject::Path(Box::new(subject))
+    }
+
+    /// A command subject.
+    pub fn command(subject: CommandSubject) -> Subject {
+        Subject::Command(Box::new(subject))
+    }
+
+    /// A URL subject.
+    pub fn url(subject: UrlSubject) -> Subject {
+        Subject::Url(Box::new(subject))
+    }
+
     /// What the subject touches, as one line for a log: a path (resolved, when it could be),
     /// a simple command, a URL; none for the call as a whole.
     pub fn resource(&self) -> Option<String> {

@@ -606,7 +606,7 @@ mod tests {
     fn command(line: &str) -> Subject {
         let analysis = shell::analyze(line);
         let command = analysis.commands.into_iter().next().unwrap();
-        Subject::Command(CommandSubject {
+        Subject::command(CommandSubject {
             command,
             line_findings: Vec::new(),
         })
