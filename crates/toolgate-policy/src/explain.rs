@@ -204,7 +204,11 @@ impl Policy {
                     match rule.check(facts, &subject) {
                         Ok(None) => {
                             decided = true;
-                            (Verdict::Matched, "every condition holds".to_owned())
+                            let detail = match matched_by(rule, facts, &subject) {
+                                Some(by) => format!("every condition holds ({by})"),
+                                None => "every condition holds".to_owned(),
+                            };
+                            (Verdict::Matched, detail)
                         }
                         Ok(Some(miss)) => (Verdict::NotMatched, describe_miss(rule, facts, miss)),
                         Err(e) => {
@@ -450,5 +454,49 @@ impl fmt::Display for Explanation {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Which of a matching rule's resource patterns the subject met: the command pattern, the path
+/// glob, the domain (each tried alone, as the rule would read it).
+fn matched_by(rule: &Rule, facts: &Facts<'_>, subject: &Subject) -> Option<String> {
+    use crate::resource::matchers::{CommandSet, PathMatcher, PathSet, Resource, UrlConditions};
+    let loosens = rule.decision == Decision::Allow;
+    match (rule.when.resource.as_ref()?, subject) {
+        (Resource::Command(set), Subject::Command(c)) => set
+            .patterns
+            .iter()
+            .find(|p| {
+                CommandSet {
+                    patterns: vec![(*p).clone()],
+                }
+                .matches(c, loosens)
+            })
+            .map(|p| format!("command `{}`", p.text)),
+        (Resource::Path(set), Subject::Path(p)) => set
+            .matcher
+            .globs
+            .iter()
+            .find(|g| {
+                PathSet {
+                    matcher: PathMatcher::new(vec![(*g).clone()]),
+                }
+                .matches(p, &facts.roots, loosens)
+            })
+            .map(|g| format!("path `{}`", g.text)),
+        (Resource::Url(conditions), Subject::Url(u)) => {
+            let domains = conditions.domains.as_ref()?;
+            domains
+                .iter()
+                .find(|d| {
+                    UrlConditions {
+                        domains: Some(vec![(*d).clone()]),
+                        ..conditions.clone()
+                    }
+                    .matches(u, loosens)
+                })
+                .map(|d| format!("domain `{}`", d.text()))
+        }
+        _ => None,
     }
 }

@@ -1153,3 +1153,39 @@ fn globs_compiled_on_first_use_decide_alike_and_fail_closed() {
         Decision::Ask
     );
 }
+
+/// `explain` names, for a rule that matched, which of its patterns the subject met: the command
+/// pattern (however the command was spelled), the path glob, the domain.
+#[test]
+fn explain_names_the_pattern_that_matched() {
+    let policy = Policy::from_toml(
+        "p.toml",
+        "version = 1\n\n[[rule]]\nname = \"history\"\ndecision = \"ask\"\n\
+         command = [\"git commit\", \"git push\"]\n\n[[rule]]\nname = \"secrets\"\n\
+         decision = \"deny\"\npath = [\"**/*.pem\", \"**/.env\"]\n\n[[rule]]\nname = \"docs\"\n\
+         decision = \"allow\"\ndomain = [\"docs.rs\", \"docs.python.org\"]\n",
+    )
+    .unwrap();
+    let call = Call::from_json(
+        r#"{"tool": "bash", "args": {"command": "git -C . push origin main; cat .env; curl https://docs.python.org/3/"}, "context": {"workspace": "/ws"}}"#,
+    )
+    .unwrap();
+    let explanation = policy.explain(&call, &RunOptions::default());
+    let details: Vec<String> = explanation
+        .subjects
+        .iter()
+        .flat_map(|s| s.files.iter().flat_map(|f| f.rules.iter()))
+        .filter(|r| r.verdict == Verdict::Matched)
+        .map(|r| format!("{}: {}", r.rule.name, r.detail))
+        .collect();
+    for expected in [
+        "history: every condition holds (command `git push`)",
+        "secrets: every condition holds (path `**/.env`)",
+        "docs: every condition holds (domain `docs.python.org`)",
+    ] {
+        assert!(
+            details.iter().any(|d| d == expected),
+            "{expected}: {details:?}"
+        );
+    }
+}
