@@ -48,6 +48,35 @@ fn shell_analyze_100_chars(bencher: Bencher) {
     bencher.bench_local(|| shell::analyze(black_box(COMMAND)));
 }
 
+/// The floor under the analysis: the bash grammar alone parsing the same line (a parser made
+/// once, as the analysis keeps one per thread), and walking its tree once, node by node.
+#[divan::bench(sample_count = 200, sample_size = 200)]
+fn shell_parse_only_baseline(bencher: Bencher) {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .unwrap();
+    bencher.bench_local(|| {
+        let tree = parser.parse(black_box(COMMAND), None).unwrap();
+        let mut cursor = tree.walk();
+        let mut nodes = 0usize;
+        loop {
+            nodes += 1;
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            loop {
+                if !cursor.goto_parent() {
+                    return black_box(nodes);
+                }
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+    });
+}
+
 /// The same line with an unquoted glob, expanded in a folder of 200 files (glob expansion reads
 /// the folder, so it is measured apart from the analysis itself).
 #[divan::bench(sample_count = 100, sample_size = 20)]
