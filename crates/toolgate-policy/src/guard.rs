@@ -127,9 +127,14 @@ pub(crate) const BUILTIN_PROTECTED: &[&str] = &[
     "**/.nvim.lua",
     "**/.exrc",
     "**/.devcontainer/**",
-    // Hooks: husky's folder (git's `core.hooksPath`), pre-commit's configuration.
+    // Hooks: the folders projects point git's `core.hooksPath` at by convention (husky's and
+    // others'; the repository's own setting is read too), pre-commit's configuration.
     "**/.husky",
     "**/.husky/**",
+    "**/.githooks",
+    "**/.githooks/**",
+    "**/.git-hooks",
+    "**/.git-hooks/**",
     "**/.pre-commit-config.yaml",
     // What builds and CI run besides the project's code: cargo's configuration (`rustc-wrapper`,
     // runners, linkers), the toolchain file (`path` to any toolchain), CI workflows (which run
@@ -558,8 +563,80 @@ impl Policy {
                 ),
             ));
         }
+        // The folder the repository's git runs hooks from (`core.hooksPath`), wherever the
+        // project put it.
+        if let Some(root) = &resolved.root
+            && let Some(hooks) = hooks_folder(root)
+        {
+            let lower = |p: &std::path::Path| p.to_string_lossy().to_lowercase();
+            let inside = |path: &std::path::Path| {
+                path.starts_with(&hooks)
+                    || std::path::Path::new(&lower(path)).starts_with(lower(&hooks))
+            };
+            let holds = |path: &std::path::Path| p.recursive && hooks.starts_with(path);
+            if resolved.readings().any(|path| inside(path) || holds(path)) {
+                return Some(Guard::ask(
+                    "protected-path",
+                    format!(
+                        "`{}` is in `{}`, the folder git runs hooks from (`core.hooksPath`)",
+                        p.given,
+                        hooks.display()
+                    ),
+                ));
+            }
+        }
         None
     }
+}
+
+/// The folder git runs hooks from for the repository at `root`, when its configuration (the
+/// repository's, else the user's) sets `core.hooksPath`: relative to `root`, `~` expanded.
+fn hooks_folder(root: &std::path::Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let configs = [
+        Some(root.join(".git/config")),
+        xdg.map(|x| x.join("git/config")),
+        home.as_ref().map(|h| h.join(".gitconfig")),
+    ];
+    let value = configs
+        .into_iter()
+        .flatten()
+        .find_map(|file| hooks_path_setting(&std::fs::read_to_string(file).ok()?))?;
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => home?.join(rest),
+        None => root.join(&value),
+    };
+    Some(crate::resource::path::normalize(&path))
+}
+
+/// `core.hooksPath` in a git configuration file's text (section and key in any case, the value
+/// trimmed and unquoted); the last one set wins, as git reads it.
+fn hooks_path_setting(text: &str) -> Option<String> {
+    let mut in_core = false;
+    let mut found = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header.split([']', ' ', '"']).next().unwrap_or_default();
+            in_core = name.eq_ignore_ascii_case("core");
+            continue;
+        }
+        if !in_core {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        if key.trim().eq_ignore_ascii_case("hooksPath") {
+            let value = value.split([';', '#']).next().unwrap_or_default().trim();
+            let value = value.trim_matches('"').trim();
+            found = (!value.is_empty()).then(|| value.to_owned());
+        }
+    }
+    found
 }
 
 /// Whether an existing regular file has more than one name.

@@ -1189,3 +1189,45 @@ fn explain_names_the_pattern_that_matched() {
         );
     }
 }
+
+/// The folder git runs hooks from is protected wherever the project points `core.hooksPath`:
+/// the conventional folders always, and the one the repository's configuration names.
+#[test]
+fn the_folder_of_core_hooks_path_is_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::create_dir_all(ws.join("scripts/hooks")).unwrap();
+    let policy = Policy::from_toml(
+        "p.toml",
+        "version = 1\n\n[[rule]]\nname = \"edit\"\ndecision = \"allow\"\npath = \"**\"\n\n\
+         [[rule]]\nname = \"rm\"\ndecision = \"allow\"\ncommand = \"rm\"\n",
+    )
+    .unwrap();
+    let decide = |tool: &str, args: serde_json::Value| {
+        let call = Call::from_value(json!({"tool": tool, "args": args,
+            "context": {"workspace": ws.display().to_string()}}))
+        .unwrap();
+        let evaluation = policy.evaluate(&call);
+        (
+            evaluation.decision,
+            evaluation.rule_name().map(str::to_owned),
+        )
+    };
+    let write = |path: &str| decide("write_file", json!({"path": path, "content": "x"}));
+    let protected = (Decision::Ask, Some("protected-path".to_owned()));
+    assert_eq!(write(".githooks/pre-commit"), protected);
+    assert_eq!(write("scripts/hooks/pre-commit").0, Decision::Allow);
+    std::fs::write(
+        ws.join(".git/config"),
+        "[Core]\n\tbare = false\n\tHooksPath = \"scripts/hooks\" # the team's hooks\n",
+    )
+    .unwrap();
+    assert_eq!(write("scripts/hooks/pre-commit"), protected);
+    assert_eq!(write("scripts/build.sh").0, Decision::Allow);
+    // The folder that holds it, removed whole.
+    assert_eq!(
+        decide("bash", json!({"command": "rm -r scripts"})),
+        protected
+    );
+}
