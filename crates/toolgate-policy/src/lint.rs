@@ -163,6 +163,18 @@ impl Policy {
                             .into(),
                     ),
                 ));
+            } else if let Some(why) = self.never_matches_its_tools(rule) {
+                out.push(finding(
+                    rule,
+                    Severity::Warning,
+                    "never-matches",
+                    format!("rule `{}` can never match: {why}", rule.info.name),
+                    Some(
+                        "name the tools that touch what the rule is about, or drop the \
+                         condition they cannot meet"
+                            .into(),
+                    ),
+                ));
             }
         }
         self.lint_coverage(&mut out);
@@ -266,6 +278,74 @@ fn never_matches(rule: &Rule) -> Option<String> {
         "{kind} is only ever {}, which its `access` leaves out",
         named.join(" or ")
     ))
+}
+
+impl Policy {
+    /// Why a rule that names its tools exactly can never match any of them, by what their
+    /// profiles say the tools touch: a resource condition of a kind none of them names (a
+    /// `command` for `Read`, a `path` for `WebSearch`), or an `access` none of them has (for
+    /// tools that touch nothing but the call itself). A shell tool, a tool without a profile or
+    /// a tool pattern may touch anything: no conclusion.
+    fn never_matches_its_tools(&self, rule: &Rule) -> Option<String> {
+        use crate::matcher::NamePattern;
+        use crate::resource::matchers::Resource;
+        let patterns = rule.tool_patterns()?;
+        let mut names = Vec::with_capacity(patterns.len());
+        let mut profiles = Vec::with_capacity(patterns.len());
+        for pattern in patterns {
+            let NamePattern::Exact(name) = pattern else {
+                return None;
+            };
+            let profile = self.profiles.find(name)?;
+            if profile.command.is_some() {
+                return None;
+            }
+            names.push(name.to_string());
+            profiles.push(profile);
+        }
+        let tools = crate::matcher::describe_list(names.iter().map(String::as_str));
+        if let Some(resource) = &rule.when.resource {
+            let reaches = |p: &&crate::profile::Profile| match resource {
+                Resource::Path(_) => {
+                    !(p.paths.is_empty()
+                        && p.patterns.is_empty()
+                        && p.searched.is_empty()
+                        && p.patches.is_empty()
+                        && p.cwd.is_empty())
+                }
+                Resource::Url(_) => !p.urls.is_empty(),
+                Resource::Command(_) => false,
+            };
+            if !profiles.iter().any(reaches) {
+                return Some(format!(
+                    "its `{}` condition is about what {tools} never touch{}",
+                    resource.kind(),
+                    if profiles.len() == 1 { "es" } else { "" }
+                ));
+            }
+        }
+        if let Some(access) = &rule.when.access {
+            let touches_nothing = |p: &&crate::profile::Profile| {
+                p.paths.is_empty()
+                    && p.patterns.is_empty()
+                    && p.searched.is_empty()
+                    && p.patches.is_empty()
+                    && p.cwd.is_empty()
+                    && p.urls.is_empty()
+            };
+            if profiles.iter().all(touches_nothing)
+                && profiles
+                    .iter()
+                    .all(|p| p.access.is_some_and(|a| !access.contains(&a)))
+            {
+                return Some(format!(
+                    "{tools} touch{} nothing but the call, with an access its `access` leaves out",
+                    if profiles.len() == 1 { "es" } else { "" }
+                ));
+            }
+        }
+        None
+    }
 }
 
 fn finding(

@@ -1231,3 +1231,37 @@ fn the_folder_of_core_hooks_path_is_protected() {
         protected
     );
 }
+
+/// `lint` warns about a rule whose tools can never meet its conditions, by what their profiles
+/// say they touch; a shell tool among them, or a tool without a profile, may touch anything.
+#[test]
+fn lint_warns_about_rules_their_tools_cannot_meet() {
+    let policy = Policy::from_toml(
+        "p.toml",
+        "version = 1\n\n[[rule]]\nname = \"a\"\ndecision = \"deny\"\ntool = \"Read\"\n\
+         command = \"git push\"\n\n[[rule]]\nname = \"b\"\ndecision = \"ask\"\n\
+         tool = [\"WebSearch\", \"WebFetch\"]\npath = \"**\"\n\n[[rule]]\nname = \"c\"\n\
+         decision = \"ask\"\ntool = \"Task\"\naccess = \"read\"\n\n[[rule]]\nname = \"d\"\n\
+         decision = \"deny\"\ntool = [\"Read\", \"Bash\"]\ncommand = \"curl\"\n\n[[rule]]\n\
+         name = \"e\"\ndecision = \"ask\"\ntool = \"WebFetch\"\ndomain = \"x.com\"\n\n\
+         [[rule]]\nname = \"f\"\ndecision = \"ask\"\ntool = \"my_tool\"\ncommand = \"ls\"\n",
+    )
+    .unwrap();
+    let never: Vec<(String, String)> = policy
+        .lint()
+        .into_iter()
+        .filter(|d| d.code == Some("never-matches"))
+        .map(|d| {
+            let name = d.message.split('`').nth(1).unwrap_or_default().to_owned();
+            (name, d.message)
+        })
+        .collect();
+    let names: Vec<&str> = never.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"], "{never:?}");
+    assert!(
+        never[0]
+            .1
+            .contains("`command` condition is about what `Read` never touches")
+    );
+    assert!(never[2].1.contains("`Task` touches nothing but the call"));
+}
