@@ -552,3 +552,49 @@ fn judge<'s>(
         Ok(Some(miss.unwrap_or(Miss::SubjectKind)))
     }
 }
+
+impl Policy {
+    /// The rule that refuses every call of `tool` in `context`, whatever its arguments: in one
+    /// file, the first rule that can match the tool's calls is a deny whose only conditions are
+    /// the tool's name, the server, the agent and the call's origin (which the context fixes).
+    /// An earlier rule that may match some of those calls (a condition on arguments, paths,
+    /// tags a built-in reads from the profile, …) decides them in its file, which then proves
+    /// nothing. Files decide on their own and the strictest wins, so one file that refuses the
+    /// tool outright refuses it. A gateway leaves such tools out of the list it offers, so the
+    /// model never sees them.
+    pub fn denies_tool(&self, tool: &str, context: &crate::Context) -> Option<Arc<RuleInfo>> {
+        let named = |set: &Option<crate::matcher::NameSet>, value: Option<&str>| {
+            set.as_ref()
+                .is_none_or(|s| value.is_some_and(|v| s.is_match(v)))
+        };
+        for set in &self.sets {
+            for rule in &set.rules {
+                let when = &rule.when;
+                let reachable = when.tool.as_ref().is_none_or(|t| t.is_match(tool))
+                    && named(&when.server, context.server.as_deref())
+                    && named(&when.agent, context.agent.as_deref())
+                    && when
+                        .origin
+                        .as_ref()
+                        .is_none_or(|o| context.origin.is_some_and(|x| o.contains(&x)))
+                    // A call the gateway makes carries no tags: only a built-in reads tags from
+                    // what a profile says a tool does.
+                    && when.tags.as_ref().is_none_or(|_| rule.info.builtin);
+                if !reachable {
+                    continue;
+                }
+                let unconditional = when.tags.is_none()
+                    && when.annotations.is_none()
+                    && when.access.is_none()
+                    && when.args.is_empty()
+                    && when.predicate.is_none()
+                    && when.resource.is_none();
+                if unconditional && rule.decision == Decision::Deny {
+                    return Some(rule.info.clone());
+                }
+                break;
+            }
+        }
+        None
+    }
+}

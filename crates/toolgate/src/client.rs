@@ -413,6 +413,13 @@ impl Client {
         let mut reader = BufReader::new(stream);
         let mut status = String::new();
         reader.read_line(&mut status).map_err(io)?;
+        if status.is_empty() {
+            // Accepted and closed without a word: a daemon stopping or starting. The
+            // connection was lost; it is no answer.
+            return Err(Failure::Message(
+                "the daemon closed the connection without answering".into(),
+            ));
+        }
         if !status.starts_with("HTTP/1.1 200") {
             let mut rest = String::new();
             let _ = reader.read_to_string(&mut rest);

@@ -10,6 +10,7 @@ mod hook;
 mod install;
 mod lines;
 mod lint;
+mod mcp;
 mod page;
 mod policy;
 mod serve;
@@ -66,6 +67,7 @@ enum Command {
     Install(install::InstallArgs),
     Uninstall(install::UninstallArgs),
     Doctor(install::DoctorArgs),
+    Mcp(mcp::McpArgs),
     Policy(policy::PolicyCommandArgs),
 }
 
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
         Command::Install(args) => install::install(&args),
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Doctor(args) => install::doctor(&args),
+        Command::Mcp(args) => mcp::run(&args),
         Command::Policy(args) => policy::run(&args),
     };
     match result {

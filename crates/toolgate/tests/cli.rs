@@ -671,6 +671,12 @@ fn every_corpus_holds_through_toolgate_test() {
         }
     }
     assert!(runs.len() >= 7, "{runs:?}");
+    // Cases without a workspace are decided in the folder `toolgate test` runs in: one of the
+    // test's own, not the repository's (a clone under `/tmp` would make `cd ..` a scratch place).
+    // It holds a secrets file, as a project does (a pathspec pattern that names it reads it).
+    let cwd = env.path("cwd/project");
+    std::fs::create_dir_all(cwd.join("src")).unwrap();
+    std::fs::write(cwd.join("src/.env"), "TOKEN=x\n").unwrap();
     let mut total = 0;
     for (policy, cases) in runs {
         let text = std::fs::read_to_string(&cases)
@@ -688,7 +694,7 @@ fn every_corpus_holds_through_toolgate_test() {
                 "--cases",
                 resolved.to_str().unwrap(),
             ])
-            .current_dir(root())
+            .current_dir(&cwd)
             .env("HOME", env.path("home"))
             .output()
             .unwrap();

@@ -1,0 +1,387 @@
+//! toolgate on the MCP wire: `toolgate mcp -- SERVER ARGS…` stands between an MCP client and
+//! one server over stdio, and judges every `tools/call` with the policy before the server sees
+//! it.
+//!
+//! Frames are relayed as the peers wrote them, byte for byte: initialization and capability
+//! negotiation, notifications, progress, pagination, `_meta`, server-to-client requests and
+//! methods toolgate does not know all pass unchanged. rmcp's typed peers would not do that
+//! (they answer `initialize` themselves, renumber ids, and drop fields their types do not
+//! know), so toolgate reads rmcp's protocol types only where it judges: the parameters of a
+//! `tools/call`, and the result it answers a refused call with. Two frames are changed:
+//!
+//! - a `tools/call` the policy refuses never reaches the server; the client gets a tool result
+//!   with `isError: true` whose text is the reason and the rule (what clients show the model);
+//! - a `tools/list` result leaves out the tools the policy refuses whatever their arguments
+//!   ([`Policy::denies_tool`]), so the model never sees them.
+//!
+//! A call the policy would ask a person about is refused with a reason that says so, until the
+//! gateway can ask (through the client's elicitation, or the daemon's page). Frames that are
+//! not JSON-RPC objects (text that is not JSON, batches, which MCP has not had since
+//! 2025-06-18) are answered with a JSON-RPC error and never relayed: nothing reaches the
+//! server that was not judged.
+
+mod relay;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+use toolgate_policy::{Call, Decision, Policy};
+
+pub use relay::{RelayError, relay_stdio};
+
+/// What the gateway knows of the policy and the server it guards.
+#[derive(Clone)]
+pub struct Options {
+    /// The policy every call is judged by.
+    pub policy: Arc<Policy>,
+    /// The server's name: a call's `context.server`, which rules with `server = "…"` match.
+    pub server: String,
+    /// The workspace root (a call's `context.workspace`).
+    pub workspace: Option<String>,
+}
+
+/// Where a frame goes after the gate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Out {
+    /// To the server, as this text (one line, no newline).
+    ToServer(String),
+    /// To the client, as this text (one line, no newline).
+    ToClient(String),
+}
+
+/// The gate between one client and one server: what each frame becomes. It remembers which
+/// requests of the client's it must see the answer of (`tools/list`), the client's name (the
+/// call's `context.agent`) and the protocol version the server agreed to.
+pub struct Gate {
+    options: Options,
+    /// The ids (as JSON text) of the client's `tools/list` requests not yet answered.
+    listing: HashMap<String, ()>,
+    /// The id of the client's `initialize`, until the server answers it.
+    initializing: Option<String>,
+    /// The client's name from `initialize` (`clientInfo.name`).
+    client: Option<String>,
+    /// The protocol version the server agreed to.
+    protocol: Option<String>,
+}
+
+/// The most `tools/list` requests whose answers the gate waits for at once; past it, a new one
+/// is refused (never relayed unfiltered).
+const MAX_WAITING: usize = 10_000;
+
+/// JSON-RPC's error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+impl Gate {
+    /// A gate with nothing seen yet.
+    pub fn new(options: Options) -> Gate {
+        Gate {
+            options,
+            listing: HashMap::new(),
+            initializing: None,
+            client: None,
+            protocol: None,
+        }
+    }
+
+    /// What a frame from the client becomes.
+    pub fn from_client(&mut self, line: &str) -> Vec<Out> {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            return Vec::new();
+        }
+        let message = match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(message)) => message,
+            Ok(Value::Array(_)) => {
+                return vec![error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "toolgate relays no JSON-RPC batches (MCP has none since 2025-06-18): send \
+                     each message on its own",
+                )];
+            }
+            Ok(_) => {
+                return vec![error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "a JSON-RPC message is an object",
+                )];
+            }
+            Err(e) => {
+                return vec![error(
+                    &Value::Null,
+                    PARSE_ERROR,
+                    &format!("toolgate could not read this message as JSON: {e}"),
+                )];
+            }
+        };
+        let method = message.get("method").and_then(Value::as_str);
+        let id = message.get("id").filter(|id| !id.is_null());
+        match (method, id) {
+            (Some("tools/call"), Some(id)) => self.judge(id, message.get("params"), line),
+            // A call without an id is no request: nothing answers it, and nothing runs.
+            (Some("tools/call"), None) => Vec::new(),
+            (Some("tools/list"), Some(id)) => {
+                if self.listing.len() >= MAX_WAITING {
+                    return vec![error(
+                        id,
+                        INVALID_REQUEST,
+                        "too many tools/list requests are waiting for the server",
+                    )];
+                }
+                self.listing.insert(id.to_string(), ());
+                vec![Out::ToServer(line.to_owned())]
+            }
+            (Some("initialize"), Some(id)) => {
+                self.initializing = Some(id.to_string());
+                self.client = message
+                    .get("params")
+                    .and_then(|p| p.get("clientInfo"))
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                vec![Out::ToServer(line.to_owned())]
+            }
+            _ => vec![Out::ToServer(line.to_owned())],
+        }
+    }
+
+    /// What a frame from the server becomes.
+    pub fn from_server(&mut self, line: &str) -> Vec<Out> {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            return Vec::new();
+        }
+        let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
+            // Not a message the client could read either; said on stderr by the relay.
+            return Vec::new();
+        };
+        let is_answer = message.get("method").is_none();
+        let Some(id) = message
+            .get("id")
+            .filter(|_| is_answer)
+            .map(Value::to_string)
+        else {
+            return vec![Out::ToClient(line.to_owned())];
+        };
+        if self.initializing.as_deref() == Some(id.as_str()) {
+            self.initializing = None;
+            self.protocol = message
+                .get("result")
+                .and_then(|r| r.get("protocolVersion"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        if self.listing.remove(&id).is_none() {
+            return vec![Out::ToClient(line.to_owned())];
+        }
+        let Some(Value::Array(tools)) = message.get_mut("result").and_then(|r| r.get_mut("tools"))
+        else {
+            return vec![Out::ToClient(line.to_owned())];
+        };
+        let before = tools.len();
+        tools.retain(|tool| {
+            let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+            self.options
+                .policy
+                .denies_tool(name, &self.context())
+                .is_none()
+        });
+        if tools.len() == before {
+            return vec![Out::ToClient(line.to_owned())];
+        }
+        vec![Out::ToClient(Value::Object(message).to_string())]
+    }
+
+    /// The context every call of this gateway is judged in.
+    fn context(&self) -> toolgate_policy::Context {
+        toolgate_policy::Context {
+            server: Some(self.options.server.clone()),
+            workspace: self.options.workspace.clone(),
+            agent: self.client.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// A `tools/call` request: relayed when the policy allows it, else answered here.
+    fn judge(&mut self, id: &Value, params: Option<&Value>, line: &str) -> Vec<Out> {
+        let params = match params
+            .cloned()
+            .map(serde_json::from_value::<CallToolRequestParams>)
+        {
+            Some(Ok(params)) => params,
+            Some(Err(e)) => {
+                return vec![error(id, INVALID_PARAMS, &format!("tools/call: {e}"))];
+            }
+            None => return vec![error(id, INVALID_PARAMS, "tools/call has no params")],
+        };
+        let args = params.arguments.clone().unwrap_or_default();
+        let mut call = Call::new(params.name.as_ref()).with_args(Value::Object(args));
+        call.context = self.context();
+        let evaluation = self.options.policy.evaluate(&call);
+        let reason = match evaluation.rule_name() {
+            Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
+            None => format!("toolgate: {}", evaluation.reason),
+        };
+        match evaluation.decision {
+            // Relayed as the client wrote it.
+            Decision::Allow => vec![Out::ToServer(line.to_owned())],
+            Decision::Deny => vec![self.refusal(id, &reason)],
+            Decision::Ask => vec![self.refusal(
+                id,
+                &format!(
+                    "{reason} — toolgate asks a person before this call, and this gateway \
+                     cannot ask yet: allow the call in the policy to let it run"
+                ),
+            )],
+        }
+    }
+
+    /// A refused call's answer: a tool result with `isError` whose text is the reason.
+    fn refusal(&self, id: &Value, reason: &str) -> Out {
+        let mut result = CallToolResult::error(vec![ContentBlock::text(reason)]);
+        // `resultType` exists from the stateless protocol on; older clients never saw it.
+        if self.protocol.as_deref().is_none_or(|v| v < "2026-07-28") {
+            result.result_type = None;
+        }
+        Out::ToClient(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+    }
+}
+
+/// A JSON-RPC error answer to the client.
+fn error(id: &Value, code: i64, message: &str) -> Out {
+    Out::ToClient(
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            .to_string(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use proptest::prelude::*;
+
+    fn gate(rules: &str) -> Gate {
+        let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
+        Gate::new(Options {
+            policy: Arc::new(policy),
+            server: "srv".into(),
+            workspace: Some("/ws".into()),
+        })
+    }
+
+    const RULES: &str = "\n[[rule]]\nname = \"ok\"\ndecision = \"allow\"\n\
+                         tool = \"ok\"\n\n[[rule]]\nname = \"never\"\ndecision = \"deny\"\n\
+                         server = \"srv\"\ntool = \"never\"\n";
+
+    #[test]
+    fn an_allowed_call_is_relayed_as_written_and_a_refused_one_answered() {
+        let mut gate = gate(RULES);
+        let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ok","arguments":{"a":1},"task":{"ttl":5},"_meta":{"k":"v"}}}"#;
+        assert_eq!(gate.from_client(line), [Out::ToServer(line.to_owned())]);
+        let refused = gate.from_client(
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"never"}}"#,
+        );
+        let [Out::ToClient(text)] = refused.as_slice() else {
+            panic!("{refused:?}")
+        };
+        let answer: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(answer["id"], "x");
+        assert_eq!(answer["result"]["isError"], true);
+        assert!(answer["result"].get("resultType").is_none(), "{answer}");
+        assert!(
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("toolgate (never):")
+        );
+    }
+
+    #[test]
+    fn a_tools_list_answer_leaves_out_the_tools_refused_outright() {
+        let mut gate = gate(RULES);
+        gate.from_client(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ok","x-extra":1},{"name":"never"},{"name":"other"}],"nextCursor":"c"}}"#;
+        let outs = gate.from_server(answer);
+        let [Out::ToClient(text)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"ok","x-extra":1},{"name":"other"}],"nextCursor":"c"}}"#
+        );
+        // Another answer with the same id is not a listing any more: relayed as written.
+        assert_eq!(gate.from_server(answer), [Out::ToClient(answer.to_owned())]);
+    }
+
+    fn frame() -> impl Strategy<Value = String> {
+        let id = prop_oneof![
+            Just(json!(1)),
+            Just(json!("a")),
+            Just(Value::Null),
+            any::<i64>().prop_map(|n| json!(n)),
+        ];
+        let method = prop::sample::select(vec![
+            "tools/call",
+            "tools/list",
+            "initialize",
+            "ping",
+            "resources/read",
+            "notifications/cancelled",
+        ]);
+        let name = prop::sample::select(vec!["ok", "never", "other", ""]);
+        let arguments = prop_oneof![
+            Just(json!({})),
+            Just(json!([])),
+            Just(json!("x")),
+            Just(json!({"path": "/etc/passwd"})),
+        ];
+        let message = (id, method, name, arguments, any::<bool>(), any::<bool>()).prop_map(
+            |(id, method, name, arguments, with_id, with_params)| {
+                let mut m = json!({"jsonrpc": "2.0", "method": method});
+                if with_id {
+                    m["id"] = id;
+                }
+                if with_params {
+                    m["params"] = json!({"name": name, "arguments": arguments});
+                }
+                m.to_string()
+            },
+        );
+        prop_oneof![
+            message,
+            ".{0,40}",
+            Just("[]".to_owned()),
+            Just("{}".to_owned())
+        ]
+    }
+
+    proptest! {
+        /// Whatever either side sends: no panic, and nothing reaches the server as a tool call
+        /// that the policy did not allow.
+        #[test]
+        fn nothing_reaches_the_server_unjudged(
+            frames in prop::collection::vec((frame(), any::<bool>()), 0..20),
+        ) {
+            let mut gate = gate(RULES);
+            for (frame, from_client) in frames {
+                let outs = if from_client {
+                    gate.from_client(&frame)
+                } else {
+                    gate.from_server(&frame)
+                };
+                for out in outs {
+                    let Out::ToServer(text) = out else { continue };
+                    let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                    if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+                        prop_assert_eq!(&message["params"]["name"], "ok", "{}", text);
+                    }
+                }
+            }
+        }
+    }
+}

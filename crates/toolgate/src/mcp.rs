@@ -1,0 +1,128 @@
+//! `toolgate mcp -- SERVER ARGS…`: the MCP gateway in front of one server over stdio (see the
+//! `toolgate-mcp` crate and docs/mcp.md).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use toolgate_policy::LoadOptions;
+
+use crate::Failure;
+use crate::args::PolicyArgs;
+
+/// Runs an MCP server behind toolgate: a client talks to toolgate over stdio, and every tool
+/// call is judged by the policy before the server sees it.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The workspace root the server's paths are confined to (default: the current folder);
+    /// the project's policy is found from it.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The server's name, which rules with `server = "…"` match (default: the package an
+    /// `npx`/`uvx` line runs, else the program's name).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// The server's command line, after `--`.
+    #[arg(last = true, required = true, value_name = "SERVER")]
+    command: Vec<OsString>,
+}
+
+/// The name a server is known by when none is given: the package `npx -y @scope/pkg@1.2`,
+/// `uvx pkg` or `pipx run pkg` runs (`pkg`), else the program's file name.
+fn server_name(command: &[OsString]) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|w| w.to_string_lossy().into_owned())
+        .collect();
+    let program = words
+        .first()
+        .map(|p| {
+            Path::new(p)
+                .file_name()
+                .map_or_else(|| p.clone(), |f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let runner = matches!(program.as_str(), "npx" | "uvx" | "bunx" | "pnpx" | "pipx");
+    let package = runner.then(|| {
+        words
+            .iter()
+            .skip(1)
+            .find(|w| !w.starts_with('-') && w.as_str() != "run")
+    });
+    match package.flatten() {
+        Some(package) => {
+            let bare = package.rsplit('/').next().unwrap_or(package);
+            // `pkg@1.2` (npm), `pkg==1.2` (PyPI).
+            let bare = bare.split("==").next().unwrap_or(bare);
+            let bare = match bare.rfind('@') {
+                Some(at) if at > 0 => bare.get(..at).unwrap_or(bare),
+                _ => bare,
+            };
+            bare.to_owned()
+        }
+        None => program,
+    }
+}
+
+pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+    };
+    let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+    let files = args.policy.files_from(&workspace);
+    let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(Failure::Message(
+            "error: name the server's command after `--`".into(),
+        ));
+    };
+    let options = toolgate_mcp::Options {
+        policy: Arc::new(policy),
+        server: args
+            .name
+            .clone()
+            .unwrap_or_else(|| server_name(&args.command)),
+        workspace: Some(workspace.display().to_string()),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    let code = runtime
+        .block_on(toolgate_mcp::relay_stdio(
+            options,
+            program.clone(),
+            rest.to_vec(),
+        ))
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    Ok(u8::try_from(code).unwrap_or(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_name;
+
+    #[test]
+    fn a_server_is_named_by_the_package_it_runs() {
+        for (line, name) in [
+            (
+                "npx -y @modelcontextprotocol/server-filesystem /tmp",
+                "server-filesystem",
+            ),
+            ("npx @scope/pkg@1.2.3", "pkg"),
+            ("uvx mcp-server-git --repository .", "mcp-server-git"),
+            ("uvx mcp-server-fetch==2026.10.24", "mcp-server-fetch"),
+            ("pipx run mcp-server-time", "mcp-server-time"),
+            ("/usr/local/bin/my-server --flag", "my-server"),
+            ("node build/index.js", "node"),
+        ] {
+            let words: Vec<std::ffi::OsString> = line.split(' ').map(Into::into).collect();
+            assert_eq!(server_name(&words), name, "{line}");
+        }
+    }
+}
