@@ -196,8 +196,9 @@ impl Gate {
         vec![Out::ToClient(Value::Object(message).to_string())]
     }
 
-    /// The context every call of this gateway is judged in.
-    fn context(&self) -> toolgate_policy::Context {
+    /// The context the gateway judges calls in now: the server's name, the workspace, and the
+    /// client's name once it said it.
+    pub fn context(&self) -> toolgate_policy::Context {
         toolgate_policy::Context {
             server: Some(self.options.server.clone()),
             workspace: self.options.workspace.clone(),
