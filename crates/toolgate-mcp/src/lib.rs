@@ -74,6 +74,9 @@ const MAX_WAITING: usize = 10_000;
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
+/// The error a refused request that has no tool result is answered with (JSON-RPC's range for
+/// a server's own errors).
+const REFUSED: i64 = -32001;
 
 impl Gate {
     /// A gate with nothing seen yet.
@@ -124,6 +127,7 @@ impl Gate {
             (Some("tools/call"), Some(id)) => self.judge(id, message.get("params"), line),
             // A call without an id is no request: nothing answers it, and nothing runs.
             (Some("tools/call"), None) => Vec::new(),
+            (Some("resources/read"), Some(id)) => self.judge_resource(id, &message, line),
             (Some("tools/list"), Some(id)) => {
                 if self.listing.len() >= MAX_WAITING {
                     return vec![error(
@@ -241,6 +245,52 @@ impl Gate {
         }
     }
 
+    /// A `resources/read` request: a `file://` URI is a read of the file it names, judged as
+    /// one (the built-in profile `resources/read`); other URIs name the server's own resources
+    /// and are relayed. A refusal is a JSON-RPC error (a resource has no `isError` result).
+    fn judge_resource(
+        &mut self,
+        id: &Value,
+        message: &serde_json::Map<String, Value>,
+        line: &str,
+    ) -> Vec<Out> {
+        let uri = message
+            .get("params")
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str);
+        let Some(uri) = uri else {
+            return vec![error(id, INVALID_PARAMS, "resources/read has no `uri`")];
+        };
+        if !uri
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("file://"))
+        {
+            return vec![Out::ToServer(line.to_owned())];
+        }
+        let path = url::Url::parse(uri)
+            .ok()
+            .and_then(|u| u.to_file_path().ok())
+            .and_then(|p| p.to_str().map(str::to_owned));
+        let Some(path) = path else {
+            return vec![error(
+                id,
+                REFUSED,
+                &format!("toolgate: `{uri}` names no file it can judge"),
+            )];
+        };
+        let mut call = Call::new("resources/read").with_args(json!({ "path": path }));
+        call.context = self.context();
+        let evaluation = self.options.policy.evaluate(&call);
+        if evaluation.decision == Decision::Allow {
+            return vec![Out::ToServer(line.to_owned())];
+        }
+        let reason = match evaluation.rule_name() {
+            Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
+            None => format!("toolgate: {}", evaluation.reason),
+        };
+        vec![error(id, REFUSED, &reason)]
+    }
+
     /// A refused call's answer: a tool result with `isError` whose text is the reason.
     fn refusal(&self, id: &Value, reason: &str) -> Out {
         let mut result = CallToolResult::error(vec![ContentBlock::text(reason)]);
@@ -317,6 +367,43 @@ mod tests {
         );
         // Another answer with the same id is not a listing any more: relayed as written.
         assert_eq!(gate.from_server(answer), [Out::ToClient(answer.to_owned())]);
+    }
+
+    #[test]
+    fn a_file_resource_is_judged_as_a_read_of_its_file() {
+        let mut gate =
+            gate("\n[[rule]]\nname = \"no-env\"\ndecision = \"deny\"\npath = \"**/.env\"\n");
+        let read = |uri: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
+            )
+        };
+        let allowed = read("file:///ws/src/main.rs");
+        assert_eq!(gate.from_client(&allowed), [Out::ToServer(allowed.clone())]);
+        let own = read("test://static/resource/1");
+        assert_eq!(gate.from_client(&own), [Out::ToServer(own.clone())]);
+        for uri in [
+            "file:///ws/.env",
+            "FILE:///ws/config/.env",
+            "file:///ws/%2Eenv",
+        ] {
+            let outs = gate.from_client(&read(uri));
+            let [Out::ToClient(text)] = outs.as_slice() else {
+                panic!("{uri}: {outs:?}")
+            };
+            let answer: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(answer["error"]["code"], REFUSED, "{uri}");
+            assert!(
+                answer["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("toolgate (no-env):"),
+                "{uri}: {answer}"
+            );
+        }
+        // Outside the workspace: refused by the workspace's guard.
+        let outs = gate.from_client(&read("file:///etc/passwd"));
+        assert!(matches!(outs.as_slice(), [Out::ToClient(_)]), "{outs:?}");
     }
 
     fn frame() -> impl Strategy<Value = String> {

@@ -469,6 +469,14 @@ const BUILTIN: &[Builtin] = &[
         paths: &["/path"],
         ..NONE
     },
+    // An MCP client reading a server's `file://` resource (MCP `resources/read`): the gateway
+    // judges it as a read of the file the URI names (`toolgate-mcp`).
+    Builtin {
+        family: "MCP resources",
+        names: &["resources/read"],
+        paths: &["/path"],
+        ..NONE
+    },
     Builtin {
         family: "ACP client",
         names: &["fs/write_text_file"],

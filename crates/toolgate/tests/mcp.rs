@@ -346,4 +346,13 @@ fn everything_else_passes_through_as_the_peers_wrote_it() {
         gate.request(10, "ping", json!({})),
         alone.request(10, "ping", json!({}))
     );
+    // The server's own resources (not `file://`) are its business: relayed, answered alike.
+    let listed = alone.request(11, "resources/list", json!({}));
+    assert_eq!(gate.request(11, "resources/list", json!({})), listed);
+    let uri = listed["result"]["resources"][0]["uri"].as_str().unwrap();
+    assert!(!uri.starts_with("file:"), "{uri}");
+    assert_eq!(
+        gate.request(12, "resources/read", json!({"uri": uri})),
+        alone.request(12, "resources/read", json!({"uri": uri}))
+    );
 }
