@@ -14,20 +14,26 @@
 //! - a `tools/list` result leaves out the tools the policy refuses whatever their arguments
 //!   ([`Policy::denies_tool`]), so the model never sees them.
 //!
-//! A call the policy would ask a person about is refused with a reason that says so, until the
-//! gateway can ask (through the client's elicitation, or the daemon's page). Frames that are
+//! A call the policy would ask a person about is asked through the client when it offers MCP
+//! elicitation (see the `ask` module): the call is held, the person's answer decides, and an
+//! "always" answer is remembered for the session. A client that offers no way to ask gets a
+//! refusal whose reason says so. Frames that are
 //! not JSON-RPC objects (text that is not JSON, batches, which MCP has not had since
 //! 2025-06-18) are answered with a JSON-RPC error and never relayed: nothing reaches the
 //! server that was not judged.
 
+mod ask;
 mod relay;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use toolgate_policy::{Call, Decision, Policy};
+use toolgate_runtime::grants::{Effect, GrantContext};
 
 pub use relay::{RelayError, relay_stdio};
 
@@ -64,6 +70,14 @@ pub struct Gate {
     client: Option<String>,
     /// The protocol version the server agreed to.
     protocol: Option<String>,
+    /// Whether the client declared it can ask its person (`capabilities.elicitation`).
+    can_ask: bool,
+    /// Calls held while their question is out, by the question's id (as JSON text).
+    held: HashMap<String, ask::Held>,
+    /// The number of the next question (its id is `toolgate-ask-N`).
+    next_question: u64,
+    /// The answers "always" of this session.
+    grants: ask::SessionGrants,
 }
 
 /// The most `tools/list` requests whose answers the gate waits for at once; past it, a new one
@@ -87,6 +101,10 @@ impl Gate {
             initializing: None,
             client: None,
             protocol: None,
+            can_ask: false,
+            held: HashMap::new(),
+            next_question: 0,
+            grants: ask::SessionGrants::default(),
         }
     }
 
@@ -123,6 +141,26 @@ impl Gate {
         };
         let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").filter(|id| !id.is_null());
+        // The person's answer to a question of toolgate's: the held call is decided, and the
+        // answer goes no further.
+        if method.is_none()
+            && let Some(held) = id.and_then(|id| self.held.remove(&id.to_string()))
+        {
+            return self.resolve(held, &message);
+        }
+        // The client cancelled a call held for its question: the question is withdrawn, and
+        // the server, which never saw the call, hears nothing.
+        if method == Some("notifications/cancelled")
+            && let Some(call) = message.get("params").and_then(|p| p.get("requestId"))
+            && let Some(question) = self
+                .held
+                .iter()
+                .find(|(_, held)| &held.call_id == call)
+                .map(|(question, _)| question.clone())
+        {
+            self.held.remove(&question);
+            return vec![withdrawal(&question, "the call was cancelled")];
+        }
         match (method, id) {
             (Some("tools/call"), Some(id)) => self.judge(id, message.get("params"), line),
             // A call without an id is no request: nothing answers it, and nothing runs.
@@ -141,6 +179,11 @@ impl Gate {
             }
             (Some("initialize"), Some(id)) => {
                 self.initializing = Some(id.to_string());
+                self.can_ask = message
+                    .get("params")
+                    .and_then(|p| p.get("capabilities"))
+                    .and_then(|c| c.get("elicitation"))
+                    .is_some_and(Value::is_object);
                 self.client = message
                     .get("params")
                     .and_then(|p| p.get("clientInfo"))
@@ -235,14 +278,123 @@ impl Gate {
             // Relayed as the client wrote it.
             Decision::Allow => vec![Out::ToServer(line.to_owned())],
             Decision::Deny => vec![self.refusal(id, &reason)],
-            Decision::Ask => vec![self.refusal(
+            Decision::Ask => self.ask(id, line, params.name.as_ref(), evaluation, reason),
+        }
+    }
+
+    /// Where "always" answers apply: this gateway's session, in its workspace.
+    fn grant_context(&self) -> GrantContext {
+        GrantContext {
+            session: "mcp".into(),
+            branch: "main".into(),
+            turn: 0,
+            workspace: self.options.workspace.as_ref().map(PathBuf::from),
+        }
+    }
+
+    /// A call the policy asks about: decided by an "always" answer of the session, else asked
+    /// through the client, else refused saying why.
+    fn ask(
+        &mut self,
+        id: &Value,
+        line: &str,
+        tool: &str,
+        evaluation: toolgate_policy::Evaluation,
+        reason: String,
+    ) -> Vec<Out> {
+        match self
+            .grants
+            .decide(tool, &evaluation.subjects, &self.grant_context())
+        {
+            Some(Effect::Allow) => return vec![Out::ToServer(line.to_owned())],
+            Some(Effect::Deny) => {
+                return vec![self.refusal(
+                    id,
+                    &format!("{reason} — refused: the person answered \"deny for this session\""),
+                )];
+            }
+            None => {}
+        }
+        // The stateless protocol (2026-07-28) has no requests from server to client.
+        let stateless = self.protocol.as_deref().is_some_and(|v| v >= "2026-07-28");
+        let Some(details) = evaluation
+            .ask
+            .clone()
+            .filter(|_| self.can_ask && !stateless)
+        else {
+            return vec![self.refusal(
                 id,
                 &format!(
-                    "{reason} — toolgate asks a person before this call, and this gateway \
-                     cannot ask yet: allow the call in the policy to let it run"
+                    "{reason} — toolgate asks a person before this call, and this client offers \
+                     no way to ask (MCP elicitation): allow the call in the policy, or use a \
+                     client that supports elicitation"
                 ),
-            )],
+            )];
+        };
+        if self.held.len() >= MAX_WAITING {
+            return vec![self.refusal(id, &format!("{reason} — too many questions are waiting"))];
         }
+        let question_id = format!("toolgate-ask-{}", self.next_question);
+        self.next_question += 1;
+        let held = ask::Held {
+            call_id: id.clone(),
+            line: line.to_owned(),
+            tool: tool.to_owned(),
+            offered: ask::offered(&details, &evaluation.subjects),
+            subjects: evaluation.subjects,
+            deadline: Instant::now() + details.timeout,
+            details,
+            reason,
+        };
+        let question = ask::question(&question_id, &self.options.server, &held);
+        self.held.insert(json!(question_id).to_string(), held);
+        vec![Out::ToClient(question.to_string())]
+    }
+
+    /// The person's answer to a held call's question.
+    fn resolve(&mut self, held: ask::Held, message: &serde_json::Map<String, Value>) -> Vec<Out> {
+        match ask::answer(message, &held.offered) {
+            Ok(choice) => {
+                if choice.is_always() {
+                    let by = self.client.clone().unwrap_or_else(|| "mcp client".into());
+                    self.grants
+                        .remember(&held, choice, &self.grant_context(), &by);
+                }
+                if choice.allows() {
+                    vec![Out::ToServer(held.line)]
+                } else {
+                    vec![self.refusal(
+                        &held.call_id,
+                        &format!("{} — refused by the person asked", held.reason),
+                    )]
+                }
+            }
+            Err(why) => vec![self.refusal(&held.call_id, &format!("{} — {why}", held.reason))],
+        }
+    }
+
+    /// The held calls whose question was not answered by `now`: refused, their questions
+    /// withdrawn.
+    pub fn expire(&mut self, now: Instant) -> Vec<Out> {
+        let expired: Vec<String> = self
+            .held
+            .iter()
+            .filter(|(_, held)| held.deadline <= now)
+            .map(|(question, _)| question.clone())
+            .collect();
+        let mut outs = Vec::new();
+        for question in expired {
+            let Some(held) = self.held.remove(&question) else {
+                continue;
+            };
+            let why = format!(
+                "nobody answered within {} s",
+                held.details.timeout.as_secs()
+            );
+            outs.push(withdrawal(&question, &why));
+            outs.push(self.refusal(&held.call_id, &format!("{} — {why}", held.reason)));
+        }
+        outs
     }
 
     /// A `resources/read` request: a `file://` URI is a read of the file it names, judged as
@@ -300,6 +452,16 @@ impl Gate {
         }
         Out::ToClient(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
     }
+}
+
+/// The notice that withdraws a question of toolgate's (`question` is its id as JSON text).
+fn withdrawal(question: &str, reason: &str) -> Out {
+    let id: Value = serde_json::from_str(question).unwrap_or(Value::Null);
+    Out::ToClient(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+               "params": {"requestId": id, "reason": reason}})
+        .to_string(),
+    )
 }
 
 /// A JSON-RPC error answer to the client.
@@ -404,6 +566,152 @@ mod tests {
         // Outside the workspace: refused by the workspace's guard.
         let outs = gate.from_client(&read("file:///etc/passwd"));
         assert!(matches!(outs.as_slice(), [Out::ToClient(_)]), "{outs:?}");
+    }
+
+    const ASKING: &str = "\n[[rule]]\nname = \"risky\"\ndecision = \"ask\"\n\
+                          reason = \"risky business\"\ntool = \"risky\"\n";
+
+    fn initialize(gate: &mut Gate, elicitation: bool) {
+        let capabilities = if elicitation {
+            json!({"elicitation": {}})
+        } else {
+            json!({})
+        };
+        gate.from_client(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                               "clientInfo": {"name": "client", "version": "1"}}})
+            .to_string(),
+        );
+        gate.from_server(
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}"#,
+        );
+    }
+
+    fn risky(id: u64) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "risky", "arguments": {"n": id}}})
+        .to_string()
+    }
+
+    /// The question a frame list holds, and its id.
+    fn question(outs: &[Out]) -> (Value, Value) {
+        let [Out::ToClient(text)] = outs else {
+            panic!("{outs:?}")
+        };
+        let question: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        (question["id"].clone(), question)
+    }
+
+    fn answer(id: &Value, action: &str, decision: Option<&str>) -> String {
+        let mut result = json!({"action": action});
+        if let Some(decision) = decision {
+            result["content"] = json!({"decision": decision});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+    }
+
+    fn refused(outs: &[Out]) -> String {
+        let refusal = outs
+            .iter()
+            .find_map(|o| match o {
+                Out::ToClient(text) if text.contains("isError") => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no refusal in {outs:?}"));
+        let refusal: Value = serde_json::from_str(&refusal).unwrap();
+        refusal["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn an_ask_is_put_to_the_person_through_the_client() {
+        let mut gate = gate(ASKING);
+        initialize(&mut gate, true);
+        // Allow once: the held call is relayed as written; the next one asks again.
+        let (id, asked) = question(&gate.from_client(&risky(1)));
+        let text = asked["params"]["message"].as_str().unwrap();
+        assert!(text.contains("`risky` on the `srv` server"), "{text}");
+        assert!(text.contains("risky business"), "{text}");
+        assert_eq!(
+            asked["params"]["requestedSchema"]["properties"]["decision"]["enum"],
+            json!(["allow-once", "allow-always", "reject-once", "reject-always"])
+        );
+        assert_eq!(
+            gate.from_client(&answer(&id, "accept", Some("allow-once"))),
+            [Out::ToServer(risky(1))]
+        );
+        // Declined, cancelled, or an answer not offered: refused.
+        for (action, decision, why) in [
+            ("decline", None, "the person declined"),
+            ("cancel", None, "the question was cancelled"),
+            ("accept", Some("maybe"), "none of the ones offered"),
+            ("accept", Some("reject-once"), "refused by the person asked"),
+        ] {
+            let (id, _) = question(&gate.from_client(&risky(2)));
+            let reason = refused(&gate.from_client(&answer(&id, action, decision)));
+            assert!(reason.contains(why), "{action}: {reason}");
+            assert!(
+                reason.starts_with("toolgate (risky): risky business"),
+                "{reason}"
+            );
+        }
+        // Allow always: this call and the next run without asking.
+        let (id, _) = question(&gate.from_client(&risky(3)));
+        assert_eq!(
+            gate.from_client(&answer(&id, "accept", Some("allow-always"))),
+            [Out::ToServer(risky(3))]
+        );
+        assert_eq!(gate.from_client(&risky(4)), [Out::ToServer(risky(4))]);
+    }
+
+    #[test]
+    fn deny_always_refuses_the_next_call_without_asking() {
+        let mut gate = gate(ASKING);
+        initialize(&mut gate, true);
+        let (id, _) = question(&gate.from_client(&risky(1)));
+        let reason = refused(&gate.from_client(&answer(&id, "accept", Some("reject-always"))));
+        assert!(reason.contains("refused by the person asked"), "{reason}");
+        let reason = refused(&gate.from_client(&risky(2)));
+        assert!(reason.contains("deny for this session"), "{reason}");
+    }
+
+    #[test]
+    fn an_unanswered_question_is_withdrawn_and_its_call_refused() {
+        let mut gate = gate(ASKING);
+        initialize(&mut gate, true);
+        let (id, _) = question(&gate.from_client(&risky(1)));
+        assert!(gate.expire(Instant::now()).is_empty());
+        let outs = gate.expire(Instant::now() + std::time::Duration::from_secs(3600));
+        assert!(
+            refused(&outs).contains("nobody answered within"),
+            "{outs:?}"
+        );
+        assert!(
+            outs.iter().any(|o| matches!(o, Out::ToClient(t)
+                if t.contains("notifications/cancelled") && t.contains(id.as_str().unwrap()))),
+            "{outs:?}"
+        );
+        // The client cancelling a held call withdraws its question and tells the server nothing.
+        let (id, _) = question(&gate.from_client(&risky(2)));
+        let outs = gate.from_client(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}"#,
+        );
+        let [Out::ToClient(text)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert!(text.contains(id.as_str().unwrap()), "{text}");
+    }
+
+    #[test]
+    fn a_client_that_cannot_ask_gets_a_refusal_that_says_so() {
+        let mut gate = gate(ASKING);
+        initialize(&mut gate, false);
+        let reason = refused(&gate.from_client(&risky(1)));
+        assert!(reason.contains("offers no way to ask"), "{reason}");
     }
 
     fn frame() -> impl Strategy<Value = String> {

@@ -72,6 +72,7 @@ pub async fn relay_stdio(
     let server_writer = tokio::spawn(write_lines(server_in, server_queue));
 
     // The client's side: judged, then to the server (or answered here).
+    let to_client_for_expiry = to_client.clone();
     let mut from_client = {
         let gate = Arc::clone(&gate);
         let to_client = to_client.clone();
@@ -138,6 +139,26 @@ pub async fn relay_stdio(
         })
     };
 
+    // Questions nobody answers in time: their calls refused, the questions withdrawn.
+    let expiry = {
+        let gate = Arc::clone(&gate);
+        let to_client = to_client_for_expiry;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                tick.tick().await;
+                let outs = lock(&gate).expire(std::time::Instant::now());
+                for out in outs {
+                    if let Out::ToClient(text) = out
+                        && to_client.send(text).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            }
+        })
+    };
+
     let status = tokio::select! {
         // The server ended (or closed its output): deliver what it said.
         _ = &mut from_server => {
@@ -156,6 +177,7 @@ pub async fn relay_stdio(
             }
         }
     };
+    expiry.abort();
     // Whatever is queued for the client is written before the relay ends.
     let _ = tokio::time::timeout(GRACE, client_writer).await;
     Ok(status.code().unwrap_or(1))

@@ -319,11 +319,11 @@ fn everything_else_passes_through_as_the_peers_wrote_it() {
     let unknown = gate.request(2, "frobnicate/now", json!({}));
     assert_eq!(unknown, alone.request(2, "frobnicate/now", json!({})));
     assert!(unknown["error"]["code"].is_i64(), "{unknown}");
-    // The default policy knows nothing of `echo`: approve-reads asks, and the gateway cannot
-    // ask yet, so it refuses saying so.
+    // The default policy knows nothing of `echo`: approve-reads asks, and this client offers
+    // no elicitation, so the gateway refuses saying so.
     let echo = gate.call(3, "echo", json!({"message": "hi"}));
     assert_eq!(echo["result"]["isError"], true, "{echo}");
-    assert!(text_of(&echo).contains("cannot ask yet"), "{echo}");
+    assert!(text_of(&echo).contains("offers no way to ask"), "{echo}");
     drop(gate);
     // With a rule allowing it: the server's exact answer.
     let rules = "[[rule]]\nname = \"echo\"\ndecision = \"allow\"\nserver = \"everything\"\n\
@@ -355,4 +355,66 @@ fn everything_else_passes_through_as_the_peers_wrote_it() {
         gate.request(12, "resources/read", json!({"uri": uri})),
         alone.request(12, "resources/read", json!({"uri": uri}))
     );
+}
+
+/// A call the policy asks about is put to the client's person (MCP elicitation): accepted, it
+/// runs on the real server; declined, it is refused and never reaches it; "always", the next
+/// such call runs without asking.
+#[test]
+fn an_ask_is_answered_through_the_clients_elicitation() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    let ws_text = ws.display().to_string();
+    let rules = "[[rule]]\nname = \"docs\"\ndecision = \"ask\"\nreason = \"the docs are reviewed\"\n\
+                 server = \"fs\"\ntool = \"write_file\"\npath = \"docs/**\"\n";
+    let mut gate = gateway(&ws, rules, "fs", &program, &[&ws_text]);
+    gate.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+               "clientInfo": {"name": "toolgate-test", "version": "1"}}),
+    );
+    gate.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let write = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "write_file",
+                          "arguments": {"path": format!("{ws_text}/docs/{name}"), "content": name}}})
+    };
+    // The question, then the person's answer.
+    let ask_and_answer = |gate: &mut Session, id: u64, name: &str, action: &str, decision: &str| {
+        gate.send(&write(id, name));
+        let question: Value = serde_json::from_str(&gate.next()).unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let message = question["params"]["message"].as_str().unwrap();
+        assert!(message.contains("the docs are reviewed"), "{message}");
+        gate.send(&json!({"jsonrpc": "2.0", "id": question["id"],
+                          "result": {"action": action, "content": {"decision": decision}}}));
+        gate.answer(&json!(id))
+    };
+    let declined = ask_and_answer(&mut gate, 1, "a.md", "decline", "");
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert!(
+        text_of(&declined).contains("the person declined"),
+        "{declined}"
+    );
+    assert!(!ws.join("docs/a.md").exists());
+    let once = ask_and_answer(&mut gate, 2, "b.md", "accept", "allow-once");
+    assert_ne!(once["result"]["isError"], true, "{once}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/b.md")).unwrap(),
+        "b.md"
+    );
+    let always = ask_and_answer(&mut gate, 3, "c.md", "accept", "allow-always");
+    assert_ne!(always["result"]["isError"], true, "{always}");
+    // "Always" covered that path: the same write again runs without a question.
+    gate.send(&write(4, "c.md"));
+    let again = gate.answer(&json!(4));
+    assert_ne!(again["result"]["isError"], true, "{again}");
+    // Another path asks again.
+    gate.send(&write(5, "d.md"));
+    let question: Value = serde_json::from_str(&gate.next()).unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
 }
