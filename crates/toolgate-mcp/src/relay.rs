@@ -68,7 +68,7 @@ pub async fn relay_stdio(
     let gate = Arc::new(Mutex::new(Gate::new(options)));
     let (to_client, client_queue) = mpsc::channel::<String>(256);
     let (to_server, server_queue) = mpsc::channel::<String>(256);
-    let client_writer = tokio::spawn(write_lines(tokio::io::stdout(), client_queue));
+    let client_writer = tokio::spawn(write_lines(client_output(), client_queue));
     let server_writer = tokio::spawn(write_lines(server_in, server_queue));
 
     // The client's side: judged, then to the server (or answered here).
@@ -77,10 +77,8 @@ pub async fn relay_stdio(
         let gate = Arc::clone(&gate);
         let to_client = to_client.clone();
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(
-                tokio::io::stdin(),
-                LinesCodec::new_with_max_length(MAX_LINE),
-            );
+            let mut lines =
+                FramedRead::new(client_input(), LinesCodec::new_with_max_length(MAX_LINE));
             while let Some(line) = lines.next().await {
                 let outs = match line {
                     Ok(line) => lock(&gate).from_client(&line),
@@ -181,6 +179,36 @@ pub async fn relay_stdio(
     // Whatever is queued for the client is written before the relay ends.
     let _ = tokio::time::timeout(GRACE, client_writer).await;
     Ok(status.code().unwrap_or(1))
+}
+
+/// This process's stdin. A pipe (as MCP clients give) is read without blocking, in the
+/// runtime itself; anything else through tokio's blocking stdin, which hands each read to a
+/// thread of its own.
+fn client_input() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned()
+            && let Ok(pipe) = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(fd))
+        {
+            return Box::new(pipe);
+        }
+    }
+    Box::new(tokio::io::stdin())
+}
+
+/// This process's stdout, as [`client_input`] reads stdin.
+fn client_output() -> Box<dyn AsyncWrite + Unpin + Send> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned()
+            && let Ok(pipe) = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(fd))
+        {
+            return Box::new(pipe);
+        }
+    }
+    Box::new(tokio::io::stdout())
 }
 
 fn lock(gate: &Mutex<Gate>) -> std::sync::MutexGuard<'_, Gate> {
