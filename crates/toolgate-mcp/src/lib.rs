@@ -25,7 +25,7 @@
 mod ask;
 mod relay;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,7 +63,7 @@ pub enum Out {
 pub struct Gate {
     options: Options,
     /// The ids (as JSON text) of the client's `tools/list` requests not yet answered.
-    listing: HashMap<String, ()>,
+    listing: HashSet<String>,
     /// The id of the client's `initialize`, until the server answers it.
     initializing: Option<String>,
     /// The client's name from `initialize` (`clientInfo.name`).
@@ -97,7 +97,7 @@ impl Gate {
     pub fn new(options: Options) -> Gate {
         Gate {
             options,
-            listing: HashMap::new(),
+            listing: HashSet::new(),
             initializing: None,
             client: None,
             protocol: None,
@@ -174,7 +174,7 @@ impl Gate {
                         "too many tools/list requests are waiting for the server",
                     )];
                 }
-                self.listing.insert(id.to_string(), ());
+                self.listing.insert(id.to_string());
                 vec![Out::ToServer(line.to_owned())]
             }
             (Some("initialize"), Some(id)) => {
@@ -233,7 +233,7 @@ impl Gate {
                 .and_then(Value::as_str)
                 .map(str::to_owned);
         }
-        if self.listing.remove(&id).is_none() {
+        if !self.listing.remove(&id) {
             return vec![Out::ToClient(line.to_owned())];
         }
         let Some(Value::Array(tools)) = message.get_mut("result").and_then(|r| r.get_mut("tools"))
@@ -281,10 +281,7 @@ impl Gate {
         let mut call = Call::new(params.name.as_ref()).with_args(Value::Object(args));
         call.context = self.context();
         let evaluation = self.options.policy.evaluate(&call);
-        let reason = match evaluation.rule_name() {
-            Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
-            None => format!("toolgate: {}", evaluation.reason),
-        };
+        let reason = stated(&evaluation);
         match evaluation.decision {
             // Relayed as the client wrote it.
             Decision::Allow => vec![Out::ToServer(line.to_owned())],
@@ -447,11 +444,7 @@ impl Gate {
         if evaluation.decision == Decision::Allow {
             return vec![Out::ToServer(line.to_owned())];
         }
-        let reason = match evaluation.rule_name() {
-            Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
-            None => format!("toolgate: {}", evaluation.reason),
-        };
-        vec![error(id, REFUSED, &reason)]
+        vec![error(id, REFUSED, &stated(&evaluation))]
     }
 
     /// A refused call's answer: a tool result with `isError` whose text is the reason.
@@ -462,6 +455,14 @@ impl Gate {
             result.result_type = None;
         }
         Out::ToClient(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+    }
+}
+
+/// An evaluation's reason as the client shows it: `toolgate (RULE): REASON`.
+fn stated(evaluation: &toolgate_policy::Evaluation) -> String {
+    match evaluation.rule_name() {
+        Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
+        None => format!("toolgate: {}", evaluation.reason),
     }
 }
 

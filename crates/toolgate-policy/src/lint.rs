@@ -152,28 +152,29 @@ impl Policy {
             }
         }
         for rule in self.rules() {
-            if let Some(why) = never_matches(rule) {
+            let found = never_matches(rule)
+                .map(|why| {
+                    (
+                        why,
+                        "remove the `access` condition, or the resource condition it contradicts",
+                    )
+                })
+                .or_else(|| {
+                    self.never_matches_its_tools(rule).map(|why| {
+                        (
+                            why,
+                            "name the tools that touch what the rule is about, or drop the \
+                             condition they cannot meet",
+                        )
+                    })
+                });
+            if let Some((why, hint)) = found {
                 out.push(finding(
                     rule,
                     Severity::Warning,
                     "never-matches",
                     format!("rule `{}` can never match: {why}", rule.info.name),
-                    Some(
-                        "remove the `access` condition, or the resource condition it contradicts"
-                            .into(),
-                    ),
-                ));
-            } else if let Some(why) = self.never_matches_its_tools(rule) {
-                out.push(finding(
-                    rule,
-                    Severity::Warning,
-                    "never-matches",
-                    format!("rule `{}` can never match: {why}", rule.info.name),
-                    Some(
-                        "name the tools that touch what the rule is about, or drop the \
-                         condition they cannot meet"
-                            .into(),
-                    ),
+                    Some(hint.into()),
                 ));
             }
         }
@@ -306,13 +307,7 @@ impl Policy {
         let tools = crate::matcher::describe_list(names.iter().map(String::as_str));
         if let Some(resource) = &rule.when.resource {
             let reaches = |p: &&crate::profile::Profile| match resource {
-                Resource::Path(_) => {
-                    !(p.paths.is_empty()
-                        && p.patterns.is_empty()
-                        && p.searched.is_empty()
-                        && p.patches.is_empty()
-                        && p.cwd.is_empty())
-                }
+                Resource::Path(_) => p.names_paths(),
                 Resource::Url(_) => !p.urls.is_empty(),
                 Resource::Command(_) => false,
             };
@@ -325,15 +320,8 @@ impl Policy {
             }
         }
         if let Some(access) = &rule.when.access {
-            let touches_nothing = |p: &&crate::profile::Profile| {
-                p.paths.is_empty()
-                    && p.patterns.is_empty()
-                    && p.searched.is_empty()
-                    && p.patches.is_empty()
-                    && p.cwd.is_empty()
-                    && p.urls.is_empty()
-            };
-            if profiles.iter().all(touches_nothing)
+            // (None of them runs a command: that was ruled out above.)
+            if profiles.iter().all(|p| !p.has_resources())
                 && profiles
                     .iter()
                     .all(|p| p.access.is_some_and(|a| !access.contains(&a)))

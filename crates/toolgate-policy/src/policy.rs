@@ -92,6 +92,22 @@ impl PolicySource {
         }
     }
 
+    /// Reads several files from disk; every one that cannot be read is reported.
+    pub fn read_all(paths: &[(PolicyRole, PathBuf)]) -> Result<Vec<PolicySource>, LoadError> {
+        let mut sources = Vec::with_capacity(paths.len());
+        let mut diagnostics = Vec::new();
+        for (role, path) in paths {
+            match PolicySource::read(path, *role) {
+                Ok(source) => sources.push(source),
+                Err(mut e) => diagnostics.append(&mut e.diagnostics),
+            }
+        }
+        if !diagnostics.is_empty() {
+            return Err(LoadError { diagnostics });
+        }
+        Ok(sources)
+    }
+
     /// Reads a file from disk.
     pub fn read(path: &Path, role: PolicyRole) -> Result<PolicySource, LoadError> {
         let name = path.display().to_string();
@@ -506,18 +522,7 @@ impl Policy {
         paths: &[(PolicyRole, PathBuf)],
         options: LoadOptions,
     ) -> Result<Policy, LoadError> {
-        let mut sources = Vec::with_capacity(paths.len());
-        let mut diagnostics = Vec::new();
-        for (role, path) in paths {
-            match PolicySource::read(path, *role) {
-                Ok(source) => sources.push(source),
-                Err(mut e) => diagnostics.append(&mut e.diagnostics),
-            }
-        }
-        if !diagnostics.is_empty() {
-            return Err(LoadError { diagnostics });
-        }
-        Policy::load(sources, options)
+        Policy::load(PolicySource::read_all(paths)?, options)
     }
 
     fn merge(files: Vec<(ParsedFile, PolicyRole, Option<PathBuf>)>) -> Result<Policy, LoadError> {

@@ -183,12 +183,16 @@ impl Profile {
 
     /// Whether the profile says where any resource is.
     pub(crate) fn has_resources(&self) -> bool {
+        self.names_paths() || self.command.is_some() || !self.urls.is_empty()
+    }
+
+    /// Whether the profile says where paths are (the files it reads or writes, or the folder it
+    /// works in).
+    pub(crate) fn names_paths(&self) -> bool {
         !(self.paths.is_empty()
             && self.patterns.is_empty()
             && self.searched.is_empty()
             && self.patches.is_empty()
-            && self.command.is_none()
-            && self.urls.is_empty()
             && self.cwd.is_empty())
     }
 }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{Map, Value};
 use toolgate_policy::{
-    Call, Context, LoadOptions, Mode, Policy, PolicyRole, RunOptions, Tag, discover_policy_files,
+    Call, Context, LoadOptions, Mode, Policy, PolicyRole, PolicySource, RunOptions, Tag,
+    discover_policy_files,
 };
 
 use crate::Failure;
@@ -21,12 +22,16 @@ pub(crate) struct PolicyArgs {
     pub(crate) isolated: bool,
 }
 
+/// The folder the command runs in.
+pub(crate) fn current_folder() -> Result<PathBuf, Failure> {
+    std::env::current_dir()
+        .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))
+}
+
 impl PolicyArgs {
     /// The files in load order.
     pub(crate) fn files(&self) -> Result<Vec<(PolicyRole, PathBuf)>, Failure> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?;
-        Ok(self.files_from(&cwd))
+        Ok(self.files_from(&current_folder()?))
     }
 
     /// The files in load order, the project's found from `folder`.
@@ -50,13 +55,15 @@ impl PolicyArgs {
         files: &[(PolicyRole, PathBuf)],
         options: LoadOptions,
     ) -> Result<Policy, Failure> {
+        Ok(Policy::load(Self::sources(files)?, options)?)
+    }
+
+    /// The texts of these files, read; with none, the built-in policy's.
+    pub(crate) fn sources(files: &[(PolicyRole, PathBuf)]) -> Result<Vec<PolicySource>, Failure> {
         if files.is_empty() {
-            return Ok(Policy::load(
-                vec![toolgate_policy::PolicySource::builtin_default()],
-                options,
-            )?);
+            return Ok(vec![PolicySource::builtin_default()]);
         }
-        Ok(Policy::load_paths(files, options)?)
+        Ok(PolicySource::read_all(files)?)
     }
 }
 

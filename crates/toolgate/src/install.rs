@@ -235,35 +235,21 @@ fn shell_quote(word: &str) -> String {
     }
 }
 
-/// The first words of a shell command, unquoted (enough to recognise `toolgate hook AGENT`).
+/// The first words of a shell command's program and arguments, as the shell reads them
+/// (toolgate's own bash analysis: quotes, escapes, wrappers such as `env` or `timeout`), up to
+/// the first word whose value only the shell would know.
 fn leading_words(command: &str, count: usize) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut chars = command.trim_start().chars().peekable();
-    while words.len() < count {
-        while chars.next_if(|c| c.is_whitespace()).is_some() {}
-        if chars.peek().is_none() {
-            break;
-        }
-        let mut word = String::new();
-        while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
-            match c {
-                '\'' => word.extend(chars.by_ref().take_while(|&c| c != '\'')),
-                '"' => {
-                    while let Some(c) = chars.next() {
-                        match c {
-                            '"' => break,
-                            '\\' => word.extend(chars.next()),
-                            c => word.push(c),
-                        }
-                    }
-                }
-                '\\' => word.extend(chars.next()),
-                c => word.push(c),
-            }
-        }
-        words.push(word);
-    }
-    words
+    toolgate_policy::shell::analyze(command)
+        .commands
+        .first()
+        .map(|c| {
+            c.argv
+                .iter()
+                .map_while(|w| w.value().map(str::to_owned))
+                .take(count)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Whether a hook command runs toolgate's hook for `agent` (whichever toolgate binary, with
@@ -658,6 +644,23 @@ fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
         .to_string()
 }
 
+/// Makes the change (see [`write`]), or with `dry_run` prints it as a diff; whether it was made.
+fn change(
+    out: &mut impl Write,
+    path: &Path,
+    before: Option<&str>,
+    after: Option<&str>,
+    dry_run: bool,
+) -> Result<bool, Failure> {
+    if dry_run {
+        write!(out, "{}", diff(path, before, after))?;
+        writeln!(out, "(dry run: nothing changed)")?;
+        return Ok(false);
+    }
+    write(path, before, after)?;
+    Ok(true)
+}
+
 /// Writes the new text (a backup of the old file first), or removes the file.
 fn write(path: &Path, before: Option<&str>, after: Option<&str>) -> Result<(), Failure> {
     let fail = |what: &str, e: std::io::Error| {
@@ -700,8 +703,7 @@ fn settings_of(target: &TargetArgs) -> Result<Settings, Failure> {
     }
     let dir = match &target.dir {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+        None => crate::args::current_folder()?,
     };
     Ok(Settings::project(target.agent, &dir))
 }
@@ -720,16 +722,15 @@ pub(crate) fn install(args: &InstallArgs) -> Result<u8, Failure> {
         )?;
         return Ok(EXIT_OK);
     }
-    if args.dry_run {
-        write!(
-            out,
-            "{}",
-            diff(&settings.path, before.as_deref(), Some(&after))
-        )?;
-        writeln!(out, "(dry run: nothing changed)")?;
+    if !change(
+        &mut out,
+        &settings.path,
+        before.as_deref(),
+        Some(&after),
+        args.dry_run,
+    )? {
         return Ok(EXIT_OK);
     }
-    write(&settings.path, before.as_deref(), Some(&after))?;
     writeln!(
         out,
         "installed `{command}` for {} in {} ({}){}",
@@ -769,16 +770,15 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> Result<u8, Failure> {
         )?;
         return Ok(EXIT_OK);
     }
-    if args.dry_run {
-        write!(
-            out,
-            "{}",
-            diff(&settings.path, Some(&before), after.as_deref())
-        )?;
-        writeln!(out, "(dry run: nothing changed)")?;
+    if !change(
+        &mut out,
+        &settings.path,
+        Some(&before),
+        after.as_deref(),
+        args.dry_run,
+    )? {
         return Ok(EXIT_OK);
     }
-    write(&settings.path, Some(&before), after.as_deref())?;
     writeln!(
         out,
         "removed {removed} toolgate hook{} from {}{}",
@@ -840,8 +840,7 @@ fn on_path(program: &str) -> Option<PathBuf> {
 pub(crate) fn doctor(args: &DoctorArgs) -> Result<u8, Failure> {
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+        None => crate::args::current_folder()?,
     };
     let mut problems = 0;
     let mut out = std::io::stdout().lock();

@@ -70,8 +70,7 @@ fn server_name(command: &[OsString]) -> String {
 pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| Failure::Message(format!("error: cannot read the current folder: {e}")))?,
+        None => crate::args::current_folder()?,
     };
     let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
     let files = args.policy.files_from(&workspace);

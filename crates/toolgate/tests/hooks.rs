@@ -56,32 +56,59 @@ struct Run {
     code: i32,
 }
 
-fn run_hook(place: &Place, agent: &str, flags: &[&str], input: &str) -> Run {
-    let mut command = Command::new(BIN);
+impl From<std::process::Output> for Run {
+    fn from(output: std::process::Output) -> Run {
+        Run {
+            stdout: String::from_utf8(output.stdout).unwrap(),
+            stderr: String::from_utf8(output.stderr).unwrap(),
+            code: output.status.code().unwrap_or(-1),
+        }
+    }
+}
+
+/// `program` run in the place's workspace with its home, and none of the variables that would
+/// point toolgate or an agent at the machine's own configuration.
+fn in_place(program: impl AsRef<std::ffi::OsStr>, place: &Place) -> Command {
+    let mut command = Command::new(program);
     command
-        .args(["hook", agent, "--isolated"])
-        .args(flags)
         .current_dir(&place.workspace)
-        .env("HOME", &place.home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("TOOLGATE_CONFIG_DIR")
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .env_remove("GEMINI_PROJECT_DIR")
-        .env_remove("CURSOR_PROJECT_DIR")
-        .env_remove("COPILOT_HOME")
+        .env("HOME", &place.home);
+    for variable in [
+        "XDG_CONFIG_HOME",
+        "XDG_CACHE_HOME",
+        "TOOLGATE_CONFIG_DIR",
+        "CLAUDE_PROJECT_DIR",
+        "CLAUDE_CONFIG_DIR",
+        "GEMINI_PROJECT_DIR",
+        "CURSOR_PROJECT_DIR",
+        "CODEX_HOME",
+        "COPILOT_HOME",
+    ] {
+        command.env_remove(variable);
+    }
+    command
+}
+
+/// Runs the command with `input` on its stdin.
+fn feed(command: &mut Command, input: &str) -> Run {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     // A hook that stops before reading (bad usage) closes its input.
     let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
-    let output = child.wait_with_output().unwrap();
-    Run {
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-        code: output.status.code().unwrap_or(-1),
-    }
+    child.wait_with_output().unwrap().into()
+}
+
+fn run_hook(place: &Place, agent: &str, flags: &[&str], input: &str) -> Run {
+    feed(
+        in_place(BIN, place)
+            .args(["hook", agent, "--isolated"])
+            .args(flags),
+        input,
+    )
 }
 
 /// The decision an agent reads from a hook's answer (`allow`, `deny`, `ask`, or `none`: no
@@ -660,23 +687,7 @@ const INSTALLS: [(&str, &str, &str); 5] = [
 ];
 
 fn toolgate(place: &Place, args: &[&str]) -> Run {
-    let output = Command::new(BIN)
-        .args(args)
-        .current_dir(&place.workspace)
-        .env("HOME", &place.home)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("TOOLGATE_CONFIG_DIR")
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME")
-        .env_remove("COPILOT_HOME")
-        .output()
-        .unwrap();
-    Run {
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-        code: output.status.code().unwrap_or(-1),
-    }
+    in_place(BIN, place).args(args).output().unwrap().into()
 }
 
 /// The settings file with this test binary's absolute path spelled `toolgate`, as the docs
@@ -731,27 +742,10 @@ fn install_writes_the_documented_snippet_and_its_command_runs() {
         }
         let (_, input) = inputs.iter().find(|(a, _)| *a == agent).unwrap();
         let command = &commands[0];
-        let mut child = Command::new("sh")
-            .args(["-c", &format!("{command} --isolated")])
-            .current_dir(&place.workspace)
-            .env("HOME", &place.home)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        let run = Run {
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-            code: output.status.code().unwrap_or(-1),
-        };
+        let run = feed(
+            in_place("sh", &place).args(["-c", &format!("{command} --isolated")]),
+            &input.to_string(),
+        );
         let (decision, reason) = parse(agent, &event_of(agent, input), &run);
         assert_eq!(decision, "deny", "{agent} through `{command}`: {reason}");
 
@@ -855,24 +849,12 @@ fn doctor_says_what_is_installed_and_what_is_wrong() {
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::write(bin.join("claude"), "").unwrap();
     let doctor = |place: &Place| -> Run {
-        let output = Command::new(BIN)
-            .args(["doctor"])
-            .current_dir(&place.workspace)
-            .env("HOME", &place.home)
+        in_place(BIN, place)
+            .arg("doctor")
             .env("PATH", &bin)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_CACHE_HOME")
-            .env_remove("TOOLGATE_CONFIG_DIR")
-            .env_remove("CLAUDE_CONFIG_DIR")
-            .env_remove("CODEX_HOME")
-            .env_remove("COPILOT_HOME")
             .output()
-            .unwrap();
-        Run {
-            stdout: String::from_utf8(output.stdout).unwrap(),
-            stderr: String::from_utf8(output.stderr).unwrap(),
-            code: output.status.code().unwrap_or(-1),
-        }
+            .unwrap()
+            .into()
     };
     let run = doctor(&place);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
-use toolgate_policy::{Call, Decision, LoadOptions, Policy, PolicyRole};
+use toolgate_policy::{Call, Decision, LoadOptions, Policy, PolicyRole, PolicySource};
 
 use crate::args::PolicyArgs;
 use crate::client::{Client, ClientArgs, field};
@@ -392,7 +392,9 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
 /// calls load that same text without the checks, compiling only the globs the call needs. A
 /// policy whose examples fail is refused as before, and leaves no marker.
 fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> {
-    let marker = checked_marker(files);
+    let refused = |e: Failure| format!("the policy does not load: {}", failure_text(&e));
+    let sources = PolicyArgs::sources(files).map_err(refused)?;
+    let marker = checked_marker(&sources);
     let seen = marker.as_ref().is_some_and(|m| m.is_file());
     let options = if seen {
         LoadOptions {
@@ -402,8 +404,7 @@ fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> 
     } else {
         LoadOptions::default()
     };
-    let policy = PolicyArgs::load_files(files, options)
-        .map_err(|e| format!("the policy does not load: {}", failure_text(&e)))?;
+    let policy = Policy::load(sources, options).map_err(|e| refused(e.into()))?;
     if !seen && let Some(marker) = marker {
         // Best effort: without the marker the next call checks again.
         if let Some(dir) = marker.parent()
@@ -415,10 +416,10 @@ fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> 
     Ok(policy)
 }
 
-/// Where the marker of policy files that loaded with their examples holding is kept: the
-/// user's cache folder, named by the hash of everything the check depended on. `None` when a
-/// file cannot be read (the load says why) or there is no cache folder.
-fn checked_marker(files: &[(PolicyRole, PathBuf)]) -> Option<PathBuf> {
+/// Where the marker of policy texts that loaded with their examples holding is kept: the
+/// user's cache folder, named by the hash of everything the check depended on. `None` when
+/// there is no cache folder.
+fn checked_marker(sources: &[PolicySource]) -> Option<PathBuf> {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let cache = var("XDG_CACHE_HOME")
@@ -427,10 +428,11 @@ fn checked_marker(files: &[(PolicyRole, PathBuf)]) -> Option<PathBuf> {
     let mut hasher = DefaultHasher::new();
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
     toolgate_policy::DEFAULT_POLICY.hash(&mut hasher);
-    for (role, path) in files {
-        format!("{role:?}").hash(&mut hasher);
-        path.hash(&mut hasher);
-        std::fs::read(path).ok()?.hash(&mut hasher);
+    for source in sources {
+        format!("{:?}", source.role).hash(&mut hasher);
+        source.name.hash(&mut hasher);
+        source.base_dir.hash(&mut hasher);
+        source.text.hash(&mut hasher);
     }
     // What examples are evaluated against besides the text: the home folder, the temporary
     // folder, toolgate's own folders and the folder relative paths resolve in.
