@@ -644,7 +644,7 @@ fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
         .to_string()
 }
 
-/// Makes the change (see [`write`]), or with `dry_run` prints it as a diff; whether it was made.
+/// Makes the change (see [`write()`]), or with `dry_run` prints it as a diff; whether it was made.
 fn change(
     out: &mut impl Write,
     path: &Path,
