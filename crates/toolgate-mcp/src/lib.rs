@@ -23,6 +23,7 @@
 //! server that was not judged.
 
 mod ask;
+mod daemon;
 mod relay;
 
 use std::collections::{HashMap, HashSet};
@@ -35,6 +36,7 @@ use serde_json::{Value, json};
 use toolgate_policy::{Call, Decision, Policy};
 use toolgate_runtime::grants::{Effect, GrantContext};
 
+pub use daemon::{Daemon, Submitted, Verdict};
 pub use relay::{RelayError, relay_stdio};
 
 /// What the gateway knows of the policy and the server it guards.
@@ -46,15 +48,31 @@ pub struct Options {
     pub server: String,
     /// The workspace root (a call's `context.workspace`).
     pub workspace: Option<String>,
+    /// Whether the daemon decides every call (`--daemon`) instead of the policy here.
+    pub daemon: bool,
+    /// The session the gateway's calls belong to (a call's `context.session`): the daemon
+    /// offers "always" answers only for calls that name one, and its grants of "this session"
+    /// last as long as the gateway.
+    pub session: Option<String>,
 }
 
 /// Where a frame goes after the gate.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Out {
     /// To the server, as this text (one line, no newline).
     ToServer(String),
     /// To the client, as this text (one line, no newline).
     ToClient(String),
+    /// To the daemon, to decide ([`Options::daemon`]): what it says goes back to the gate
+    /// through [`Gate::pending`] and [`Gate::decided`] with this key.
+    ToDaemon {
+        /// The gate's key for the call.
+        key: u64,
+        /// The call, in the gateway's context.
+        call: Box<Call>,
+    },
+    /// Withdraw the daemon's pending request with this id: nobody waits for its answer.
+    Withdraw(String),
 }
 
 /// The gate between one client and one server: what each frame becomes. It remembers which
@@ -78,6 +96,16 @@ pub struct Gate {
     next_question: u64,
     /// The answers "always" of this session.
     grants: ask::SessionGrants,
+    /// Whether the client can send its person to a page (`capabilities.elicitation.url`).
+    can_open: bool,
+    /// Calls the daemon is deciding, by key.
+    deciding: HashMap<u64, daemon::Deciding>,
+    /// The key of the next call sent to the daemon.
+    next_key: u64,
+    /// Questions sending a person to the page, not yet answered by the client (their ids as
+    /// JSON text), with the key of the call while it is still being decided. Their answers
+    /// are toolgate's and go no further.
+    pages: HashMap<String, Option<u64>>,
 }
 
 /// The most `tools/list` requests whose answers the gate waits for at once; past it, a new one
@@ -105,6 +133,10 @@ impl Gate {
             held: HashMap::new(),
             next_question: 0,
             grants: ask::SessionGrants::default(),
+            can_open: false,
+            deciding: HashMap::new(),
+            next_key: 0,
+            pages: HashMap::new(),
         }
     }
 
@@ -148,6 +180,11 @@ impl Gate {
         {
             return self.resolve(held, &message);
         }
+        if method.is_none()
+            && let Some(key) = id.and_then(|id| self.pages.remove(&id.to_string()))
+        {
+            return self.page_answered(key, &message);
+        }
         // The client cancelled a call held for its question: the question is withdrawn, and
         // the server, which never saw the call, hears nothing.
         if method == Some("notifications/cancelled")
@@ -160,6 +197,21 @@ impl Gate {
         {
             self.held.remove(&question);
             return vec![withdrawal(&question, "the call was cancelled")];
+        }
+        // The client cancelled a call the daemon is deciding: its request is withdrawn from
+        // the page (or, when the daemon has not named it yet, as soon as it does).
+        if method == Some("notifications/cancelled")
+            && let Some(call) = message.get("params").and_then(|p| p.get("requestId"))
+            && let Some(key) = self
+                .deciding
+                .iter()
+                .find(|(_, deciding)| &deciding.call_id == call)
+                .map(|(key, _)| *key)
+        {
+            return self
+                .abandon(key, "the call was cancelled")
+                .map(|(_, outs)| outs)
+                .unwrap_or_default();
         }
         match (method, id) {
             (Some("tools/call"), Some(id)) => self.judge(id, message.get("params"), line),
@@ -179,10 +231,13 @@ impl Gate {
             }
             (Some("initialize"), Some(id)) => {
                 self.initializing = Some(id.to_string());
-                self.can_ask = message
+                let elicitation = message
                     .get("params")
                     .and_then(|p| p.get("capabilities"))
-                    .and_then(|c| c.get("elicitation"))
+                    .and_then(|c| c.get("elicitation"));
+                self.can_ask = elicitation.is_some_and(Value::is_object);
+                self.can_open = elicitation
+                    .and_then(|e| e.get("url"))
                     .is_some_and(Value::is_object);
                 self.client = message
                     .get("params")
@@ -261,6 +316,7 @@ impl Gate {
             server: Some(self.options.server.clone()),
             workspace: self.options.workspace.clone(),
             agent: self.client.clone(),
+            session: self.options.session.clone(),
             ..Default::default()
         }
     }
@@ -280,6 +336,9 @@ impl Gate {
         let args = params.arguments.clone().unwrap_or_default();
         let mut call = Call::new(params.name.as_ref()).with_args(Value::Object(args));
         call.context = self.context();
+        if self.options.daemon {
+            return self.hand_to_daemon(id, call, line, false);
+        }
         let evaluation = self.options.policy.evaluate(&call);
         let reason = stated(&evaluation);
         match evaluation.decision {
@@ -440,11 +499,174 @@ impl Gate {
         };
         let mut call = Call::new("resources/read").with_args(json!({ "path": path }));
         call.context = self.context();
+        if self.options.daemon {
+            return self.hand_to_daemon(id, call, line, true);
+        }
         let evaluation = self.options.policy.evaluate(&call);
         if evaluation.decision == Decision::Allow {
             return vec![Out::ToServer(line.to_owned())];
         }
         vec![error(id, REFUSED, &stated(&evaluation))]
+    }
+
+    /// A call for the daemon to decide: held until it does.
+    fn hand_to_daemon(&mut self, id: &Value, call: Call, line: &str, resource: bool) -> Vec<Out> {
+        if self.deciding.len() >= MAX_WAITING {
+            let reason = "toolgate: too many calls wait for the daemon";
+            return vec![self.refused(id, resource, reason)];
+        }
+        let key = self.next_key;
+        self.next_key += 1;
+        self.deciding.insert(
+            key,
+            daemon::Deciding {
+                call_id: id.clone(),
+                line: line.to_owned(),
+                resource,
+                request: None,
+                question: None,
+            },
+        );
+        vec![Out::ToDaemon {
+            key,
+            call: Box::new(call),
+        }]
+    }
+
+    /// The daemon holds call `key` for a person on its page as `request`, for `reason`: a
+    /// client that can open a page is sent to it (`page`, its address). A call no longer
+    /// waited for (its client cancelled it meanwhile) is withdrawn at once.
+    pub fn pending(&mut self, key: u64, request: &str, reason: &str, page: &str) -> Vec<Out> {
+        let Some(deciding) = self.deciding.get_mut(&key) else {
+            return vec![Out::Withdraw(request.to_owned())];
+        };
+        deciding.request = Some(request.to_owned());
+        if !self.can_open || self.pages.len() >= MAX_WAITING {
+            return Vec::new();
+        }
+        let tool = serde_json::from_str::<Value>(&deciding.line)
+            .ok()
+            .and_then(|m| {
+                m.get("params")
+                    .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        let question_id = format!("toolgate-page-{key}");
+        let question = daemon::page_question(
+            &question_id,
+            &self.options.server,
+            &tool,
+            request,
+            reason,
+            page,
+        );
+        let question_id = json!(question_id).to_string();
+        deciding.question = Some(question_id.clone());
+        self.pages.insert(question_id, Some(key));
+        vec![Out::ToClient(question.to_string())]
+    }
+
+    /// What the daemon decided about call `key`: allowed, it is relayed as the client wrote
+    /// it; refused or undecided, it is answered with the reason. A person sent to the page
+    /// hears that the question is done.
+    pub fn decided(&mut self, key: u64, verdict: &Verdict) -> Vec<Out> {
+        let Some(deciding) = self.deciding.remove(&key) else {
+            return Vec::new();
+        };
+        let mut outs = Vec::new();
+        if let Some(question) = &deciding.question {
+            if let Some(page) = self.pages.get_mut(question) {
+                *page = None;
+            }
+            let id: Value = serde_json::from_str(question).unwrap_or(Value::Null);
+            let id = id.as_str().unwrap_or_default();
+            outs.push(Out::ToClient(daemon::page_done(id).to_string()));
+        }
+        outs.push(match verdict.decision {
+            Some(Decision::Allow) => Out::ToServer(deciding.line),
+            Some(Decision::Deny) => {
+                self.refused(&deciding.call_id, deciding.resource, &verdict.reason)
+            }
+            _ => self.refused(
+                &deciding.call_id,
+                deciding.resource,
+                &format!("{} — refused: the daemon did not allow it", verdict.reason),
+            ),
+        });
+        outs
+    }
+
+    /// The client's answer to a question that sent its person to the page: declining (or
+    /// cancelling) refuses the call and withdraws its request; accepting waits on.
+    fn page_answered(
+        &mut self,
+        key: Option<u64>,
+        message: &serde_json::Map<String, Value>,
+    ) -> Vec<Out> {
+        let Some(key) = key else { return Vec::new() };
+        let action = message
+            .get("result")
+            .and_then(|r| r.get("action"))
+            .and_then(Value::as_str);
+        if action == Some("accept") {
+            return Vec::new();
+        }
+        let Some(deciding) = self.deciding.get_mut(&key) else {
+            return Vec::new();
+        };
+        // The question is answered: nothing to withdraw or complete on the client's side.
+        deciding.question = None;
+        let why = if action == Some("decline") {
+            "the person declined to open the approval page"
+        } else {
+            "the question sending the person to the approval page was cancelled"
+        };
+        let Some((deciding, mut outs)) = self.abandon(key, why) else {
+            return Vec::new();
+        };
+        outs.push(self.refused(
+            &deciding.call_id,
+            deciding.resource,
+            &format!("toolgate: refused: {why}"),
+        ));
+        outs
+    }
+
+    /// Stops deciding call `key` (nobody waits for it): the call, and what withdraws its
+    /// request from the page and a question sent about it from the client.
+    fn abandon(&mut self, key: u64, why: &str) -> Option<(daemon::Deciding, Vec<Out>)> {
+        let mut deciding = self.deciding.remove(&key)?;
+        let mut outs = Vec::new();
+        if let Some(question) = deciding.question.take() {
+            self.pages.remove(&question);
+            outs.push(withdrawal(&question, why));
+        }
+        if let Some(request) = deciding.request.take() {
+            outs.push(Out::Withdraw(request));
+        }
+        Some((deciding, outs))
+    }
+
+    /// The client went away: every request the daemon holds for it is withdrawn.
+    pub fn abandon_all(&mut self) -> Vec<Out> {
+        let keys: Vec<u64> = self.deciding.keys().copied().collect();
+        keys.into_iter()
+            .filter_map(|key| self.abandon(key, "the client went away"))
+            .flat_map(|(_, outs)| outs)
+            .filter(|out| matches!(out, Out::Withdraw(_)))
+            .collect()
+    }
+
+    /// A refused call's answer: a tool result with `isError`, or for a resource read a
+    /// JSON-RPC error.
+    fn refused(&self, id: &Value, resource: bool, reason: &str) -> Out {
+        if resource {
+            error(id, REFUSED, reason)
+        } else {
+            self.refusal(id, reason)
+        }
     }
 
     /// A refused call's answer: a tool result with `isError` whose text is the reason.
@@ -491,11 +713,17 @@ mod tests {
     use proptest::prelude::*;
 
     fn gate(rules: &str) -> Gate {
+        gate_with(rules, false)
+    }
+
+    fn gate_with(rules: &str, daemon: bool) -> Gate {
         let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
         Gate::new(Options {
             policy: Arc::new(policy),
             server: "srv".into(),
             workspace: Some("/ws".into()),
+            daemon,
+            session: None,
         })
     }
 
@@ -726,6 +954,171 @@ mod tests {
         assert!(reason.contains("offers no way to ask"), "{reason}");
     }
 
+    /// A gate whose calls the daemon decides, its client offering URL-mode elicitation.
+    fn daemon_gate(open: bool) -> Gate {
+        let mut gate = gate_with(RULES, true);
+        let elicitation = if open {
+            json!({"form": {}, "url": {}})
+        } else {
+            json!({})
+        };
+        gate.from_client(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25",
+                               "capabilities": {"elicitation": elicitation},
+                               "clientInfo": {"name": "client", "version": "1"}}})
+            .to_string(),
+        );
+        gate.from_server(r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}"#);
+        gate
+    }
+
+    fn to_daemon(outs: &[Out]) -> (u64, Call) {
+        let [Out::ToDaemon { key, call }] = outs else {
+            panic!("{outs:?}")
+        };
+        (*key, (**call).clone())
+    }
+
+    fn verdict(decision: Option<Decision>, reason: &str) -> Verdict {
+        Verdict {
+            decision,
+            reason: reason.into(),
+            body: Value::Null,
+        }
+    }
+
+    #[test]
+    fn with_the_daemon_every_call_is_its_to_decide() {
+        let mut gate = daemon_gate(false);
+        // Even a call the policy here refuses: the daemon decides (and records) it.
+        let line = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"never","arguments":{"a":1}}}"#;
+        let (key, call) = to_daemon(&gate.from_client(line));
+        assert_eq!(call.tool, "never");
+        assert_eq!(call.context.server.as_deref(), Some("srv"));
+        assert_eq!(call.context.workspace.as_deref(), Some("/ws"));
+        assert_eq!(call.context.agent.as_deref(), Some("client"));
+        assert_eq!(
+            gate.decided(key, &verdict(Some(Decision::Allow), "fine")),
+            [Out::ToServer(line.to_owned())]
+        );
+        // Told twice: the second is nobody's.
+        assert!(
+            gate.decided(key, &verdict(Some(Decision::Allow), "fine"))
+                .is_empty()
+        );
+        let (key, _) = to_daemon(&gate.from_client(&risky(6)));
+        let reason =
+            refused(&gate.decided(key, &verdict(Some(Decision::Deny), "toolgate (r): no")));
+        assert_eq!(reason, "toolgate (r): no");
+        let (key, _) = to_daemon(&gate.from_client(&risky(7)));
+        let reason = refused(&gate.decided(key, &verdict(None, "toolgate: gone")));
+        assert!(reason.starts_with("toolgate: gone — refused"), "{reason}");
+        // A file resource is the daemon's too; refused, it is a JSON-RPC error.
+        let (key, call) = to_daemon(&gate.from_client(
+            r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///ws/.env"}}"#,
+        ));
+        assert_eq!(call.tool, "resources/read");
+        let outs = gate.decided(key, &verdict(Some(Decision::Deny), "toolgate (env): no"));
+        let [Out::ToClient(text)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert!(
+            text.contains(r#""code":-32001"#) && text.contains("toolgate (env): no"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_call_waiting_on_the_page_sends_the_person_there() {
+        let mut gate = daemon_gate(true);
+        let (key, _) = to_daemon(&gate.from_client(&risky(1)));
+        let outs = gate.pending(
+            key,
+            "req-1",
+            "toolgate (risky): risky business",
+            "http://127.0.0.1:9/",
+        );
+        let (qid, asked) = question(&outs);
+        assert_eq!(asked["params"]["mode"], "url");
+        assert_eq!(asked["params"]["url"], "http://127.0.0.1:9/");
+        assert_eq!(asked["params"]["elicitationId"], qid);
+        let message = asked["params"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("`risky` on the `srv` server") && message.contains("req-1"),
+            "{message}"
+        );
+        // Accepting (the page is open) waits on; the answer reaches neither the server nor
+        // anyone else.
+        let accept =
+            json!({"jsonrpc": "2.0", "id": qid, "result": {"action": "accept"}}).to_string();
+        assert!(gate.from_client(&accept).is_empty());
+        // The daemon's answer: the call runs, and the client hears the question is done.
+        let outs = gate.decided(key, &verdict(Some(Decision::Allow), "ok"));
+        assert_eq!(outs.len(), 2, "{outs:?}");
+        assert!(
+            matches!(&outs[0], Out::ToClient(t) if t.contains("notifications/elicitation/complete")
+            && t.contains(qid.as_str().unwrap())),
+            "{outs:?}"
+        );
+        assert_eq!(outs[1], Out::ToServer(risky(1)));
+
+        // Declined: refused, and withdrawn from the page.
+        let (key, _) = to_daemon(&gate.from_client(&risky(2)));
+        let (qid, _) = question(&gate.pending(key, "req-2", "why", "http://127.0.0.1:9/"));
+        let decline =
+            json!({"jsonrpc": "2.0", "id": qid, "result": {"action": "decline"}}).to_string();
+        let outs = gate.from_client(&decline);
+        assert!(outs.contains(&Out::Withdraw("req-2".into())), "{outs:?}");
+        assert!(
+            refused(&outs).contains("declined to open the approval page"),
+            "{outs:?}"
+        );
+        assert!(
+            gate.decided(key, &verdict(Some(Decision::Allow), "late"))
+                .is_empty()
+        );
+        // A late answer to a question already done is toolgate's: it goes nowhere.
+        let (key, _) = to_daemon(&gate.from_client(&risky(3)));
+        let (qid, _) = question(&gate.pending(key, "req-3", "why", "http://127.0.0.1:9/"));
+        gate.decided(key, &verdict(Some(Decision::Deny), "no"));
+        let late = json!({"jsonrpc": "2.0", "id": qid, "result": {"action": "cancel"}}).to_string();
+        assert!(gate.from_client(&late).is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_call_is_withdrawn_from_the_page() {
+        let mut gate = daemon_gate(false);
+        let cancel = |id: u64| {
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": id}})
+            .to_string()
+        };
+        // Waiting on the page: withdrawn; the server never heard of it.
+        let (key, _) = to_daemon(&gate.from_client(&risky(1)));
+        assert!(gate.pending(key, "req-1", "why", "http://x/").is_empty());
+        assert_eq!(
+            gate.from_client(&cancel(1)),
+            [Out::Withdraw("req-1".into())]
+        );
+        assert!(
+            gate.decided(key, &verdict(Some(Decision::Deny), "withdrawn"))
+                .is_empty()
+        );
+        // Cancelled before the daemon named its request: withdrawn as soon as it does.
+        let (key, _) = to_daemon(&gate.from_client(&risky(2)));
+        assert!(gate.from_client(&cancel(2)).is_empty());
+        assert_eq!(
+            gate.pending(key, "req-2", "why", "http://x/"),
+            [Out::Withdraw("req-2".into())]
+        );
+        // The client going away withdraws what still waits.
+        let (key, _) = to_daemon(&gate.from_client(&risky(3)));
+        gate.pending(key, "req-3", "why", "http://x/");
+        to_daemon(&gate.from_client(&risky(4)));
+        assert_eq!(gate.abandon_all(), [Out::Withdraw("req-3".into())]);
+    }
+
     fn frame() -> impl Strategy<Value = String> {
         let id = prop_oneof![
             Just(json!(1)),
@@ -787,6 +1180,50 @@ mod tests {
                     let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
                     if message.get("method").and_then(Value::as_str) == Some("tools/call") {
                         prop_assert_eq!(&message["params"]["name"], "ok", "{}", text);
+                    }
+                }
+            }
+        }
+
+        /// With the daemon deciding: a call reaches the server only when the daemon allowed
+        /// it, whatever else either side sends meanwhile.
+        #[test]
+        fn with_the_daemon_only_what_it_allowed_reaches_the_server(
+            frames in prop::collection::vec((frame(), any::<bool>()), 0..20),
+            verdicts in prop::collection::vec(prop::option::of(any::<bool>()), 20),
+        ) {
+            let mut gate = gate_with(RULES, true);
+            let mut allowed = HashSet::new();
+            for (n, (frame, from_client)) in frames.into_iter().enumerate() {
+                let mut outs = if from_client {
+                    gate.from_client(&frame)
+                } else {
+                    gate.from_server(&frame)
+                };
+                let mut i = 0;
+                while let Some(out) = outs.get(i).cloned() {
+                    i += 1;
+                    match out {
+                        Out::ToDaemon { key, call } => {
+                            let decision = match verdicts[n] {
+                                Some(true) => Some(Decision::Allow),
+                                Some(false) => Some(Decision::Deny),
+                                None => None,
+                            };
+                            if decision == Some(Decision::Allow) {
+                                allowed.insert(call.args.to_string());
+                            }
+                            outs.extend(gate.pending(key, "r", "why", "http://x/"));
+                            outs.extend(gate.decided(key, &verdict(decision, "v")));
+                        }
+                        Out::ToServer(text) => {
+                            let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+                            if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+                                let args = &message["params"]["arguments"];
+                                prop_assert!(allowed.contains(&args.to_string()), "{}", text);
+                            }
+                        }
+                        _ => {}
                     }
                 }
             }

@@ -8,6 +8,8 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,9 +17,12 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-use crate::{Gate, Options, Out};
+use toolgate_policy::Call;
+
+use crate::{Daemon, Gate, Options, Out, Submitted, Verdict};
 
 /// The longest line read from either side (16 MiB, as rmcp's own transport reads).
 const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -45,10 +50,98 @@ impl fmt::Display for RelayError {
 
 impl std::error::Error for RelayError {}
 
+/// What the relay's tasks share: the gate, the client's queue, and the daemon that decides
+/// (with `--daemon`) with the tasks asking it.
+struct Shared {
+    gate: Mutex<Gate>,
+    to_client: mpsc::Sender<String>,
+    daemon: Option<Arc<dyn Daemon>>,
+    /// How long a call waits for a person on the daemon's page.
+    wait: Duration,
+    /// The tasks waiting for the daemon (ended when the relay ends).
+    asking: Mutex<JoinSet<()>>,
+}
+
+impl Shared {
+    /// Sends each frame where it goes. `false` when a side is gone.
+    async fn deliver(self: &Arc<Self>, to_server: &mpsc::Sender<String>, outs: Vec<Out>) -> bool {
+        for out in outs {
+            let sent = match out {
+                Out::ToServer(text) => to_server.send(text).await.is_ok(),
+                Out::ToClient(text) => self.to_client.send(text).await.is_ok(),
+                Out::ToDaemon { key, call } => {
+                    let task = Arc::clone(self).ask(to_server.clone(), key, *call);
+                    let mut asking = lock(&self.asking);
+                    // The tasks that ended are let go of (a long session asks many times).
+                    while asking.try_join_next().is_some() {}
+                    asking.spawn(task);
+                    true
+                }
+                Out::Withdraw(request) => {
+                    if let Some(daemon) = self.daemon.clone() {
+                        // Not awaited: the page learns it as soon as the daemon does.
+                        tokio::task::spawn_blocking(move || daemon.withdraw(&request));
+                    }
+                    true
+                }
+            };
+            if !sent {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Asks the daemon about call `key` and delivers what came of it.
+    fn ask(
+        self: Arc<Self>,
+        to_server: mpsc::Sender<String>,
+        key: u64,
+        call: Call,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            let Some(daemon) = self.daemon.clone() else {
+                let verdict = Verdict::undecided("toolgate: no daemon to decide");
+                let outs = lock(&self.gate).decided(key, &verdict);
+                self.deliver(&to_server, outs).await;
+                return;
+            };
+            let deadline = std::time::Instant::now() + self.wait;
+            let asking = Arc::clone(&daemon);
+            let submitted = tokio::task::spawn_blocking(move || asking.submit(&call)).await;
+            let verdict = match submitted {
+                Ok(Submitted::Decided(verdict)) => verdict,
+                Ok(Submitted::Pending { id, reason }) => {
+                    let outs = lock(&self.gate).pending(key, &id, &reason, &daemon.page());
+                    let withdrawn = outs.iter().any(|o| matches!(o, Out::Withdraw(_)));
+                    if !self.deliver(&to_server, outs).await || withdrawn {
+                        return;
+                    }
+                    let waiting = Arc::clone(&daemon);
+                    match tokio::task::spawn_blocking(move || waiting.wait(&id, deadline)).await {
+                        Ok(mut verdict) => {
+                            if verdict.decision.is_none() {
+                                verdict.reason = format!("{reason} — {}", verdict.reason);
+                            }
+                            verdict
+                        }
+                        Err(e) => Verdict::undecided(format!("{reason} — toolgate: {e}")),
+                    }
+                }
+                Err(e) => Verdict::undecided(format!("toolgate: asking the daemon failed: {e}")),
+            };
+            let outs = lock(&self.gate).decided(key, &verdict);
+            self.deliver(&to_server, outs).await;
+        })
+    }
+}
+
 /// Runs `program args…` as the server and relays between it and this process's stdin and
-/// stdout until either side ends. Returns the server's exit code (1 when a signal ended it).
+/// stdout until either side ends; with a `daemon`, it decides the calls (waiting up to `wait`
+/// for a person on its page). Returns the server's exit code (1 when a signal ended it).
 pub async fn relay_stdio(
     options: Options,
+    daemon: Option<(Arc<dyn Daemon>, Duration)>,
     program: OsString,
     args: Vec<OsString>,
 ) -> Result<i32, RelayError> {
@@ -65,23 +158,33 @@ pub async fn relay_stdio(
             "the server's stdin and stdout were not piped",
         )));
     };
-    let gate = Arc::new(Mutex::new(Gate::new(options)));
     let (to_client, client_queue) = mpsc::channel::<String>(256);
     let (to_server, server_queue) = mpsc::channel::<String>(256);
     let client_writer = tokio::spawn(write_lines(client_output(), client_queue));
     let server_writer = tokio::spawn(write_lines(server_in, server_queue));
+    let (daemon, wait) = match daemon {
+        Some((daemon, wait)) => (Some(daemon), wait),
+        None => (None, Duration::ZERO),
+    };
+    let shared = Arc::new(Shared {
+        gate: Mutex::new(Gate::new(options)),
+        to_client,
+        daemon,
+        wait,
+        asking: Mutex::new(JoinSet::new()),
+    });
 
-    // The client's side: judged, then to the server (or answered here).
-    let to_client_for_expiry = to_client.clone();
+    // The client's side: judged, then to the server (or answered here, or to the daemon).
+    // Only this task and those asking the daemon hold the server's queue: when they end, the
+    // server's input closes.
     let mut from_client = {
-        let gate = Arc::clone(&gate);
-        let to_client = to_client.clone();
+        let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let mut lines =
                 FramedRead::new(client_input(), LinesCodec::new_with_max_length(MAX_LINE));
             while let Some(line) = lines.next().await {
                 let outs = match line {
-                    Ok(line) => lock(&gate).from_client(&line),
+                    Ok(line) => lock(&shared.gate).from_client(&line),
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
                         vec![crate::error(
                             &serde_json::Value::Null,
@@ -91,14 +194,8 @@ pub async fn relay_stdio(
                     }
                     Err(LinesCodecError::Io(_)) => break,
                 };
-                for out in outs {
-                    let sent = match out {
-                        Out::ToServer(text) => to_server.send(text).await.is_ok(),
-                        Out::ToClient(text) => to_client.send(text).await.is_ok(),
-                    };
-                    if !sent {
-                        return;
-                    }
+                if !shared.deliver(&to_server, outs).await {
+                    return;
                 }
             }
             // The client is gone: the server's input closes when this sender drops.
@@ -107,7 +204,7 @@ pub async fn relay_stdio(
 
     // The server's side: to the client, `tools/list` answers filtered.
     let mut from_server = {
-        let gate = Arc::clone(&gate);
+        let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let mut lines = FramedRead::new(server_out, LinesCodec::new_with_max_length(MAX_LINE));
             while let Some(line) = lines.next().await {
@@ -119,7 +216,7 @@ pub async fn relay_stdio(
                     }
                     Err(LinesCodecError::Io(_)) => break,
                 };
-                let outs = lock(&gate).from_server(&line);
+                let outs = lock(&shared.gate).from_server(&line);
                 if outs.is_empty() && !line.trim().is_empty() {
                     eprintln!(
                         "toolgate: the server wrote a line that is not a JSON-RPC message; not \
@@ -128,7 +225,7 @@ pub async fn relay_stdio(
                 }
                 for out in outs {
                     if let Out::ToClient(text) = out
-                        && to_client.send(text).await.is_err()
+                        && shared.to_client.send(text).await.is_err()
                     {
                         return;
                     }
@@ -139,16 +236,15 @@ pub async fn relay_stdio(
 
     // Questions nobody answers in time: their calls refused, the questions withdrawn.
     let expiry = {
-        let gate = Arc::clone(&gate);
-        let to_client = to_client_for_expiry;
+        let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(500));
             loop {
                 tick.tick().await;
-                let outs = lock(&gate).expire(std::time::Instant::now());
+                let outs = lock(&shared.gate).expire(std::time::Instant::now());
                 for out in outs {
                     if let Out::ToClient(text) = out
-                        && to_client.send(text).await.is_err()
+                        && shared.to_client.send(text).await.is_err()
                     {
                         return;
                     }
@@ -157,14 +253,43 @@ pub async fn relay_stdio(
         })
     };
 
+    // Whatever happens, the requests still on the daemon's page are withdrawn (nobody waits
+    // for them), and the tasks waiting on them end.
+    let withdraw_all = |shared: &Arc<Shared>| {
+        let outs = lock(&shared.gate).abandon_all();
+        lock(&shared.asking).abort_all();
+        let daemon = shared.daemon.clone();
+        async move {
+            let Some(daemon) = daemon else { return };
+            let requests: Vec<String> = outs
+                .into_iter()
+                .filter_map(|out| match out {
+                    Out::Withdraw(request) => Some(request),
+                    _ => None,
+                })
+                .collect();
+            if requests.is_empty() {
+                return;
+            }
+            let withdrawing = tokio::task::spawn_blocking(move || {
+                for request in requests {
+                    daemon.withdraw(&request);
+                }
+            });
+            let _ = tokio::time::timeout(GRACE, withdrawing).await;
+        }
+    };
+
     let status = tokio::select! {
         // The server ended (or closed its output): deliver what it said.
         _ = &mut from_server => {
             from_client.abort();
+            withdraw_all(&shared).await;
             child.wait().await.map_err(RelayError::Io)?
         }
         // The client ended: the server's input is closed; it finishes, or is killed.
         _ = &mut from_client => {
+            withdraw_all(&shared).await;
             let _ = server_writer.await;
             match tokio::time::timeout(GRACE, child.wait()).await {
                 Ok(status) => status.map_err(RelayError::Io)?,
@@ -176,7 +301,9 @@ pub async fn relay_stdio(
         }
     };
     expiry.abort();
+    from_server.abort();
     // Whatever is queued for the client is written before the relay ends.
+    drop(shared);
     let _ = tokio::time::timeout(GRACE, client_writer).await;
     Ok(status.code().unwrap_or(1))
 }
@@ -211,8 +338,9 @@ fn client_output() -> Box<dyn AsyncWrite + Unpin + Send> {
     Box::new(tokio::io::stdout())
 }
 
-fn lock(gate: &Mutex<Gate>) -> std::sync::MutexGuard<'_, Gate> {
-    gate.lock()
+fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    shared
+        .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -4,6 +4,7 @@ mod approvals;
 mod args;
 mod check;
 mod client;
+mod daemon;
 mod explain;
 mod grants;
 mod hook;

@@ -10,6 +10,8 @@ use toolgate_policy::LoadOptions;
 
 use crate::Failure;
 use crate::args::PolicyArgs;
+use crate::client::ClientArgs;
+use crate::daemon::{DaemonClient, waiting};
 
 /// Runs an MCP server behind toolgate: a client talks to toolgate over stdio, and every tool
 /// call is judged by the policy before the server sees it.
@@ -25,6 +27,22 @@ pub(crate) struct McpArgs {
     /// `npx`/`uvx` line runs, else the program's name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
+    /// Let the daemon decide every call (`toolgate serve`): it judges with its policy and its
+    /// grants and records each decision; its asks wait on the approval page, and a client
+    /// that offers URL-mode elicitation is sent there.
+    #[arg(long)]
+    daemon: bool,
+    /// With --daemon, how long a call waits for a person on the page before it is withdrawn
+    /// and refused (the daemon's own approval timeout may end it sooner).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 600.0,
+        requires = "daemon"
+    )]
+    wait: f64,
+    #[command(flatten)]
+    client: ClientArgs,
     /// The server's command line, after `--`.
     #[arg(last = true, required = true, value_name = "SERVER")]
     command: Vec<OsString>,
@@ -67,6 +85,15 @@ fn server_name(command: &[OsString]) -> String {
     }
 }
 
+/// This gateway's session: the server's name, the process and the moment it started
+/// (`mcp-fs-4242-1764375000123`), unique on the machine.
+fn session_name(server: &str) -> String {
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("mcp-{server}-{}-{started}", std::process::id())
+}
+
 pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -80,13 +107,22 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
             "error: name the server's command after `--`".into(),
         ));
     };
+    let server = args
+        .name
+        .clone()
+        .unwrap_or_else(|| server_name(&args.command));
     let options = toolgate_mcp::Options {
         policy: Arc::new(policy),
-        server: args
-            .name
-            .clone()
-            .unwrap_or_else(|| server_name(&args.command)),
+        server: server.clone(),
         workspace: Some(workspace.display().to_string()),
+        daemon: args.daemon,
+        session: Some(session_name(&server)),
+    };
+    let daemon = if args.daemon {
+        let daemon: Arc<dyn toolgate_mcp::Daemon> = Arc::new(DaemonClient::new(&args.client)?);
+        Some((daemon, waiting(args.wait)))
+    } else {
+        None
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -95,6 +131,7 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let code = runtime
         .block_on(toolgate_mcp::relay_stdio(
             options,
+            daemon,
             program.clone(),
             rest.to_vec(),
         ))

@@ -418,3 +418,214 @@ fn an_ask_is_answered_through_the_clients_elicitation() {
     let question: Value = serde_json::from_str(&gate.next()).unwrap();
     assert_eq!(question["method"], "elicitation/create", "{question}");
 }
+
+/// The lines printed until the answer to request `id`: the messages before it, and it.
+fn until_answer(gate: &mut Session, id: u64) -> (Vec<Value>, Value) {
+    let mut before = Vec::new();
+    loop {
+        let message: Value = serde_json::from_str(&gate.next()).unwrap();
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            return (before, message);
+        }
+        before.push(message);
+    }
+}
+
+/// The daemon's pending requests, once `count` wait (at most 30 s).
+fn pending(daemon: &common::DaemonProcess, count: usize) -> Vec<Value> {
+    for _ in 0..300 {
+        let (_, body) = daemon.http("GET", "/api/pending", None).unwrap();
+        let pending = body["pending"].as_array().cloned().unwrap_or_default();
+        if pending.len() == count {
+            return pending;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{count} requests did not come to wait on the page");
+}
+
+#[test]
+fn with_the_daemon_its_page_asks_and_its_grants_apply() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    std::fs::create_dir_all(ws.join("docs")).unwrap();
+    let ws_text = ws.display().to_string();
+    let policy = ws.join("daemon-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"docs\"\ndecision = \"ask\"\n\
+         reason = \"the docs are reviewed\"\nserver = \"fs\"\ntool = \"write_file\"\n\
+         path = \"docs/**\"\n\n[[rule]]\nname = \"no-env\"\ndecision = \"deny\"\n\
+         path = \"**/.env\"\n",
+    )
+    .unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let daemon =
+        common::DaemonProcess::start_with_policy(data.path(), policy.to_str().unwrap(), &[]);
+    let url = format!("http://{}", daemon.address);
+    let mut command = Command::new("timeout");
+    command
+        .args(["120", BIN, "mcp", "--isolated", "--policy"])
+        .arg(&policy)
+        .args(["--workspace"])
+        .arg(&ws)
+        .args(["--name", "fs", "--daemon", "--url", &url, "--data-dir"])
+        .arg(data.path())
+        .arg("--")
+        .arg(&program)
+        .arg(&ws)
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLGATE_TOKEN");
+    let mut gate = Session::start(command);
+    gate.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25",
+               "capabilities": {"elicitation": {"form": {}, "url": {}}},
+               "clientInfo": {"name": "toolgate-test", "version": "1"}}),
+    );
+    gate.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    // The daemon allows and refuses at once.
+    let read = gate.call(
+        1,
+        "read_text_file",
+        json!({"path": format!("{ws_text}/src/main.rs")}),
+    );
+    assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+    let secret = gate.call(
+        2,
+        "read_text_file",
+        json!({"path": format!("{ws_text}/.env")}),
+    );
+    assert_eq!(secret["result"]["isError"], true, "{secret}");
+    assert!(
+        text_of(&secret).starts_with("toolgate (no-env)"),
+        "{secret}"
+    );
+
+    let write = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "write_file",
+                          "arguments": {"path": format!("{ws_text}/docs/{name}"), "content": name}}})
+    };
+    // The client is sent to the page; the question is put there.
+    let sent_to_page = |gate: &mut Session, id: u64, name: &str| -> Value {
+        gate.send(&write(id, name));
+        let question: Value = serde_json::from_str(&gate.next()).unwrap();
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        assert_eq!(question["params"]["mode"], "url", "{question}");
+        assert_eq!(question["params"]["url"], format!("{url}/"), "{question}");
+        let message = question["params"]["message"].as_str().unwrap();
+        assert!(message.contains("the docs are reviewed"), "{message}");
+        question
+    };
+
+    // A person answers on the page, in a browser (or, where none is installed and none is
+    // required, through the API the page uses).
+    let question = sent_to_page(&mut gate, 3, "a.md");
+    gate.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}}));
+    let waiting = pending(&daemon, 1);
+    match common::browser_missing() {
+        None => {
+            let output = Command::new("timeout")
+                .args(["90", "node", "answer.mjs"])
+                .current_dir(root().join("tests/browser"))
+                .env("TOOLGATE_URL", &url)
+                .env("TOOLGATE_LOGIN", &daemon.login)
+                .env("TOOLGATE_SHOWS", "docs/a.md")
+                .env("TOOLGATE_BUTTON", "Allow once")
+                .output()
+                .unwrap();
+            let out = String::from_utf8_lossy(&output.stdout);
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert!(output.status.success(), "the page:\n{out}\n{err}");
+            for shown in ["write_file", "the docs are reviewed", "docs/a.md"] {
+                assert!(
+                    out.contains(shown),
+                    "the card does not show {shown}:\n{out}"
+                );
+            }
+        }
+        Some(what) => {
+            assert!(
+                std::env::var_os("TOOLGATE_REQUIRE_BROWSER").is_none(),
+                "the browser test needs {what}"
+            );
+            let id = waiting[0]["id"].as_str().unwrap();
+            daemon
+                .http(
+                    "POST",
+                    &format!("/api/approvals/{id}"),
+                    Some(&json!({"decision": "allow-once"})),
+                )
+                .unwrap();
+        }
+    }
+    let (before, written) = until_answer(&mut gate, 3);
+    assert_ne!(written["result"]["isError"], true, "{written}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("docs/a.md")).unwrap(),
+        "a.md"
+    );
+    assert!(
+        before
+            .iter()
+            .any(|m| m["method"] == "notifications/elicitation/complete"
+                && m["params"]["elicitationId"] == question["id"]),
+        "{before:?}"
+    );
+
+    // "Always" on the page: the daemon's grant answers the same write next time.
+    let question = sent_to_page(&mut gate, 4, "b.md");
+    gate.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}}));
+    let id = pending(&daemon, 1)[0]["id"].as_str().unwrap().to_owned();
+    let (status, answered) = daemon
+        .http(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(&json!({"decision": "allow-always"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{answered}");
+    let (_, written) = until_answer(&mut gate, 4);
+    assert_ne!(written["result"]["isError"], true, "{written}");
+    gate.send(&write(5, "b.md"));
+    let (before, again) = until_answer(&mut gate, 5);
+    assert!(before.is_empty(), "asked again: {before:?}");
+    assert_ne!(again["result"]["isError"], true, "{again}");
+
+    // A call the client cancels while it waits is withdrawn from the page.
+    let question = sent_to_page(&mut gate, 6, "c.md");
+    pending(&daemon, 1);
+    gate.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 6, "reason": "the user stopped"}}),
+    );
+    // The question sending the person to the page is withdrawn from the client too.
+    let notice: Value = serde_json::from_str(&gate.next()).unwrap();
+    assert_eq!(notice["method"], "notifications/cancelled", "{notice}");
+    assert_eq!(notice["params"]["requestId"], question["id"], "{notice}");
+    pending(&daemon, 0);
+    let (_, audit) = daemon
+        .http("GET", "/api/audit?type=permission_resolved", None)
+        .unwrap();
+    let last = audit["events"].as_array().unwrap().last().cloned().unwrap();
+    assert_eq!(last["layer"], "withdrawn", "{last}");
+
+    // Declining to open the page refuses the call and withdraws it.
+    let question = sent_to_page(&mut gate, 7, "d.md");
+    pending(&daemon, 1);
+    gate.send(&json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}}));
+    let (_, declined) = until_answer(&mut gate, 7);
+    assert_eq!(declined["result"]["isError"], true, "{declined}");
+    assert!(
+        text_of(&declined).contains("declined to open the approval page"),
+        "{declined}"
+    );
+    pending(&daemon, 0);
+    assert!(!ws.join("docs/c.md").exists() && !ws.join("docs/d.md").exists());
+}

@@ -17,24 +17,9 @@ use std::time::{Duration, Instant};
 
 use common::{DaemonProcess, root};
 
-fn missing() -> Option<String> {
-    let browser = root().join("tests/browser");
-    if !browser.join("node_modules/playwright-core").exists() {
-        return Some("tests/browser/node_modules (run `npm ci --prefix tests/browser`)".into());
-    }
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    if !std::path::Path::new(&chromium).exists() {
-        return Some(format!("{chromium} (apt-get install chromium)"));
-    }
-    if Command::new("node").arg("--version").output().is_err() {
-        return Some("node".into());
-    }
-    None
-}
-
 #[test]
 fn a_person_answers_on_the_page_and_the_waiting_call_proceeds() {
-    if let Some(what) = missing() {
+    if let Some(what) = common::browser_missing() {
         assert!(
             std::env::var_os("TOOLGATE_REQUIRE_BROWSER").is_none(),
             "the browser test needs {what}"

@@ -31,7 +31,10 @@ use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Decision, LoadOptions, Policy, PolicyRole, PolicySource};
 
 use crate::args::PolicyArgs;
-use crate::client::{Client, ClientArgs, field};
+use toolgate_mcp::{Daemon, Submitted};
+
+use crate::client::ClientArgs;
+use crate::daemon::{DaemonClient, failure_text, waiting, with_rule};
 use crate::{EXIT_OK, Failure};
 
 /// Decides tool calls as an agent's permission hook: the call on stdin, the decision on stdout.
@@ -454,14 +457,6 @@ fn checked_marker(sources: &[PolicySource]) -> Option<PathBuf> {
     )
 }
 
-/// `toolgate (RULE): REASON`, the rule named when one decided.
-fn with_rule(rule: Option<&str>, reason: &str) -> String {
-    match rule {
-        Some(rule) => format!("toolgate ({rule}): {reason}"),
-        None => format!("toolgate: {reason}"),
-    }
-}
-
 /// The answer for a decision: adjusted by the agent's permission mode, left to the agent when
 /// only the default decided and `--defer-default` says so, and refused where the agent
 /// cannot ask.
@@ -640,103 +635,32 @@ fn mcp_double_underscore(name: &str) -> Option<(String, String)> {
 /// The daemon's decision on `call`, waiting up to `--wait` seconds for a person; an ask (the
 /// agent's own prompt) when none comes in time or the daemon cannot be reached.
 fn ask_the_daemon(args: &HookArgs, call: &Call) -> Decided {
-    let prompt = |why: String| Decided {
-        decision: Decision::Ask,
-        reason: format!("toolgate: {why}"),
-        result: Value::Null,
-    };
-    let client = match Client::new(&args.client) {
-        Ok(client) => client,
-        Err(e) => return prompt(format!("cannot ask the daemon ({})", failure_text(&e))),
-    };
-    let body = match serde_json::to_value(call) {
-        Ok(body) => body,
-        Err(e) => return prompt(format!("cannot send the call: {e}")),
-    };
-    let decided = |body: &Value| -> Option<Decided> {
-        let decision = match field(body, "decision").as_str()? {
-            "allow" => Decision::Allow,
-            "deny" => Decision::Deny,
-            _ => return None,
-        };
-        let reason = field(body, "reason").as_str().unwrap_or_default();
-        Some(Decided {
-            decision,
-            reason: with_rule(field(body, "rule").as_str(), reason),
-            result: body.clone(),
-        })
-    };
-    let reply = match client.send("POST", "/api/decisions", Some(&body)) {
-        Ok(reply) => reply,
-        Err(e) => return prompt(format!("cannot ask the daemon ({})", failure_text(&e))),
-    };
-    let id = match reply.status {
-        200 => {
-            return decided(&reply.body)
-                .unwrap_or_else(|| prompt("the daemon's answer has no decision".into()));
+    let daemon = match DaemonClient::new(&args.client) {
+        Ok(daemon) => daemon,
+        Err(e) => {
+            return Decided {
+                decision: Decision::Ask,
+                reason: format!("toolgate: cannot ask the daemon ({})", failure_text(&e)),
+                result: Value::Null,
+            };
         }
-        202 => field(&reply.body, "id")
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        _ => return prompt(format!("the daemon refused the call: {}", reply.error())),
     };
-    let deadline = std::time::Instant::now()
-        + std::time::Duration::from_secs_f64(args.wait.clamp(0.0, 3600.0));
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        let wait = left.as_secs_f64().min(60.0);
-        let path = format!(
-            "/api/decisions/{}?wait={wait:.1}",
-            crate::client::encode(&id)
-        );
-        match client.send("GET", &path, None) {
-            Ok(reply) if reply.status == 200 => {
-                if let Some(answer) = decided(&reply.body) {
-                    return answer;
-                }
+    let verdict = match daemon.submit(call) {
+        Submitted::Decided(verdict) => verdict,
+        Submitted::Pending { id, reason } => {
+            let deadline = std::time::Instant::now() + waiting(args.wait);
+            let mut verdict = daemon.wait(&id, deadline);
+            if verdict.decision.is_none() {
+                // `toolgate (RULE): REASON — nobody answered …`
+                verdict.reason = format!("{reason} — {}", verdict.reason);
             }
-            Ok(reply) => {
-                return prompt(format!("the daemon lost request `{id}`: {}", reply.error()));
-            }
-            Err(e) => return prompt(format!("the daemon went away ({})", failure_text(&e))),
+            verdict
         }
-    }
-    // Nobody answered in time: the call goes to the agent's own prompt, so it is withdrawn
-    // from the page (an answer there would reach nobody). An answer that came meanwhile wins.
-    let path = format!("/api/decisions/{}", crate::client::encode(&id));
-    let withdrawn = match client.send("DELETE", &path, None) {
-        Ok(reply) if reply.status == 200 => "it is withdrawn from the page",
-        Ok(reply) if reply.status == 409 => {
-            if let Ok(reply) = client.send("GET", &path, None)
-                && reply.status == 200
-                && let Some(answer) = decided(&reply.body)
-            {
-                return answer;
-            }
-            "it is no longer pending"
-        }
-        _ => "it still waits there",
     };
-    let why = format!(
-        "{} — nobody answered on the approval page in time (request `{id}`: {withdrawn})",
-        field(&reply.body, "reason")
-            .as_str()
-            .unwrap_or("a person decides")
-    );
     Decided {
-        decision: Decision::Ask,
-        reason: with_rule(field(&reply.body, "rule").as_str(), &why),
-        result: Value::Null,
-    }
-}
-
-fn failure_text(failure: &Failure) -> String {
-    match failure {
-        Failure::Message(message) => message.clone(),
-        Failure::BrokenPipe => "broken pipe".to_owned(),
+        // No decision: the agent's own prompt asks.
+        decision: verdict.decision.unwrap_or(Decision::Ask),
+        reason: verdict.reason,
+        result: verdict.body,
     }
 }

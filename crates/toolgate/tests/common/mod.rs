@@ -222,3 +222,20 @@ pub fn raw_get(address: &str, host: &str, path: &str) -> String {
     stream.read_to_string(&mut response).unwrap();
     response
 }
+
+/// What the browser tests need and this machine lacks (playwright-core in `tests/browser`,
+/// Chromium, node), or `None`.
+pub fn browser_missing() -> Option<String> {
+    let browser = root().join("tests/browser");
+    if !browser.join("node_modules/playwright-core").exists() {
+        return Some("tests/browser/node_modules (run `npm ci --prefix tests/browser`)".into());
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        return Some(format!("{chromium} (apt-get install chromium)"));
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return Some("node".into());
+    }
+    None
+}
