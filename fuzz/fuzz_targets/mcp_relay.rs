@@ -28,6 +28,9 @@ fuzz_target!(|data: &[u8]| {
         policy: Arc::clone(&policy),
         server: "fs".into(),
         workspace: Some("/ws".into()),
+        daemon: false,
+        session: None,
+        pins: None,
     });
     // Each line is a frame; its first byte says which side sent it.
     for line in input.lines() {

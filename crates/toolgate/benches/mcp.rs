@@ -100,7 +100,14 @@ fn main() {
     let mut direct = Peer::start(Command::new(&server).arg("stdio"));
     let mut gateway = Peer::start(
         Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(["mcp", "--isolated", "--name", "everything", "--policy"])
+            .args([
+                "mcp",
+                "--isolated",
+                "--no-pins",
+                "--name",
+                "everything",
+                "--policy",
+            ])
             .arg(&policy)
             .arg("--workspace")
             .arg(dir.path())

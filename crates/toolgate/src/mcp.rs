@@ -41,6 +41,14 @@ pub(crate) struct McpArgs {
         requires = "daemon"
     )]
     wait: f64,
+    /// The folder of the pinned tool definitions, one file per server (default: `mcp-pins`
+    /// in the daemon's data directory, `--data-dir`). A tool whose definition changed since it
+    /// was pinned is withheld until a person approves the change.
+    #[arg(long, value_name = "DIR", conflicts_with = "no_pins")]
+    pins: Option<PathBuf>,
+    /// Pin nothing: offer every tool as the server describes it now.
+    #[arg(long)]
+    no_pins: bool,
     #[command(flatten)]
     client: ClientArgs,
     /// The server's command line, after `--`.
@@ -94,6 +102,36 @@ fn session_name(server: &str) -> String {
     format!("mcp-{server}-{}-{started}", std::process::id())
 }
 
+/// The server's pins, unless `--no-pins`.
+fn pins(args: &McpArgs, server: &str) -> Result<Option<toolgate_mcp::Pins>, Failure> {
+    if args.no_pins {
+        return Ok(None);
+    }
+    let folder = match &args.pins {
+        Some(folder) => folder.clone(),
+        None => args
+            .client
+            .data_dir
+            .clone()
+            .or_else(|| {
+                toolgate_server::ConfigFile::load_default()
+                    .ok()
+                    .and_then(|file| file.resolved_data_dir())
+            })
+            .map(|dir| dir.join("mcp-pins"))
+            .ok_or_else(|| {
+                Failure::Message(
+                    "error: no folder for the pinned tools: pass --pins DIR or --data-dir DIR \
+                     (or --no-pins)"
+                        .into(),
+                )
+            })?,
+    };
+    toolgate_mcp::Pins::load(&folder, server)
+        .map(Some)
+        .map_err(|e| Failure::Message(format!("error: {e}")))
+}
+
 pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -117,6 +155,7 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         workspace: Some(workspace.display().to_string()),
         daemon: args.daemon,
         session: Some(session_name(&server)),
+        pins: pins(args, &server)?,
     };
     let daemon = if args.daemon {
         let daemon: Arc<dyn toolgate_mcp::Daemon> = Arc::new(DaemonClient::new(&args.client)?);

@@ -158,8 +158,21 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
     (dir, ws)
 }
 
-/// `toolgate mcp` with the built-in policy and one rule of the test's, in front of `program`.
+/// `toolgate mcp` with the built-in policy and one rule of the test's, in front of `program`,
+/// pinning nothing.
 fn gateway(ws: &Path, rules: &str, name: &str, program: &Path, args: &[&str]) -> Session {
+    gateway_with(ws, rules, name, &["--no-pins"], program, args)
+}
+
+/// `toolgate mcp` with the built-in policy, one rule of the test's and more flags.
+fn gateway_with(
+    ws: &Path,
+    rules: &str,
+    name: &str,
+    flags: &[&str],
+    program: &Path,
+    args: &[&str],
+) -> Session {
     let policy = ws.join("gateway-policy.toml");
     std::fs::write(
         &policy,
@@ -172,7 +185,9 @@ fn gateway(ws: &Path, rules: &str, name: &str, program: &Path, args: &[&str]) ->
         .arg(&policy)
         .args(["--workspace"])
         .arg(ws)
-        .args(["--name", name, "--"])
+        .args(["--name", name])
+        .args(flags)
+        .arg("--")
         .arg(program)
         .args(args)
         .current_dir(ws)
@@ -471,7 +486,15 @@ fn with_the_daemon_its_page_asks_and_its_grants_apply() {
         .arg(&policy)
         .args(["--workspace"])
         .arg(&ws)
-        .args(["--name", "fs", "--daemon", "--url", &url, "--data-dir"])
+        .args([
+            "--name",
+            "fs",
+            "--no-pins",
+            "--daemon",
+            "--url",
+            &url,
+            "--data-dir",
+        ])
         .arg(data.path())
         .arg("--")
         .arg(&program)
@@ -628,4 +651,105 @@ fn with_the_daemon_its_page_asks_and_its_grants_apply() {
     );
     pending(&daemon, 0);
     assert!(!ws.join("docs/c.md").exists() && !ws.join("docs/d.md").exists());
+}
+
+/// The names of the tools a `tools/list` answer offers.
+fn tool_names(listing: &Value) -> Vec<String> {
+    listing["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_tool_changed_since_it_was_pinned_is_withheld_until_approved() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let ws_text = ws.display().to_string();
+    let pins = tempfile::tempdir().unwrap();
+    let pins_dir = pins.path().to_str().unwrap();
+    let start = |ws: &Path| {
+        let mut gate = gateway_with(ws, "", "fs", &["--pins", pins_dir], &program, &[&ws_text]);
+        gate.request(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                   "clientInfo": {"name": "toolgate-test", "version": "1"}}),
+        );
+        gate.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        gate
+    };
+    // First sight: every tool offered, and pinned.
+    let mut gate = start(&ws);
+    let first = gate.request(1, "tools/list", json!({}));
+    assert!(
+        tool_names(&first).contains(&"read_text_file".to_owned()),
+        "{first}"
+    );
+    drop(gate);
+    let file = pins.path().join("fs.json");
+    let mut pinned: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        pinned["tools"].as_object().unwrap().len(),
+        tool_names(&first).len(),
+        "{pinned}"
+    );
+    // What was pinned then differs from what the server says now (as after a server's
+    // update rewrote the description).
+    let entry = &mut pinned["tools"]["read_text_file"];
+    entry["definition"]["description"] = json!("Read a file as text.");
+    entry["sha256"] = json!("0".repeat(64));
+    std::fs::write(&file, pinned.to_string()).unwrap();
+
+    let mut gate = start(&ws);
+    gate.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}));
+    let (_, listing) = until_answer(&mut gate, 1);
+    let names = tool_names(&listing);
+    assert!(!names.contains(&"read_text_file".to_owned()), "{names:?}");
+    assert!(names.contains(&"write_file".to_owned()), "{names:?}");
+    let question: Value = serde_json::from_str(&gate.next()).unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let message = question["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`read_text_file` of the `fs` server changed")
+            && message.contains("- Read a file as text.")
+            && message.contains("description:"),
+        "{message}"
+    );
+    // Its calls are refused meanwhile, saying why.
+    let refused = gate.call(
+        2,
+        "read_text_file",
+        json!({"path": format!("{ws_text}/src/main.rs")}),
+    );
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(
+        text_of(&refused).contains("changed since it was pinned"),
+        "{refused}"
+    );
+    // Approved: pinned anew, and the client told to list again.
+    gate.send(&json!({"jsonrpc": "2.0", "id": question["id"],
+                      "result": {"action": "accept", "content": {"decision": "offer"}}}));
+    let notice: Value = serde_json::from_str(&gate.next()).unwrap();
+    assert_eq!(
+        notice["method"], "notifications/tools/list_changed",
+        "{notice}"
+    );
+    let again = gate.request(3, "tools/list", json!({}));
+    assert_eq!(tool_names(&again), tool_names(&first));
+    let read = gate.call(
+        4,
+        "read_text_file",
+        json!({"path": format!("{ws_text}/src/main.rs")}),
+    );
+    assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+    let pinned: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_ne!(
+        pinned["tools"]["read_text_file"]["sha256"],
+        json!("0".repeat(64))
+    );
 }
