@@ -26,6 +26,7 @@ mod ask;
 mod daemon;
 mod pins;
 mod relay;
+mod stateless;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -119,6 +120,20 @@ pub struct Gate {
     /// Questions about a changed tool not yet answered (their ids as JSON text), with the
     /// tool's name.
     pin_questions: HashMap<String, String>,
+    /// Seals the questions put on the stateless protocol (`None`: no randomness for a key, so
+    /// no such questions).
+    sealer: Option<stateless::Sealer>,
+}
+
+/// How a call the policy asks about can be put to a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asking {
+    /// An `elicitation/create` request to the client (it declared elicitation).
+    Elicit,
+    /// An `InputRequiredResult` the client answers by retrying (the stateless protocol).
+    InputRequired,
+    /// No way.
+    Not,
 }
 
 /// A tool withheld because its definition changed since it was pinned.
@@ -166,6 +181,7 @@ impl Gate {
             pins,
             withheld: HashMap::new(),
             pin_questions: HashMap::new(),
+            sealer: stateless::Sealer::new(),
         }
     }
 
@@ -451,6 +467,7 @@ impl Gate {
 
     /// A `tools/call` request: relayed when the policy allows it, else answered here.
     fn judge(&mut self, id: &Value, params: Option<&Value>, line: &str) -> Vec<Out> {
+        let raw = params;
         let params = match params
             .cloned()
             .map(serde_json::from_value::<CallToolRequestParams>)
@@ -461,6 +478,7 @@ impl Gate {
             }
             None => return vec![error(id, INVALID_PARAMS, "tools/call has no params")],
         };
+        let asking = self.asking(raw);
         if let Some(withheld) = self.withheld.get(params.name.as_ref()) {
             let path = self
                 .pins
@@ -476,19 +494,157 @@ impl Gate {
             );
             return vec![self.refusal(id, &reason)];
         }
-        let args = params.arguments.clone().unwrap_or_default();
-        let mut call = Call::new(params.name.as_ref()).with_args(Value::Object(args));
+        let args = Value::Object(params.arguments.clone().unwrap_or_default());
+        let mut call = Call::new(params.name.as_ref()).with_args(args.clone());
         call.context = self.context();
         if self.options.daemon {
             return self.hand_to_daemon(id, call, line, false);
         }
+        // The retry of a call asked about on the stateless protocol, with the person's answer.
+        let sealed = raw
+            .and_then(|p| p.get("requestState"))
+            .and_then(Value::as_str)
+            .filter(|state| stateless::Sealer::is_ours(state));
         let evaluation = self.options.policy.evaluate(&call);
         let reason = stated(&evaluation);
+        if let Some(sealed) = sealed {
+            let answer = raw
+                .and_then(|p| p.get("inputResponses"))
+                .and_then(|r| r.get(stateless::KEY));
+            return self.resume(
+                id, line, &call.tool, sealed, answer, &args, evaluation, reason,
+            );
+        }
         match evaluation.decision {
             // Relayed as the client wrote it.
             Decision::Allow => vec![Out::ToServer(line.to_owned())],
             Decision::Deny => vec![self.refusal(id, &reason)],
-            Decision::Ask => self.ask(id, line, params.name.as_ref(), evaluation, reason),
+            Decision::Ask => self.ask(id, line, &call.tool, &args, evaluation, reason, asking),
+        }
+    }
+
+    /// How a request's call can be asked about: on the stateless protocol (the request's
+    /// `_meta` names its version, its client's capabilities and name), by an input request
+    /// if the client can elicit; otherwise by elicitation if the client declared it.
+    fn asking(&mut self, params: Option<&Value>) -> Asking {
+        let meta = params.and_then(|p| p.get("_meta"));
+        let field = |key: &str| meta.and_then(|m| m.get(key));
+        if let Some(version) =
+            field("io.modelcontextprotocol/protocolVersion").and_then(Value::as_str)
+        {
+            // One client per gateway: the version it speaks is the session's.
+            if self.protocol.is_none() {
+                self.protocol = Some(version.to_owned());
+            }
+            if self.client.is_none() {
+                self.client = field("io.modelcontextprotocol/clientInfo")
+                    .and_then(|c| c.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+        }
+        let stateless = self
+            .protocol
+            .as_deref()
+            .is_some_and(|v| v >= stateless::STATELESS);
+        if !stateless {
+            return if self.can_ask {
+                Asking::Elicit
+            } else {
+                Asking::Not
+            };
+        }
+        let can_elicit = field("io.modelcontextprotocol/clientCapabilities")
+            .and_then(|c| c.get("elicitation"))
+            .is_some_and(Value::is_object);
+        if can_elicit && self.sealer.is_some() {
+            Asking::InputRequired
+        } else {
+            Asking::Not
+        }
+    }
+
+    /// A retried call carrying the person's answer to toolgate's input request: judged again
+    /// (the policy decides first), and when it still asks, the answer decides — if the state
+    /// is the one toolgate sealed for this very call, not lapsed and not used before.
+    #[allow(clippy::too_many_arguments)]
+    fn resume(
+        &mut self,
+        id: &Value,
+        line: &str,
+        tool: &str,
+        sealed: &str,
+        answer: Option<&Value>,
+        args: &Value,
+        evaluation: toolgate_policy::Evaluation,
+        reason: String,
+    ) -> Vec<Out> {
+        let opened = match self.sealer.as_mut() {
+            Some(sealer) => sealer.open(sealed),
+            None => Err("the answer's state is not one toolgate gave"),
+        };
+        let state = match opened {
+            Ok(state) if state.tool == tool && state.args == stateless::arguments_hash(args) => {
+                state
+            }
+            Ok(_) => {
+                return vec![self.refusal(
+                    id,
+                    &format!("{reason} — the answer was given for another call"),
+                )];
+            }
+            Err(why) => return vec![self.refusal(id, &format!("{reason} — {why}"))],
+        };
+        // The server sees the call as the client first sent it: toolgate's answer and state
+        // are toolgate's.
+        let relayed = || {
+            let mut message: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+            if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                params.remove("inputResponses");
+                params.remove("requestState");
+            }
+            Out::ToServer(message.to_string())
+        };
+        match evaluation.decision {
+            Decision::Allow => return vec![relayed()],
+            Decision::Deny => return vec![self.refusal(id, &reason)],
+            Decision::Ask => {}
+        }
+        let Some(details) = evaluation.ask.clone() else {
+            return vec![self.refusal(id, &reason)];
+        };
+        let answer = match answer {
+            Some(answer) => {
+                let mut message = serde_json::Map::new();
+                message.insert("result".into(), answer.clone());
+                ask::answer(&message, &state.offered)
+            }
+            None => Err("the retry carries no answer to toolgate's question"),
+        };
+        match answer {
+            Ok(choice) => {
+                if choice.is_always() {
+                    let held = ask::Held {
+                        call_id: id.clone(),
+                        line: line.to_owned(),
+                        tool: tool.to_owned(),
+                        offered: state.offered.clone(),
+                        subjects: evaluation.subjects,
+                        deadline: Instant::now(),
+                        details,
+                        reason: reason.clone(),
+                    };
+                    let by = self.client.clone().unwrap_or_else(|| "mcp client".into());
+                    self.grants
+                        .remember(&held, choice, &self.grant_context(), &by);
+                }
+                if choice.allows() {
+                    vec![relayed()]
+                } else {
+                    vec![self.refusal(id, &format!("{reason} — refused by the person asked"))]
+                }
+            }
+            Err(why) => vec![self.refusal(id, &format!("{reason} — {why}"))],
         }
     }
 
@@ -503,14 +659,18 @@ impl Gate {
     }
 
     /// A call the policy asks about: decided by an "always" answer of the session, else asked
-    /// through the client, else refused saying why.
+    /// through the client (a request, or on the stateless protocol an input request), else
+    /// refused saying why.
+    #[allow(clippy::too_many_arguments)]
     fn ask(
         &mut self,
         id: &Value,
         line: &str,
         tool: &str,
+        args: &Value,
         evaluation: toolgate_policy::Evaluation,
         reason: String,
+        asking: Asking,
     ) -> Vec<Out> {
         match self
             .grants
@@ -525,13 +685,7 @@ impl Gate {
             }
             None => {}
         }
-        // The stateless protocol (2026-07-28) has no requests from server to client.
-        let stateless = self.protocol.as_deref().is_some_and(|v| v >= "2026-07-28");
-        let Some(details) = evaluation
-            .ask
-            .clone()
-            .filter(|_| self.can_ask && !stateless)
-        else {
+        let Some(details) = evaluation.ask.clone().filter(|_| asking != Asking::Not) else {
             return vec![self.refusal(
                 id,
                 &format!(
@@ -557,6 +711,30 @@ impl Gate {
             reason,
         };
         let question = ask::question(&question_id, &self.options.server, &held);
+        if asking == Asking::InputRequired {
+            let sealed = self.sealer.as_mut().and_then(|sealer| {
+                sealer.seal(&held.tool, args, &held.offered, held.details.timeout)
+            });
+            let Some(sealed) = sealed else {
+                return vec![self.refusal(
+                    id,
+                    &format!("{} — too many questions are waiting", held.reason),
+                )];
+            };
+            let mut request = question;
+            if let Some(request) = request.as_object_mut() {
+                request.remove("jsonrpc");
+                request.remove("id");
+            }
+            let result = json!({
+                "resultType": "input_required",
+                "inputRequests": {stateless::KEY: request},
+                "requestState": sealed,
+            });
+            return vec![Out::ToClient(
+                json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+            )];
+        }
         self.held.insert(json!(question_id).to_string(), held);
         vec![Out::ToClient(question.to_string())]
     }
@@ -1308,6 +1486,101 @@ mod tests {
         let mut mute = with_pins(false);
         let outs = list(&mut mute, "Adds, differently.");
         assert_eq!(outs.len(), 1, "{outs:?}");
+    }
+
+    /// A stateless (2026-07-28) call: its `_meta` says the version, what the client can do
+    /// and who it is; with `state` and `answer`, the retry carrying the person's answer.
+    fn modern(id: u64, n: u64, elicit: bool, retry: Option<(&Value, Value)>) -> String {
+        let capabilities = if elicit {
+            json!({"elicitation": {}})
+        } else {
+            json!({})
+        };
+        let mut params = json!({"name": "risky", "arguments": {"n": n},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": capabilities,
+                      "io.modelcontextprotocol/clientInfo": {"name": "py", "version": "1"}}});
+        if let Some((state, answer)) = retry {
+            params["requestState"] = state.clone();
+            params["inputResponses"] = json!({"toolgate": answer});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    }
+
+    /// The input request a frame list answers a stateless call with, and its state.
+    fn input_required(outs: &[Out]) -> (Value, Value) {
+        let [Out::ToClient(text)] = outs else {
+            panic!("{outs:?}")
+        };
+        let answer: Value = serde_json::from_str(text).unwrap();
+        let result = &answer["result"];
+        assert_eq!(result["resultType"], "input_required", "{answer}");
+        (
+            result["inputRequests"]["toolgate"].clone(),
+            result["requestState"].clone(),
+        )
+    }
+
+    #[test]
+    fn on_the_stateless_protocol_an_ask_is_an_input_request_answered_by_a_retry() {
+        let mut gate = gate(ASKING);
+        let accept =
+            |decision: &str| json!({"action": "accept", "content": {"decision": decision}});
+        let (request, state) = input_required(&gate.from_client(&modern(1, 1, true, None)));
+        assert_eq!(request["method"], "elicitation/create", "{request}");
+        assert!(request.get("id").is_none(), "{request}");
+        assert!(
+            request["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("risky business"),
+            "{request}"
+        );
+        // Answered: the call reaches the server as first sent, without toolgate's part.
+        let outs = gate.from_client(&modern(2, 1, true, Some((&state, accept("allow-once")))));
+        let [Out::ToServer(relayed)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        let relayed: Value = serde_json::from_str(relayed).unwrap();
+        assert!(relayed["params"].get("requestState").is_none(), "{relayed}");
+        assert!(
+            relayed["params"].get("inputResponses").is_none(),
+            "{relayed}"
+        );
+        assert_eq!(relayed["params"]["arguments"], json!({"n": 1}));
+        assert!(relayed["params"]["_meta"].is_object(), "{relayed}");
+        // The same answer again, for other arguments, forged, or refused by the person.
+        let reason =
+            refused(&gate.from_client(&modern(3, 1, true, Some((&state, accept("allow-once"))))));
+        assert!(reason.contains("used already"), "{reason}");
+        let (_, state) = input_required(&gate.from_client(&modern(4, 1, true, None)));
+        let reason =
+            refused(&gate.from_client(&modern(5, 2, true, Some((&state, accept("allow-once"))))));
+        assert!(reason.contains("another call"), "{reason}");
+        let forged = json!("toolgate1.7b7d.00");
+        let reason =
+            refused(&gate.from_client(&modern(6, 1, true, Some((&forged, accept("allow-once"))))));
+        assert!(reason.contains("not one toolgate gave"), "{reason}");
+        let (_, state) = input_required(&gate.from_client(&modern(7, 1, true, None)));
+        let reason = refused(&gate.from_client(&modern(
+            8,
+            1,
+            true,
+            Some((&state, json!({"action": "decline"}))),
+        )));
+        assert!(reason.contains("the person declined"), "{reason}");
+        // "Always": the next call runs without a question.
+        let (_, state) = input_required(&gate.from_client(&modern(9, 1, true, None)));
+        let outs = gate.from_client(&modern(10, 1, true, Some((&state, accept("allow-always")))));
+        assert!(matches!(outs.as_slice(), [Out::ToServer(_)]), "{outs:?}");
+        assert!(matches!(
+            gate.from_client(&modern(11, 5, true, None)).as_slice(),
+            [Out::ToServer(_)]
+        ));
+        // A client that cannot elicit is told so.
+        let mut mute = gate_with(ASKING, false);
+        let reason = refused(&mute.from_client(&modern(1, 1, false, None)));
+        assert!(reason.contains("offers no way to ask"), "{reason}");
     }
 
     fn frame() -> impl Strategy<Value = String> {

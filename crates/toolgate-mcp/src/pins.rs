@@ -198,7 +198,7 @@ fn definition(tool: &Value) -> Value {
 
 /// A value with its objects' keys sorted (a server that reorders a schema's keys has not
 /// changed it).
-fn sorted(value: &Value) -> Value {
+pub(crate) fn sorted(value: &Value) -> Value {
     match value {
         Value::Object(object) => {
             let mut keys: Vec<&String> = object.keys().collect();

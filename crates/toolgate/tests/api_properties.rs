@@ -1,5 +1,5 @@
 //! The API against its own OpenAPI document: Schemathesis (pinned in
-//! `tests/api/requirements.txt`, configured by `tests/api/schemathesis.toml`) reads the document
+//! `tests/python/requirements.txt`, configured by `tests/api/schemathesis.toml`) reads the document
 //! a `toolgate serve` process serves, and sends every route requests made from it — valid ones,
 //! invalid ones (a wrong type, a missing field, a value out of range or not matching a
 //! pattern), and chains that follow the document's links (a call asked, then its answer; a
@@ -7,7 +7,7 @@
 //! a status, a content type, headers and a body the document describes; what the document
 //! calls valid accepted and what it calls invalid refused.
 //!
-//! `.ci/run` installs Schemathesis in `tests/api/.venv` and sets
+//! `.ci/run` installs Schemathesis in `tests/python/.venv` and sets
 //! `TOOLGATE_REQUIRE_SCHEMATHESIS=1`, so the test cannot skip there; elsewhere it says what is
 //! missing and passes. `TOOLGATE_SCHEMATHESIS_EXAMPLES` sets the examples per route (default 25).
 
@@ -31,7 +31,7 @@ use common::{DaemonProcess, root};
 fn schemathesis() -> PathBuf {
     std::env::var_os("SCHEMATHESIS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("tests/api/.venv/bin/st"))
+        .unwrap_or_else(|| root().join("tests/python/.venv/bin/st"))
 }
 
 #[test]
@@ -39,8 +39,8 @@ fn the_api_keeps_every_promise_its_openapi_document_makes() {
     let st = schemathesis();
     if !st.exists() {
         let what = format!(
-            "{} (python3 -m venv tests/api/.venv && tests/api/.venv/bin/pip install \
-             --require-hashes -r tests/api/requirements.txt)",
+            "{} (python3 -m venv tests/python/.venv && tests/python/.venv/bin/pip install \
+             --require-hashes -r tests/python/requirements.txt)",
             st.display()
         );
         assert!(

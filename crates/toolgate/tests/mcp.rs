@@ -753,3 +753,297 @@ fn a_tool_changed_since_it_was_pinned_is_withheld_until_approved() {
         json!("0".repeat(64))
     );
 }
+
+/// A program of the Python peers' environment (`tests/python/.venv`), or `None` (the test
+/// skips, saying so) where it is not installed and `TOOLGATE_REQUIRE_MCP` is not set.
+fn python_peer(name: &str) -> Option<PathBuf> {
+    let program = root().join("tests/python/.venv/bin").join(name);
+    if program.is_file() {
+        return Some(program);
+    }
+    let what = format!(
+        "{} (python3 -m venv tests/python/.venv && tests/python/.venv/bin/pip install \
+         --require-hashes -r tests/python/requirements.txt)",
+        program.display()
+    );
+    assert!(
+        std::env::var_os("TOOLGATE_REQUIRE_MCP").is_none(),
+        "{what} is not installed"
+    );
+    eprintln!("skipped: {what} is not installed");
+    None
+}
+
+/// A git repository with one commit and a staged change.
+fn repository() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = std::fs::canonicalize(dir.path()).unwrap();
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .current_dir(&repo)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "first"]);
+    std::fs::write(repo.join("a.txt"), "one\ntwo\n").unwrap();
+    git(&["add", "a.txt"]);
+    (dir, repo)
+}
+
+#[test]
+fn the_python_sdks_clients_call_the_git_server_through_the_gateway() {
+    let (Some(python), Some(git_server)) = (python_peer("python"), python_peer("mcp-server-git"))
+    else {
+        return;
+    };
+    for mode in ["session", "stateless"] {
+        let (_dir, repo) = repository();
+        let repo_text = repo.display().to_string();
+        let policy = repo.join(".git/gateway-policy.toml");
+        std::fs::write(
+            &policy,
+            "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"commits\"\n\
+             decision = \"ask\"\nreason = \"commits are reviewed\"\nserver = \"git\"\n\
+             tool = \"git_commit\"\nchoices = [\"allow-once\", \"allow-always\", \
+             \"reject-once\"]\n",
+        )
+        .unwrap();
+        let injected = repo.join("injected");
+        let calls = json!([
+            ["git_status", {"repo_path": repo_text}],
+            ["git_diff", {"repo_path": repo_text,
+                          "target": format!("--output={}", injected.display())}],
+            ["git_commit", {"repo_path": repo_text, "message": "second"}],
+            ["git_commit", {"repo_path": repo_text, "message": "third"}],
+            ["git_commit", {"repo_path": repo_text, "message": "fourth"}],
+            ["git_log", {"repo_path": repo_text, "max_count": 5}],
+        ]);
+        let answers = json!([
+            {"action": "decline"},
+            {"action": "accept", "content": {"decision": "allow-once"}},
+            {"action": "accept", "content": {"decision": "allow-always"}},
+        ]);
+        let output = Command::new("timeout")
+            .arg("90")
+            .arg(&python)
+            .arg(root().join("tests/mcp/client.py"))
+            .args([
+                mode,
+                &calls.to_string(),
+                &answers.to_string(),
+                "--",
+                BIN,
+                "mcp",
+            ])
+            .args(["--isolated", "--no-pins", "--name", "git", "--policy"])
+            .arg(&policy)
+            .arg("--workspace")
+            .arg(&repo)
+            .arg("--")
+            .arg(&git_server)
+            .arg("--repository")
+            .arg(&repo)
+            .current_dir(&repo)
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{mode}:\n{stdout}\n{stderr}");
+        let run: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let results = run["results"].as_array().unwrap();
+        let text = |i: usize| results[i]["text"].as_str().unwrap();
+        // The stateless client went stateless: toolgate asked with input requests.
+        let expected_version = if mode == "stateless" {
+            json!("2026-07-28")
+        } else {
+            Value::Null
+        };
+        assert_eq!(run["version"], expected_version, "{mode}: {run}");
+        assert!(
+            run["tools"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("git_commit"))
+        );
+        assert_eq!(results[0]["isError"], false, "{mode}: {run}");
+        assert!(text(0).contains("modified:   a.txt"), "{mode}: {run}");
+        // The option injection: asked about, declined, refused; git never saw it.
+        assert_eq!(results[1]["isError"], true, "{mode}: {run}");
+        assert!(
+            text(1).starts_with("toolgate (option-injection):")
+                && text(1).ends_with("the person declined"),
+            "{mode}: {run}"
+        );
+        assert!(
+            !injected.exists(),
+            "{mode}: git wrote {}",
+            injected.display()
+        );
+        // Once, then always: the third commit is not asked about.
+        assert!(text(2).contains("committed successfully"), "{mode}: {run}");
+        assert!(!text(3).starts_with("toolgate"), "{mode}: {run}");
+        assert!(!text(4).starts_with("toolgate"), "{mode}: {run}");
+        let asked = run["asked"].as_array().unwrap();
+        assert_eq!(asked.len(), 3, "{mode}: {run}");
+        assert!(
+            asked[1].as_str().unwrap().contains("commits are reviewed"),
+            "{mode}: {run}"
+        );
+        assert!(text(5).contains("second"), "{mode}: {run}");
+    }
+}
+
+#[test]
+fn the_fetch_server_reaches_the_dev_server_and_never_the_metadata_service() {
+    let Some(fetch) = python_peer("mcp-server-fetch") else {
+        return;
+    };
+    // One's own dev server on loopback: answers one request, then ends.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::thread::spawn(move || {
+        // Bounded: no request within 30 s ends the thread (and the test fails on its text).
+        listener.set_nonblocking(true).unwrap();
+        let started = std::time::Instant::now();
+        let mut stream = loop {
+            match listener.accept() {
+                Ok((stream, _)) => break stream,
+                Err(_) if started.elapsed() < WAIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => return format!("no request came: {e}"),
+            }
+        };
+        stream.set_nonblocking(false).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut request = [0u8; 4096];
+        let read = std::io::Read::read(&mut stream, &mut request).unwrap();
+        let body = "hello from the dev server\n";
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        String::from_utf8_lossy(&request[..read]).into_owned()
+    });
+    let (_dir, ws) = workspace();
+    let mut gate = gateway(
+        &ws,
+        "",
+        "fetch",
+        &fetch,
+        &["--allow-private-ips", "--ignore-robots-txt"],
+    );
+    gate.initialize();
+    let metadata = gate.call(
+        1,
+        "fetch",
+        json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+    );
+    assert_eq!(metadata["result"]["isError"], true, "{metadata}");
+    assert!(
+        text_of(&metadata).starts_with("toolgate (internal-addresses):"),
+        "{metadata}"
+    );
+    let page = gate.call(
+        2,
+        "fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/status.txt"), "raw": true}),
+    );
+    assert_ne!(page["result"]["isError"], true, "{page}");
+    assert!(
+        text_of(&page).contains("hello from the dev server"),
+        "{page}"
+    );
+    let request = served.join().unwrap();
+    assert!(request.starts_with("GET /status.txt"), "{request}");
+}
+
+#[test]
+fn the_inspector_cli_gets_the_servers_exact_answers_and_the_refusals() {
+    let (Some(inspector), Some(program)) =
+        (server("mcp-inspector-cli"), server("mcp-server-filesystem"))
+    else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    // The inspector reads options of its own among the server's words: each command is a
+    // script of its own.
+    let script = |name: &str, line: String| {
+        let path = ws.join(".git").join(name);
+        std::fs::write(&path, format!("#!/bin/sh\nexec {line}\n")).unwrap();
+        let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&path, permissions).unwrap();
+        path
+    };
+    let direct = script("direct.sh", format!("{} {}", quote(&program), quote(&ws)));
+    let through = script(
+        "through.sh",
+        format!(
+            "{} mcp --isolated --no-pins --name fs --workspace {} -- {} {}",
+            quote(Path::new(BIN)),
+            quote(&ws),
+            quote(&program),
+            quote(&ws)
+        ),
+    );
+    // It runs from a folder whose parent holds a package.json (how it finds its own).
+    let run = |command: &Path, args: &[&str]| -> Value {
+        let output = Command::new("timeout")
+            .arg("60")
+            .arg(&inspector)
+            .arg("--cli")
+            .arg(command)
+            .args(args)
+            .current_dir(root().join("tests/mcp/node_modules"))
+            .env_remove("XDG_CONFIG_HOME")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let read = |path: &Path| {
+        vec![
+            "--method".to_owned(),
+            "tools/call".to_owned(),
+            "--tool-name".to_owned(),
+            "read_text_file".to_owned(),
+            "--tool-arg".to_owned(),
+            format!("path={}", path.display()),
+        ]
+    };
+    let args = read(&ws.join("src/main.rs"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(run(&through, &args), run(&direct, &args));
+    let args = read(&ws.join(".env"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let refused = run(&through, &args);
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolgate (project-secrets):"),
+        "{refused}"
+    );
+    let listed = run(&through, &["--method", "tools/list"]);
+    assert_eq!(listed, run(&direct, &["--method", "tools/list"]));
+}

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Adds every file's sha256 to tests/api/requirements.txt, for `pip install --require-hashes`.
+"""Adds every file's sha256 to tests/python/requirements.txt, for `pip install --require-hashes`.
 
 Each pinned `name==version` line gets the hashes of all of that release's files on the package
 index (every platform's wheels and the source archive), read from the index's simple API (PEP 503),
 which names each file's hash in its link. Run it after changing a pin:
 
-    python3 tests/api/hash-requirements.py [INDEX_URL]
+    python3 tests/python/hash-requirements.py [INDEX_URL]
 
 INDEX_URL defaults to $PIP_INDEX_URL, else https://pypi.org/simple.
 """
