@@ -65,6 +65,12 @@ impl Place {
     }
 }
 
+/// Whether a folder is too broad to be a workspace root: `/`, or the home folder or one above
+/// it.
+fn too_broad(root: &Path, home: Option<&Path>) -> bool {
+    root.parent().is_none() || home.is_some_and(|home| home.starts_with(root))
+}
+
 impl Policy {
     /// The workspace roots of a call: the call's `context.workspace`, and the policy's roots —
     /// relative ones against the call's workspace when it has one, else against the folder of the
@@ -96,6 +102,15 @@ impl Policy {
         }
         let roots: Vec<PathBuf> = declared.iter().map(|r| self.canonical_root(r)).collect();
         let first = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
+        // `/`, the home folder and the folders above it are no workspace: a root there would
+        // make every file of the user's "the project's own" (an MCP client that starts its
+        // servers in `/`, an agent started in `~`). Such a root confines nothing; relative paths
+        // still resolve from it.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let roots: Vec<PathBuf> = roots
+            .into_iter()
+            .filter(|root| !too_broad(root, home.as_deref()))
+            .collect();
         let cwd = match call.context.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
             Some(c) => {
                 let joined = path::normalize(&first.join(c));
@@ -106,7 +121,7 @@ impl Policy {
         Place {
             roots,
             cwd,
-            home: std::env::var_os("HOME").map(PathBuf::from),
+            home,
             places: Some(self.places.clone()),
         }
     }
@@ -955,7 +970,21 @@ fn url_subject(given: &str, source: &str, mentioned: bool) -> UrlSubject {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::{links_inside, source_excerpt};
+    use super::{links_inside, source_excerpt, too_broad};
+    use std::path::Path;
+
+    #[test]
+    fn the_file_systems_root_and_the_home_folder_are_no_workspace() {
+        let home = Some(Path::new("/home/me"));
+        for broad in ["/", "/home", "/home/me"] {
+            assert!(too_broad(Path::new(broad), home), "{broad}");
+        }
+        for project in ["/home/me/code/app", "/srv/app", "/home/mel", "/tmp"] {
+            assert!(!too_broad(Path::new(project), home), "{project}");
+        }
+        assert!(too_broad(Path::new("/"), None));
+        assert!(!too_broad(Path::new("/home/me"), None));
+    }
 
     #[test]
     fn links_are_found_inside_a_folder_up_to_a_bound() {
