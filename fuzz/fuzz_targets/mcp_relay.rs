@@ -31,6 +31,8 @@ fuzz_target!(|data: &[u8]| {
         daemon: false,
         session: None,
         pins: None,
+        trusted: false,
+        roots_workspace: true,
     });
     // Each line is a frame; its first byte says which side sent it.
     for line in input.lines() {

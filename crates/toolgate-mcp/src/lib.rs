@@ -60,6 +60,12 @@ pub struct Options {
     /// The server's pinned tools ([`Pins`]): a tool whose definition changed since is not
     /// offered until a person approves the change. `None`: no pinning.
     pub pins: Option<Pins>,
+    /// Whether the server is trusted: its tools' annotations (`readOnlyHint`, …) count as
+    /// true. Untrusted, they can only make a decision stricter.
+    pub trusted: bool,
+    /// Whether the client's roots name the workspace (no workspace was given, and the policy
+    /// names no roots): the first root the client lists becomes the workspace.
+    pub roots_workspace: bool,
 }
 
 /// Where a frame goes after the gate.
@@ -123,6 +129,12 @@ pub struct Gate {
     /// Seals the questions put on the stateless protocol (`None`: no randomness for a key, so
     /// no such questions).
     sealer: Option<stateless::Sealer>,
+    /// Each listed tool's annotations, by name (a call carries its tool's).
+    annotations: HashMap<String, serde_json::Map<String, Value>>,
+    /// Whether the client declared `roots`.
+    client_roots: bool,
+    /// toolgate's `roots/list` requests not yet answered (their ids as JSON text).
+    roots_asked: HashSet<String>,
 }
 
 /// How a call the policy asks about can be put to a person.
@@ -182,6 +194,9 @@ impl Gate {
             withheld: HashMap::new(),
             pin_questions: HashMap::new(),
             sealer: stateless::Sealer::new(),
+            annotations: HashMap::new(),
+            client_roots: false,
+            roots_asked: HashSet::new(),
         }
     }
 
@@ -224,6 +239,10 @@ impl Gate {
             && let Some(held) = id.and_then(|id| self.held.remove(&id.to_string()))
         {
             return self.resolve(held, &message);
+        }
+        if method.is_none() && id.is_some_and(|id| self.roots_asked.remove(&id.to_string())) {
+            self.roots_answered(&message);
+            return Vec::new();
         }
         if method.is_none()
             && let Some(tool) = id.and_then(|id| self.pin_questions.remove(&id.to_string()))
@@ -295,7 +314,29 @@ impl Gate {
                     .and_then(|c| c.get("name"))
                     .and_then(Value::as_str)
                     .map(str::to_owned);
+                self.client_roots = message
+                    .get("params")
+                    .and_then(|p| p.get("capabilities"))
+                    .and_then(|c| c.get("roots"))
+                    .is_some_and(Value::is_object);
                 vec![Out::ToServer(line.to_owned())]
+            }
+            // Once the client is ready, and whenever its roots change: toolgate asks for them
+            // too, when they name the workspace.
+            (Some("notifications/initialized" | "notifications/roots/list_changed"), None) => {
+                let mut outs = vec![Out::ToServer(line.to_owned())];
+                if self.options.roots_workspace
+                    && self.client_roots
+                    && self.roots_asked.len() < MAX_WAITING
+                {
+                    let id = format!("toolgate-roots-{}", self.next_question);
+                    self.next_question += 1;
+                    self.roots_asked.insert(json!(id).to_string());
+                    outs.push(Out::ToClient(
+                        json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"}).to_string(),
+                    ));
+                }
+                outs
             }
             _ => vec![Out::ToServer(line.to_owned())],
         }
@@ -345,6 +386,19 @@ impl Gate {
         else {
             return vec![Out::ToClient(line.to_owned())];
         };
+        // Each tool's hints, for its calls (a tool left out below may still be called).
+        for tool in tools.iter() {
+            if let Some(name) = tool.get("name").and_then(Value::as_str) {
+                let annotations = tool
+                    .get("annotations")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                if self.annotations.len() < MAX_WAITING || self.annotations.contains_key(name) {
+                    self.annotations.insert(name.to_owned(), annotations);
+                }
+            }
+        }
         let before = tools.len();
         tools.retain(|tool| {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -405,6 +459,25 @@ impl Gate {
             outs.extend(self.ask_about_change(&name));
         }
         outs
+    }
+
+    /// The client's roots: the first `file://` root is the workspace from now on. An error or
+    /// no root leaves the workspace as it was.
+    fn roots_answered(&mut self, message: &serde_json::Map<String, Value>) {
+        let first = message
+            .get("result")
+            .and_then(|r| r.get("roots"))
+            .and_then(Value::as_array)
+            .and_then(|roots| {
+                roots.iter().find_map(|root| {
+                    let uri = root.get("uri").and_then(Value::as_str)?;
+                    let path = url::Url::parse(uri).ok()?.to_file_path().ok()?;
+                    path.to_str().map(str::to_owned)
+                })
+            });
+        if let Some(root) = first {
+            self.options.workspace = Some(root);
+        }
     }
 
     /// Asks the client's person whether to offer tool `name`, changed since it was pinned.
@@ -497,6 +570,11 @@ impl Gate {
         let args = Value::Object(params.arguments.clone().unwrap_or_default());
         let mut call = Call::new(params.name.as_ref()).with_args(args.clone());
         call.context = self.context();
+        // The tool's hints as the server listed them: loosening only for a trusted server.
+        if let Some(annotations) = self.annotations.get(params.name.as_ref()) {
+            call.annotations = annotations.clone();
+        }
+        call.context.trusted_server = self.options.trusted;
         if self.options.daemon {
             return self.hand_to_daemon(id, call, line, false);
         }
@@ -1046,6 +1124,8 @@ mod tests {
             daemon,
             session: None,
             pins: None,
+            trusted: false,
+            roots_workspace: false,
         })
     }
 
@@ -1581,6 +1661,89 @@ mod tests {
         let mut mute = gate_with(ASKING, false);
         let reason = refused(&mute.from_client(&modern(1, 1, false, None)));
         assert!(reason.contains("offers no way to ask"), "{reason}");
+    }
+
+    #[test]
+    fn a_tools_annotations_loosen_only_for_a_trusted_server() {
+        let rules = "\n[[rule]]\nname = \"destroys\"\ndecision = \"deny\"\n\
+                     annotations = { destructiveHint = true }\n\n[[rule]]\n\
+                     name = \"hinted-reads\"\ndecision = \"allow\"\n\
+                     annotations = { readOnlyHint = true }\n";
+        let listing = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[
+            {"name":"list_notes","annotations":{"readOnlyHint":true}},
+            {"name":"wipe","annotations":{"destructiveHint":true,"readOnlyHint":true}}]}}"#
+            .replace('\n', "");
+        let call = |name: &str| {
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name}})
+                .to_string()
+        };
+        for trusted in [false, true] {
+            let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
+            let mut gate = Gate::new(Options {
+                policy: Arc::new(policy),
+                server: "notes".into(),
+                workspace: Some("/ws".into()),
+                daemon: false,
+                session: None,
+                pins: None,
+                trusted,
+                roots_workspace: false,
+            });
+            initialize(&mut gate, false);
+            gate.from_client(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+            gate.from_server(&listing);
+            let outs = gate.from_client(&call("list_notes"));
+            assert_eq!(
+                matches!(outs.as_slice(), [Out::ToServer(_)]),
+                trusted,
+                "trusted {trusted}: {outs:?}"
+            );
+            // A hint that makes a decision stricter counts either way.
+            let reason = refused(&gate.from_client(&call("wipe")));
+            assert!(reason.starts_with("toolgate (destroys)"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn the_clients_first_root_is_the_workspace_when_none_was_given() {
+        let mut gate = gate(RULES);
+        gate.options.roots_workspace = true;
+        gate.from_client(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                    "params": {"protocolVersion": "2025-11-25",
+                               "capabilities": {"roots": {"listChanged": true}},
+                               "clientInfo": {"name": "client", "version": "1"}}})
+            .to_string(),
+        );
+        let ready = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let outs = gate.from_client(ready);
+        let [Out::ToServer(relayed), Out::ToClient(asked)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(relayed, ready);
+        let asked: Value = serde_json::from_str(asked).unwrap();
+        assert_eq!(asked["method"], "roots/list");
+        // The answer is toolgate's: it goes no further.
+        let answer = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [
+            {"uri": "https://example.com/x"}, {"uri": "file:///home/me/app", "name": "app"},
+            {"uri": "file:///home/me/lib"}]}});
+        assert!(gate.from_client(&answer.to_string()).is_empty());
+        assert_eq!(gate.context().workspace.as_deref(), Some("/home/me/app"));
+        // Changed roots are asked for again; an error leaves the workspace as it was.
+        let outs =
+            gate.from_client(r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+        let [_, Out::ToClient(asked)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        let asked: Value = serde_json::from_str(asked).unwrap();
+        let failed =
+            json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -1, "message": "no"}});
+        assert!(gate.from_client(&failed.to_string()).is_empty());
+        assert_eq!(gate.context().workspace.as_deref(), Some("/home/me/app"));
+        // Without the option (a workspace was given), nothing is asked.
+        let mut given = gate_with(RULES, false);
+        initialize(&mut given, false);
+        assert_eq!(given.from_client(ready).len(), 1);
     }
 
     fn frame() -> impl Strategy<Value = String> {

@@ -27,6 +27,11 @@ pub(crate) struct McpArgs {
     /// `npx`/`uvx` line runs, else the program's name).
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
+    /// Trust the server's tool annotations: a tool it marks `readOnlyHint` is a read, and
+    /// rules on `annotations` may allow by them. Untrusted (the default), its annotations can
+    /// only make a decision stricter (they may claim anything).
+    #[arg(long)]
+    trusted: bool,
     /// Let the daemon decide every call (`toolgate serve`): it judges with its policy and its
     /// grants and records each decision; its asks wait on the approval page, and a client
     /// that offers URL-mode elicitation is sent there.
@@ -140,6 +145,8 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
     let files = args.policy.files_from(&workspace);
     let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
+    // No workspace given and none in the policy: the client's roots name it.
+    let roots_workspace = args.workspace.is_none() && policy.settings().roots.is_empty();
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Failure::Message(
             "error: name the server's command after `--`".into(),
@@ -156,6 +163,8 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         daemon: args.daemon,
         session: Some(session_name(&server)),
         pins: pins(args, &server)?,
+        trusted: args.trusted,
+        roots_workspace,
     };
     let daemon = if args.daemon {
         let daemon: Arc<dyn toolgate_mcp::Daemon> = Arc::new(DaemonClient::new(&args.client)?);

@@ -1047,3 +1047,66 @@ fn the_inspector_cli_gets_the_servers_exact_answers_and_the_refusals() {
     let listed = run(&through, &["--method", "tools/list"]);
     assert_eq!(listed, run(&direct, &["--method", "tools/list"]));
 }
+
+#[test]
+fn the_clients_roots_name_the_workspace_when_none_is_given() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let ws_text = ws.display().to_string();
+    // Started in `/`, as some clients start their servers: no workspace of its own.
+    let mut command = Command::new("timeout");
+    command
+        .args([
+            "120",
+            BIN,
+            "mcp",
+            "--isolated",
+            "--no-pins",
+            "--name",
+            "fs",
+            "--",
+        ])
+        .arg(&program)
+        .arg(&ws)
+        .current_dir("/")
+        .env_remove("XDG_CONFIG_HOME");
+    let mut gate = Session::start(command);
+    gate.request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {"listChanged": true}},
+               "clientInfo": {"name": "toolgate-test", "version": "1"}}),
+    );
+    gate.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // toolgate and the server both ask for the roots; each gets them.
+    let mut asked = Vec::new();
+    while asked.len() < 2 {
+        let message: Value = serde_json::from_str(&gate.next()).unwrap();
+        if message["method"] == "roots/list" {
+            gate.send(&json!({"jsonrpc": "2.0", "id": message["id"],
+                              "result": {"roots": [{"uri": format!("file://{ws_text}"),
+                                                    "name": "app"}]}}));
+            asked.push(message["id"].clone());
+        }
+    }
+    assert!(
+        asked.iter().any(|id| id
+            .as_str()
+            .is_some_and(|i| i.starts_with("toolgate-roots-"))),
+        "{asked:?}"
+    );
+    let read = gate.call(
+        1,
+        "read_text_file",
+        json!({"path": format!("{ws_text}/src/main.rs")}),
+    );
+    assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+    let outside = gate.call(2, "read_text_file", json!({"path": "/etc/hostname"}));
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    assert!(
+        text_of(&outside).contains("outside the workspace"),
+        "{outside}"
+    );
+}
