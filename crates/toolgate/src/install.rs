@@ -170,7 +170,7 @@ impl Settings {
 }
 
 /// The file's text, or `None` when there is no file.
-fn read(path: &Path) -> Result<Option<String>, Failure> {
+pub(crate) fn read(path: &Path) -> Result<Option<String>, Failure> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -182,7 +182,7 @@ fn read(path: &Path) -> Result<Option<String>, Failure> {
 }
 
 /// The file's root object (`None`: the file holds no value at all).
-fn parse<'t>(path: &Path, text: &'t str) -> Result<Option<Object<'t>>, Failure> {
+pub(crate) fn parse<'t>(path: &Path, text: &'t str) -> Result<Option<Object<'t>>, Failure> {
     let parsed =
         jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &ParseOptions::default())
             .map_err(|e| {
@@ -444,7 +444,7 @@ fn removal(container: Range, items: &[Range], gone: &[bool]) -> Vec<Range> {
 }
 
 /// The text with each span replaced (spans do not overlap).
-fn splice(text: &str, mut edits: Vec<(Range, String)>) -> String {
+pub(crate) fn splice(text: &str, mut edits: Vec<(Range, String)>) -> String {
     edits.sort_by_key(|(range, _)| std::cmp::Reverse(range.start));
     let mut out = text.to_owned();
     for (range, with) in edits {
@@ -645,7 +645,7 @@ fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
 }
 
 /// Makes the change (see [`write()`]), or with `dry_run` prints it as a diff; whether it was made.
-fn change(
+pub(crate) fn change(
     out: &mut impl Write,
     path: &Path,
     before: Option<&str>,

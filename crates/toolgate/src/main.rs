@@ -12,6 +12,7 @@ mod install;
 mod lines;
 mod lint;
 mod mcp;
+mod mcp_import;
 mod page;
 mod policy;
 mod serve;

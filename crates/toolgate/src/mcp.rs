@@ -16,7 +16,10 @@ use crate::daemon::{DaemonClient, waiting};
 /// Runs an MCP server behind toolgate: a client talks to toolgate over stdio, and every tool
 /// call is judged by the policy before the server sees it.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct McpArgs {
+    #[command(subcommand)]
+    action: Option<McpAction>,
     #[command(flatten)]
     policy: PolicyArgs,
     /// The workspace root the server's paths are confined to (default: the current folder);
@@ -59,6 +62,13 @@ pub(crate) struct McpArgs {
     /// The server's command line, after `--`.
     #[arg(last = true, required = true, value_name = "SERVER")]
     command: Vec<OsString>,
+}
+
+/// What else `toolgate mcp` does.
+#[derive(Debug, clap::Subcommand)]
+enum McpAction {
+    /// Rewrites a client's MCP servers to start through `toolgate mcp` (`--undo`: back).
+    Import(crate::mcp_import::ImportArgs),
 }
 
 /// The name a server is known by when none is given: the package `npx -y @scope/pkg@1.2`,
@@ -138,6 +148,9 @@ fn pins(args: &McpArgs, server: &str) -> Result<Option<toolgate_mcp::Pins>, Fail
 }
 
 pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
+    if let Some(McpAction::Import(import)) = &args.action {
+        return crate::mcp_import::run(import);
+    }
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => crate::args::current_folder()?,

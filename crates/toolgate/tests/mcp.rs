@@ -1110,3 +1110,231 @@ fn the_clients_roots_name_the_workspace_when_none_is_given() {
         "{outside}"
     );
 }
+
+/// A server entry of a client's settings: its program, arguments and environment.
+struct Entry {
+    command: String,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Entry {
+    /// The entry from a JSON settings text's `key` object, or Codex's `[mcp_servers]`.
+    fn of(text: &str, toml: bool, name: &str) -> Entry {
+        let value: Value = if toml {
+            let table: toml_edit::DocumentMut = text.parse().unwrap();
+            let fs = &table["mcp_servers"][name];
+            json!({
+                "command": fs["command"].as_str().unwrap(),
+                "args": fs["args"].as_array().unwrap().iter()
+                    .map(|a| a.as_str().unwrap()).collect::<Vec<_>>(),
+            })
+        } else {
+            let settings: Value = serde_json::from_str(text).unwrap();
+            let servers = settings
+                .get("mcpServers")
+                .or_else(|| settings.get("servers"))
+                .unwrap();
+            servers[name].clone()
+        };
+        Entry {
+            command: value["command"].as_str().unwrap().to_owned(),
+            args: value["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap().to_owned())
+                .collect(),
+            env: value["env"]
+                .as_object()
+                .map(|env| {
+                    env.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Starts the entry as its client would, in `folder`, for a user whose settings and data
+    /// are in `home`.
+    fn start(&self, folder: &Path, home: &Path) -> Session {
+        let mut command = Command::new("timeout");
+        command
+            .arg("120")
+            .arg(&self.command)
+            .args(&self.args)
+            .envs(self.env.iter().cloned())
+            .current_dir(folder)
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("TOOLGATE_DATA_DIR");
+        Session::start(command)
+    }
+}
+
+/// The filesystem server, through the gateway an entry starts: it lists its tools, and a read
+/// of the secrets file is refused with toolgate's reason.
+fn serves_through_toolgate(mut gate: Session, ws: &Path) {
+    gate.initialize();
+    let listed = gate.request(1, "tools/list", json!({}));
+    assert!(
+        tool_names(&listed).contains(&"read_text_file".to_owned()),
+        "{listed}"
+    );
+    let secret = gate.call(
+        2,
+        "read_text_file",
+        json!({"path": format!("{}/.env", ws.display())}),
+    );
+    assert_eq!(secret["result"]["isError"], true, "{secret}");
+    assert!(text_of(&secret).starts_with("toolgate ("), "{secret}");
+}
+
+#[test]
+fn every_clients_snippet_starts_the_gateway_as_pasted() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let docs = std::fs::read_to_string(root().join("docs/mcp.md")).unwrap();
+    let mut seen = Vec::new();
+    for block in docs.split("```").skip(1).step_by(2) {
+        let (info, body) = block.split_once('\n').unwrap();
+        let Some(client) = info.split(' ').find_map(|w| w.strip_prefix("client=")) else {
+            continue;
+        };
+        let mut entry = if info.starts_with("sh") {
+            // `claude mcp add NAME -- COMMAND ARGS…`
+            let words: Vec<&str> = body.split_whitespace().collect();
+            let start = words.iter().position(|w| *w == "--").unwrap() + 1;
+            Entry {
+                command: words[start].to_owned(),
+                args: words[start + 1..].iter().map(|w| (*w).to_owned()).collect(),
+                env: Vec::new(),
+            }
+        } else {
+            Entry::of(body, info.starts_with("toml"), "fs")
+        };
+        // As pasted, with this machine's toolgate and server in place of the ones on PATH
+        // and the registry's, and a workspace of the test's.
+        let (_dir, ws) = workspace();
+        let home = tempfile::tempdir().unwrap();
+        assert_eq!(entry.command, "toolgate", "{client}");
+        entry.command = BIN.to_owned();
+        let separator = entry.args.iter().position(|a| a == "--").unwrap();
+        assert_eq!(
+            entry.args[separator + 1..],
+            [
+                "npx",
+                "-y",
+                "@modelcontextprotocol/server-filesystem",
+                "/home/me/code/app"
+            ],
+            "{client}"
+        );
+        entry.args.truncate(separator + 1);
+        entry.args.push(program.display().to_string());
+        entry.args.push(ws.display().to_string());
+        serves_through_toolgate(entry.start(&ws, home.path()), &ws);
+        seen.push(client.to_owned());
+    }
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [
+            "claude-desktop",
+            "claude-code",
+            "codex",
+            "gemini",
+            "cursor",
+            "vscode"
+        ]
+    );
+}
+
+#[test]
+fn import_wraps_a_clients_servers_and_undo_unwraps_them() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let home = tempfile::tempdir().unwrap();
+    let import = |args: &[&str]| {
+        let output = Command::new(BIN)
+            .args(["mcp", "import"])
+            .args(args)
+            .current_dir(&ws)
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env_remove("CODEX_HOME")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    };
+    let settings = [
+        (
+            "claude-desktop",
+            home.path()
+                .join(".config/Claude/claude_desktop_config.json"),
+            false,
+            format!(
+                "{{\n  \"mcpServers\": {{\n    \"fs\": {{\"command\": \"{}\", \"args\": [\"{}\"]}},\n    \"web\": {{\"url\": \"https://mcp.example.com/mcp\"}}\n  }}\n}}\n",
+                program.display(),
+                ws.display()
+            ),
+        ),
+        (
+            "codex",
+            home.path().join(".codex/config.toml"),
+            true,
+            format!(
+                "# mine\n[mcp_servers.fs]\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+                program.display(),
+                ws.display()
+            ),
+        ),
+    ];
+    for (client, path, toml, text) in settings {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        let dry = import(&[client, "--user", "--dry-run"]);
+        assert!(dry.contains("fs: now runs through toolgate"), "{dry}");
+        assert!(dry.contains("(dry run: nothing changed)"), "{dry}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        let done = import(&[client, "--user", "--", "--no-pins"]);
+        assert!(done.contains("fs: now runs through toolgate"), "{done}");
+        if !toml {
+            assert!(done.contains("web: skipped: a remote server"), "{done}");
+        }
+        let backup = path.with_file_name(format!(
+            "{}.toolgate.bak",
+            path.file_name().unwrap().to_string_lossy()
+        ));
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), text);
+        let wrapped = std::fs::read_to_string(&path).unwrap();
+        let entry = Entry::of(&wrapped, toml, "fs");
+        assert_eq!(
+            std::fs::canonicalize(&entry.command).unwrap(),
+            std::fs::canonicalize(BIN).unwrap()
+        );
+        serves_through_toolgate(entry.start(&ws, home.path()), &ws);
+        let again = import(&[client, "--user"]);
+        assert!(
+            again.contains("unchanged: it runs through toolgate already"),
+            "{again}"
+        );
+        let undone = import(&[client, "--user", "--undo"]);
+        assert!(
+            undone.contains("fs: starts its server directly again"),
+            "{undone}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{client}");
+    }
+}
