@@ -1,12 +1,13 @@
-//! Any bytes as a sequence of JSON-RPC frames from either side of the MCP gateway: no panic, and
-//! nothing reaches the server as a tool call the policy did not allow.
+//! Any bytes as a sequence of JSON-RPC frames from either side of the MCP gateway — one server's
+//! gate, and a hub of two: no panic, and nothing reaches a server as a tool call the policy did
+//! not allow.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
-use toolgate_mcp::{Gate, Options, Out};
+use toolgate_mcp::{Gate, Hub, Options, Out, Routed};
 use toolgate_policy::{Call, Decision, Policy};
 
 fn policy() -> Arc<Policy> {
@@ -19,49 +20,78 @@ fn policy() -> Arc<Policy> {
     }))
 }
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(input) = std::str::from_utf8(data) else {
-        return;
-    };
-    let policy = policy();
-    let mut gate = Gate::new(Options {
-        policy: Arc::clone(&policy),
-        server: "fs".into(),
+fn options(server: &str) -> Options {
+    Options {
+        policy: policy(),
+        server: server.into(),
         workspace: Some("/ws".into()),
         daemon: false,
         session: None,
         pins: None,
         trusted: false,
-        roots_workspace: true,
-    });
-    // Each line is a frame; its first byte says which side sent it.
+        // The workspace stays `/ws`, as `judged` assumes.
+        roots_workspace: false,
+    }
+}
+
+/// Whether a frame relayed to a server is a tool call the policy allows there (or no call).
+fn judged(text: &str, server: &str) -> bool {
+    let Ok(message) = serde_json::from_str::<Value>(text) else {
+        return true;
+    };
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return true;
+    }
+    let params = &message["params"];
+    let name = params["name"].as_str().unwrap_or_default();
+    let args = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or(Value::Object(Default::default()));
+    let mut call = Call::new(name).with_args(args);
+    call.context = Gate::new(options(server)).context();
+    policy().evaluate(&call).decision == Decision::Allow
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(input) = std::str::from_utf8(data) else {
+        return;
+    };
+    let mut gate = Gate::new(options("fs"));
+    let mut hub = Hub::new(
+        vec![
+            ("fs".into(), Gate::new(options("fs"))),
+            ("git".into(), Gate::new(options("git"))),
+        ],
+        "__",
+    );
+    // Each line is a frame; its first byte says which side sent it: `>` the client, `|` the
+    // hub's second server, anything else the (first) server.
     for line in input.lines() {
-        let (from_client, frame) = match line.strip_prefix('>') {
-            Some(rest) => (true, rest),
-            None => (false, line.strip_prefix('<').unwrap_or(line)),
+        let (side, frame) = match line.strip_prefix('>') {
+            Some(rest) => (None, rest),
+            None => match line.strip_prefix('|') {
+                Some(rest) => (Some(1), rest),
+                None => (Some(0), line.strip_prefix('<').unwrap_or(line)),
+            },
         };
-        let outs = if from_client {
-            gate.from_client(frame)
-        } else {
-            gate.from_server(frame)
+        let outs = match side {
+            None => gate.from_client(frame),
+            Some(_) => gate.from_server(frame),
         };
         for out in outs {
-            let Out::ToServer(text) = out else { continue };
-            let Ok(message) = serde_json::from_str::<Value>(&text) else {
-                continue;
-            };
-            if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-                continue;
+            if let Out::ToServer(text) = out {
+                assert!(judged(&text, "fs"), "{text}");
             }
-            let params = &message["params"];
-            let name = params["name"].as_str().unwrap_or_default();
-            let args = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or(Value::Object(Default::default()));
-            let mut call = Call::new(name).with_args(args);
-            call.context = gate.context();
-            assert_eq!(policy.evaluate(&call).decision, Decision::Allow, "{text}");
+        }
+        let routed = match side {
+            None => hub.from_client(frame),
+            Some(i) => hub.from_server(i, frame),
+        };
+        for out in routed {
+            if let Routed::ToServer(i, text) = out {
+                assert!(judged(&text, if i == 0 { "fs" } else { "git" }), "{text}");
+            }
         }
     }
 });

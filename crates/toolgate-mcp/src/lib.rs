@@ -24,6 +24,7 @@
 
 mod ask;
 mod daemon;
+mod hub;
 mod pins;
 mod relay;
 mod stateless;
@@ -39,8 +40,9 @@ use toolgate_policy::{Call, Decision, Policy};
 use toolgate_runtime::grants::{Effect, GrantContext};
 
 pub use daemon::{Daemon, Submitted, Verdict};
+pub use hub::{Hub, Routed};
 pub use pins::Pins;
-pub use relay::{RelayError, relay_stdio};
+pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};
 
 /// What the gateway knows of the policy and the server it guards.
 #[derive(Clone)]

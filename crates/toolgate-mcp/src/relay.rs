@@ -1,18 +1,21 @@
-//! The stdio relay: the client on this process's stdin and stdout, the server a child process
+//! The stdio relay: the client on this process's stdin and stdout, each server a child process
 //! with its own stdin and stdout (its stderr is this process's: clients log it). One task reads
-//! each side, line by line, through the [`Gate`]; one task writes each side, in order.
+//! each side, line by line, through the [`Switch`] — one server's [`Gate`], or the [`Hub`] of
+//! many — and one task writes each side, in order.
 //!
-//! When the client closes its side, the server's input is closed and the server given a moment
-//! to finish; when the server's output ends, what it said is delivered and the relay ends with
-//! the server's exit status.
+//! When the client closes its side, the servers' inputs are closed and the servers given a
+//! moment to finish. With one server, when its output ends, what it said is delivered and the
+//! relay ends with its exit status; behind a hub, a server that ends fails what waits on it,
+//! and the relay ends when every server has.
 
 use std::ffi::OsString;
 use std::fmt;
 use std::future::Future;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -22,7 +25,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use toolgate_policy::Call;
 
-use crate::{Daemon, Gate, Options, Out, Submitted, Verdict};
+use crate::{Daemon, Gate, Hub, Out, Routed, Submitted, Verdict};
 
 /// The longest line read from either side (16 MiB, as rmcp's own transport reads).
 const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -50,10 +53,126 @@ impl fmt::Display for RelayError {
 
 impl std::error::Error for RelayError {}
 
-/// What the relay's tasks share: the gate, the client's queue, and the daemon that decides
+/// How a server is started.
+#[derive(Clone, Debug, Default)]
+pub struct ServerCommand {
+    /// The program.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Environment variables added to this process's.
+    pub env: Vec<(OsString, OsString)>,
+    /// The folder it starts in (default: this process's).
+    pub cwd: Option<PathBuf>,
+}
+
+/// What the relay drives: the frames of each side in, where they go out.
+pub trait Switch: Send + 'static {
+    /// A frame from the client.
+    fn client_said(&mut self, line: &str) -> Vec<Routed>;
+    /// A frame from server `server`.
+    fn server_said(&mut self, server: usize, line: &str) -> Vec<Routed>;
+    /// Server `server`'s output ended.
+    fn server_ended(&mut self, server: usize) -> Vec<Routed>;
+    /// Questions nobody answered by `now`.
+    fn expire(&mut self, now: Instant) -> Vec<Routed>;
+    /// The daemon holds a call for a person (see [`Gate::pending`]).
+    fn pending(
+        &mut self,
+        server: usize,
+        key: u64,
+        request: &str,
+        reason: &str,
+        page: &str,
+    ) -> Vec<Routed>;
+    /// The daemon decided a call (see [`Gate::decided`]).
+    fn decided(&mut self, server: usize, key: u64, verdict: &Verdict) -> Vec<Routed>;
+    /// The client went away (see [`Gate::abandon_all`]).
+    fn abandon_all(&mut self) -> Vec<Routed>;
+}
+
+/// A gate's frames, routed (its server is server 0).
+fn routed(outs: Vec<Out>) -> Vec<Routed> {
+    outs.into_iter()
+        .map(|out| match out {
+            Out::ToServer(text) => Routed::ToServer(0, text),
+            Out::ToClient(text) => Routed::ToClient(text),
+            Out::ToDaemon { key, call } => Routed::ToDaemon {
+                server: 0,
+                key,
+                call,
+            },
+            Out::Withdraw(request) => Routed::Withdraw(request),
+        })
+        .collect()
+}
+
+impl Switch for Gate {
+    fn client_said(&mut self, line: &str) -> Vec<Routed> {
+        routed(Gate::from_client(self, line))
+    }
+    fn server_said(&mut self, _: usize, line: &str) -> Vec<Routed> {
+        routed(Gate::from_server(self, line))
+    }
+    fn server_ended(&mut self, _: usize) -> Vec<Routed> {
+        Vec::new()
+    }
+    fn expire(&mut self, now: Instant) -> Vec<Routed> {
+        routed(Gate::expire(self, now))
+    }
+    fn pending(
+        &mut self,
+        _: usize,
+        key: u64,
+        request: &str,
+        reason: &str,
+        page: &str,
+    ) -> Vec<Routed> {
+        routed(Gate::pending(self, key, request, reason, page))
+    }
+    fn decided(&mut self, _: usize, key: u64, verdict: &Verdict) -> Vec<Routed> {
+        routed(Gate::decided(self, key, verdict))
+    }
+    fn abandon_all(&mut self) -> Vec<Routed> {
+        routed(Gate::abandon_all(self))
+    }
+}
+
+impl Switch for Hub {
+    fn client_said(&mut self, line: &str) -> Vec<Routed> {
+        Hub::from_client(self, line)
+    }
+    fn server_said(&mut self, server: usize, line: &str) -> Vec<Routed> {
+        Hub::from_server(self, server, line)
+    }
+    fn server_ended(&mut self, server: usize) -> Vec<Routed> {
+        Hub::server_ended(self, server)
+    }
+    fn expire(&mut self, now: Instant) -> Vec<Routed> {
+        Hub::expire(self, now)
+    }
+    fn pending(
+        &mut self,
+        server: usize,
+        key: u64,
+        request: &str,
+        reason: &str,
+        page: &str,
+    ) -> Vec<Routed> {
+        Hub::pending(self, server, key, request, reason, page)
+    }
+    fn decided(&mut self, server: usize, key: u64, verdict: &Verdict) -> Vec<Routed> {
+        Hub::decided(self, server, key, verdict)
+    }
+    fn abandon_all(&mut self) -> Vec<Routed> {
+        Hub::abandon_all(self)
+    }
+}
+
+/// What the relay's tasks share: the switch, the client's queue, and the daemon that decides
 /// (with `--daemon`) with the tasks asking it.
-struct Shared {
-    gate: Mutex<Gate>,
+struct Shared<S> {
+    switch: Mutex<S>,
     to_client: mpsc::Sender<String>,
     daemon: Option<Arc<dyn Daemon>>,
     /// How long a call waits for a person on the daemon's page.
@@ -62,59 +181,72 @@ struct Shared {
     asking: Mutex<JoinSet<()>>,
 }
 
-impl Shared {
-    /// Sends each frame where it goes. `false` when a side is gone.
-    async fn deliver(self: &Arc<Self>, to_server: &mpsc::Sender<String>, outs: Vec<Out>) -> bool {
+/// The servers' queues: only the client's task and those asking the daemon hold them, so when
+/// they end, the servers' inputs close.
+type ToServers = Arc<Vec<mpsc::Sender<String>>>;
+
+impl<S: Switch> Shared<S> {
+    /// Sends each frame where it goes. `false` when the client is gone.
+    async fn deliver(self: &Arc<Self>, to_servers: Option<&ToServers>, outs: Vec<Routed>) -> bool {
         for out in outs {
-            let sent = match out {
-                Out::ToServer(text) => to_server.send(text).await.is_ok(),
-                Out::ToClient(text) => self.to_client.send(text).await.is_ok(),
-                Out::ToDaemon { key, call } => {
-                    let task = Arc::clone(self).ask(to_server.clone(), key, *call);
-                    let mut asking = lock(&self.asking);
-                    // The tasks that ended are let go of (a long session asks many times).
-                    while asking.try_join_next().is_some() {}
-                    asking.spawn(task);
-                    true
+            match out {
+                Routed::ToServer(i, text) => {
+                    // A server that is gone drops what was meant for it (the hub fails what
+                    // waits on it).
+                    if let Some(queue) = to_servers.and_then(|queues| queues.get(i)) {
+                        let _ = queue.send(text).await;
+                    }
                 }
-                Out::Withdraw(request) => {
+                Routed::ToClient(text) => {
+                    if self.to_client.send(text).await.is_err() {
+                        return false;
+                    }
+                }
+                Routed::ToDaemon { server, key, call } => {
+                    if let Some(queues) = to_servers {
+                        let task = Arc::clone(self).ask(Arc::clone(queues), server, key, *call);
+                        let mut asking = lock(&self.asking);
+                        // The tasks that ended are let go of (a long session asks many times).
+                        while asking.try_join_next().is_some() {}
+                        asking.spawn(task);
+                    }
+                }
+                Routed::Withdraw(request) => {
                     if let Some(daemon) = self.daemon.clone() {
                         // Not awaited: the page learns it as soon as the daemon does.
                         tokio::task::spawn_blocking(move || daemon.withdraw(&request));
                     }
-                    true
                 }
-            };
-            if !sent {
-                return false;
             }
         }
         true
     }
 
-    /// Asks the daemon about call `key` and delivers what came of it.
+    /// Asks the daemon about call `key` of server `server` and delivers what came of it.
     fn ask(
         self: Arc<Self>,
-        to_server: mpsc::Sender<String>,
+        to_servers: ToServers,
+        server: usize,
         key: u64,
         call: Call,
     ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(async move {
             let Some(daemon) = self.daemon.clone() else {
                 let verdict = Verdict::undecided("toolgate: no daemon to decide");
-                let outs = lock(&self.gate).decided(key, &verdict);
-                self.deliver(&to_server, outs).await;
+                let outs = lock(&self.switch).decided(server, key, &verdict);
+                self.deliver(Some(&to_servers), outs).await;
                 return;
             };
-            let deadline = std::time::Instant::now() + self.wait;
+            let deadline = Instant::now() + self.wait;
             let asking = Arc::clone(&daemon);
             let submitted = tokio::task::spawn_blocking(move || asking.submit(&call)).await;
             let verdict = match submitted {
                 Ok(Submitted::Decided(verdict)) => verdict,
                 Ok(Submitted::Pending { id, reason }) => {
-                    let outs = lock(&self.gate).pending(key, &id, &reason, &daemon.page());
-                    let withdrawn = outs.iter().any(|o| matches!(o, Out::Withdraw(_)));
-                    if !self.deliver(&to_server, outs).await || withdrawn {
+                    let outs =
+                        lock(&self.switch).pending(server, key, &id, &reason, &daemon.page());
+                    let withdrawn = outs.iter().any(|o| matches!(o, Routed::Withdraw(_)));
+                    if !self.deliver(Some(&to_servers), outs).await || withdrawn {
                         return;
                     }
                     let waiting = Arc::clone(&daemon);
@@ -130,53 +262,82 @@ impl Shared {
                 }
                 Err(e) => Verdict::undecided(format!("toolgate: asking the daemon failed: {e}")),
             };
-            let outs = lock(&self.gate).decided(key, &verdict);
-            self.deliver(&to_server, outs).await;
+            let outs = lock(&self.switch).decided(server, key, &verdict);
+            self.deliver(Some(&to_servers), outs).await;
         })
     }
 }
 
-/// Runs `program args…` as the server and relays between it and this process's stdin and
-/// stdout until either side ends; with a `daemon`, it decides the calls (waiting up to `wait`
-/// for a person on its page). Returns the server's exit code (1 when a signal ended it).
+/// Runs `program args…` as the server behind `gate` (see [`relay`]).
 pub async fn relay_stdio(
-    options: Options,
+    gate: Gate,
     daemon: Option<(Arc<dyn Daemon>, Duration)>,
     program: OsString,
     args: Vec<OsString>,
 ) -> Result<i32, RelayError> {
-    let mut child = tokio::process::Command::new(&program)
-        .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| RelayError::Spawn(program.to_string_lossy().into_owned(), e))?;
-    let (Some(server_in), Some(server_out)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(RelayError::Io(std::io::Error::other(
-            "the server's stdin and stdout were not piped",
-        )));
+    let server = ServerCommand {
+        program,
+        args,
+        ..ServerCommand::default()
     };
+    relay(gate, vec![server], daemon).await
+}
+
+/// Starts the servers and relays between them and this process's stdin and stdout through
+/// `switch`, until the client ends, or the servers do; with a `daemon`, it decides the calls
+/// (waiting up to its duration for a person on its page). Returns the exit code: with one
+/// server, the server's (1 when a signal ended it); with many, 0.
+pub async fn relay<S: Switch>(
+    switch: S,
+    servers: Vec<ServerCommand>,
+    daemon: Option<(Arc<dyn Daemon>, Duration)>,
+) -> Result<i32, RelayError> {
+    let mut children = Vec::new();
+    let mut queues = Vec::new();
+    let mut writers = Vec::new();
+    let mut outputs = Vec::new();
+    for server in &servers {
+        let mut command = tokio::process::Command::new(&server.program);
+        command
+            .args(&server.args)
+            .envs(server.env.iter().cloned())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(cwd) = &server.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| RelayError::Spawn(server.program.to_string_lossy().into_owned(), e))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(RelayError::Io(std::io::Error::other(
+                "the server's stdin and stdout were not piped",
+            )));
+        };
+        let (queue, queued) = mpsc::channel::<String>(256);
+        writers.push(tokio::spawn(write_lines(input, queued)));
+        queues.push(queue);
+        outputs.push(output);
+        children.push(child);
+    }
+    let to_servers: ToServers = Arc::new(queues);
     let (to_client, client_queue) = mpsc::channel::<String>(256);
-    let (to_server, server_queue) = mpsc::channel::<String>(256);
     let client_writer = tokio::spawn(write_lines(client_output(), client_queue));
-    let server_writer = tokio::spawn(write_lines(server_in, server_queue));
     let (daemon, wait) = match daemon {
         Some((daemon, wait)) => (Some(daemon), wait),
         None => (None, Duration::ZERO),
     };
     let shared = Arc::new(Shared {
-        gate: Mutex::new(Gate::new(options)),
+        switch: Mutex::new(switch),
         to_client,
         daemon,
         wait,
         asking: Mutex::new(JoinSet::new()),
     });
 
-    // The client's side: judged, then to the server (or answered here, or to the daemon).
-    // Only this task and those asking the daemon hold the server's queue: when they end, the
-    // server's input closes.
+    // The client's side: judged, then to the servers (or answered here, or to the daemon).
     let mut from_client = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -184,55 +345,52 @@ pub async fn relay_stdio(
                 FramedRead::new(client_input(), LinesCodec::new_with_max_length(MAX_LINE));
             while let Some(line) = lines.next().await {
                 let outs = match line {
-                    Ok(line) => lock(&shared.gate).from_client(&line),
-                    Err(LinesCodecError::MaxLineLengthExceeded) => {
-                        vec![crate::error(
-                            &serde_json::Value::Null,
-                            crate::INVALID_REQUEST,
-                            "the message is longer than 16 MiB",
-                        )]
-                    }
+                    Ok(line) => lock(&shared.switch).client_said(&line),
+                    Err(LinesCodecError::MaxLineLengthExceeded) => routed(vec![crate::error(
+                        &serde_json::Value::Null,
+                        crate::INVALID_REQUEST,
+                        "the message is longer than 16 MiB",
+                    )]),
                     Err(LinesCodecError::Io(_)) => break,
                 };
-                if !shared.deliver(&to_server, outs).await {
+                if !shared.deliver(Some(&to_servers), outs).await {
                     return;
                 }
             }
-            // The client is gone: the server's input closes when this sender drops.
+            // The client is gone: the servers' inputs close when these senders drop.
         })
     };
 
-    // The server's side: to the client, `tools/list` answers filtered.
-    let mut from_server = {
+    // Each server's side: to the client, through the switch.
+    let mut from_servers = JoinSet::new();
+    for (i, output) in outputs.into_iter().enumerate() {
         let shared = Arc::clone(&shared);
-        tokio::spawn(async move {
-            let mut lines = FramedRead::new(server_out, LinesCodec::new_with_max_length(MAX_LINE));
+        from_servers.spawn(async move {
+            let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
             while let Some(line) = lines.next().await {
                 let line = match line {
                     Ok(line) => line,
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
-                        eprintln!("toolgate: the server wrote a line longer than 16 MiB; dropped");
+                        eprintln!("toolgate: a server wrote a line longer than 16 MiB; dropped");
                         continue;
                     }
                     Err(LinesCodecError::Io(_)) => break,
                 };
-                let outs = lock(&shared.gate).from_server(&line);
+                let outs = lock(&shared.switch).server_said(i, &line);
                 if outs.is_empty() && !line.trim().is_empty() {
                     eprintln!(
-                        "toolgate: the server wrote a line that is not a JSON-RPC message; not \
+                        "toolgate: a server wrote a line that is not a JSON-RPC message; not \
                          relayed"
                     );
                 }
-                for out in outs {
-                    if let Out::ToClient(text) = out
-                        && shared.to_client.send(text).await.is_err()
-                    {
-                        return;
-                    }
+                if !shared.deliver(None, outs).await {
+                    return;
                 }
             }
-        })
-    };
+            let outs = lock(&shared.switch).server_ended(i);
+            shared.deliver(None, outs).await;
+        });
+    }
 
     // Questions nobody answers in time: their calls refused, the questions withdrawn.
     let expiry = {
@@ -241,13 +399,9 @@ pub async fn relay_stdio(
             let mut tick = tokio::time::interval(Duration::from_millis(500));
             loop {
                 tick.tick().await;
-                let outs = lock(&shared.gate).expire(std::time::Instant::now());
-                for out in outs {
-                    if let Out::ToClient(text) = out
-                        && shared.to_client.send(text).await.is_err()
-                    {
-                        return;
-                    }
+                let outs = lock(&shared.switch).expire(Instant::now());
+                if !shared.deliver(None, outs).await {
+                    return;
                 }
             }
         })
@@ -255,8 +409,8 @@ pub async fn relay_stdio(
 
     // Whatever happens, the requests still on the daemon's page are withdrawn (nobody waits
     // for them), and the tasks waiting on them end.
-    let withdraw_all = |shared: &Arc<Shared>| {
-        let outs = lock(&shared.gate).abandon_all();
+    let withdraw_all = |shared: &Arc<Shared<S>>| {
+        let outs = lock(&shared.switch).abandon_all();
         lock(&shared.asking).abort_all();
         let daemon = shared.daemon.clone();
         async move {
@@ -264,7 +418,7 @@ pub async fn relay_stdio(
             let requests: Vec<String> = outs
                 .into_iter()
                 .filter_map(|out| match out {
-                    Out::Withdraw(request) => Some(request),
+                    Routed::Withdraw(request) => Some(request),
                     _ => None,
                 })
                 .collect();
@@ -280,32 +434,52 @@ pub async fn relay_stdio(
         }
     };
 
-    let status = tokio::select! {
-        // The server ended (or closed its output): deliver what it said.
-        _ = &mut from_server => {
-            from_client.abort();
-            withdraw_all(&shared).await;
-            child.wait().await.map_err(RelayError::Io)?
-        }
-        // The client ended: the server's input is closed; it finishes, or is killed.
-        _ = &mut from_client => {
-            withdraw_all(&shared).await;
-            let _ = server_writer.await;
-            match tokio::time::timeout(GRACE, child.wait()).await {
-                Ok(status) => status.map_err(RelayError::Io)?,
-                Err(_) => {
-                    let _ = child.kill().await;
-                    child.wait().await.map_err(RelayError::Io)?
-                }
+    // One server: the relay ends with it. Many: when all have ended.
+    let one = children.len() == 1;
+    let servers_done = async {
+        while from_servers.join_next().await.is_some() {
+            if one {
+                return;
             }
         }
     };
+    let client_ended = tokio::select! {
+        () = servers_done => {
+            from_client.abort();
+            false
+        }
+        _ = &mut from_client => true,
+    };
+    withdraw_all(&shared).await;
+    let mut status = None;
+    for (i, mut child) in children.into_iter().enumerate() {
+        let exited = if client_ended {
+            // The client ended: the server's input is closed; it finishes, or is killed.
+            if let Some(writer) = writers.get_mut(i) {
+                let _ = writer.await;
+            }
+            match tokio::time::timeout(GRACE, child.wait()).await {
+                Ok(exited) => exited,
+                Err(_) => {
+                    let _ = child.kill().await;
+                    child.wait().await
+                }
+            }
+        } else {
+            child.wait().await
+        };
+        let exited = exited.map_err(RelayError::Io)?;
+        status.get_or_insert(exited);
+    }
     expiry.abort();
-    from_server.abort();
+    from_servers.abort_all();
     // Whatever is queued for the client is written before the relay ends.
     drop(shared);
     let _ = tokio::time::timeout(GRACE, client_writer).await;
-    Ok(status.code().unwrap_or(1))
+    Ok(match (one, status) {
+        (true, Some(status)) => status.code().unwrap_or(1),
+        _ => 0,
+    })
 }
 
 /// This process's stdin. A pipe (as MCP clients give) is read without blocking, in the

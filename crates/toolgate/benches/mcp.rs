@@ -1,6 +1,8 @@
 //! What the MCP gateway adds to a tool call: `tools/call` of server-everything's `echo` over
 //! stdio, straight to the server and through `toolgate mcp` (a policy that allows it), in turn
-//! in the same run; p50 and p99 of each, and what the gateway adds. Needs the servers of
+//! in the same run; p50 and p99 of each, and what the gateway adds. Then the memory the gateway
+//! itself holds (resident set, its servers not counted) in front of one server and of five
+//! served as one (`--servers`), idle after listing their tools. Needs the servers of
 //! `tests/mcp` (`npm ci --prefix tests/mcp`).
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
@@ -72,6 +74,16 @@ impl Drop for Peer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A process's resident set, in MiB (Linux's `/proc`).
+fn resident(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kib| kib / 1024.0)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -153,5 +165,45 @@ fn main() {
         "added by the gateway",
         percentile(&through, 0.5) - percentile(&straight, 0.5),
         percentile(&through, 0.99) - percentile(&straight, 0.99)
+    );
+
+    // Memory: the gateway alone, in front of one server and of five, idle after a listing.
+    let filesystem = root.join("tests/mcp/node_modules/.bin/mcp-server-filesystem");
+    let dir_text = dir.path().display().to_string();
+    let mut servers = serde_json::Map::new();
+    for n in 0..5 {
+        let entry = if n % 2 == 0 {
+            json!({"command": server, "args": ["stdio"]})
+        } else {
+            json!({"command": filesystem, "args": [dir_text]})
+        };
+        servers.insert(format!("s{n}"), entry);
+    }
+    let file = dir.path().join("servers.json");
+    std::fs::write(&file, json!({"mcpServers": servers}).to_string()).unwrap();
+    let mut hub = Peer::start(
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["mcp", "--isolated", "--no-pins", "--policy"])
+            .arg(&policy)
+            .arg("--workspace")
+            .arg(dir.path())
+            .arg("--servers")
+            .arg(&file),
+    );
+    let listed = hub.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let tools = listed["result"]["tools"].as_array().map_or(0, Vec::len);
+    gateway.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    std::thread::sleep(Duration::from_millis(500));
+    println!();
+    println!("the gateway's own resident memory, idle after tools/list");
+    println!(
+        "{:<26}{:>10.1} MiB",
+        "in front of one server",
+        resident(gateway.child.id())
+    );
+    println!(
+        "{:<26}{:>10.1} MiB  ({tools} tools)",
+        "five servers as one",
+        resident(hub.child.id())
     );
 }

@@ -59,8 +59,20 @@ pub(crate) struct McpArgs {
     no_pins: bool,
     #[command(flatten)]
     client: ClientArgs,
+    /// Serve the servers of this file as one (the `mcpServers` JSON clients use: `command`,
+    /// `args`, `env`, `cwd` for each), their tools', prompts' and resources' names prefixed by
+    /// the server's (`fs__read_file`).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["command", "name"])]
+    servers: Option<PathBuf>,
+    /// With --servers, what joins a server's name to its tools' names.
+    #[arg(long, value_name = "TEXT", default_value = "__", requires = "servers")]
+    separator: String,
     /// The server's command line, after `--`.
-    #[arg(last = true, required = true, value_name = "SERVER")]
+    #[arg(
+        last = true,
+        required_unless_present = "servers",
+        value_name = "SERVER"
+    )]
     command: Vec<OsString>,
 }
 
@@ -160,24 +172,18 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
     // No workspace given and none in the policy: the client's roots name it.
     let roots_workspace = args.workspace.is_none() && policy.settings().roots.is_empty();
-    let Some((program, rest)) = args.command.split_first() else {
-        return Err(Failure::Message(
-            "error: name the server's command after `--`".into(),
-        ));
-    };
-    let server = args
-        .name
-        .clone()
-        .unwrap_or_else(|| server_name(&args.command));
-    let options = toolgate_mcp::Options {
-        policy: Arc::new(policy),
-        server: server.clone(),
-        workspace: Some(workspace.display().to_string()),
-        daemon: args.daemon,
-        session: Some(session_name(&server)),
-        pins: pins(args, &server)?,
-        trusted: args.trusted,
-        roots_workspace,
+    let policy = Arc::new(policy);
+    let options = |server: &str| -> Result<toolgate_mcp::Options, Failure> {
+        Ok(toolgate_mcp::Options {
+            policy: Arc::clone(&policy),
+            server: server.to_owned(),
+            workspace: Some(workspace.display().to_string()),
+            daemon: args.daemon,
+            session: Some(session_name(server)),
+            pins: pins(args, server)?,
+            trusted: args.trusted,
+            roots_workspace,
+        })
     };
     let daemon = if args.daemon {
         let daemon: Arc<dyn toolgate_mcp::Daemon> = Arc::new(DaemonClient::new(&args.client)?);
@@ -189,15 +195,111 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Message(format!("error: {e}")))?;
-    let code = runtime
-        .block_on(toolgate_mcp::relay_stdio(
-            options,
-            daemon,
-            program.clone(),
-            rest.to_vec(),
-        ))
-        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    let relayed = match &args.servers {
+        Some(file) => {
+            let servers = servers_of(file, &args.separator)?;
+            let mut gates = Vec::new();
+            let mut commands = Vec::new();
+            for (name, command) in servers {
+                gates.push((name.clone(), toolgate_mcp::Gate::new(options(&name)?)));
+                commands.push(command);
+            }
+            let hub = toolgate_mcp::Hub::new(gates, &args.separator);
+            runtime.block_on(toolgate_mcp::relay(hub, commands, daemon))
+        }
+        None => {
+            let Some((program, rest)) = args.command.split_first() else {
+                return Err(Failure::Message(
+                    "error: name the server's command after `--`".into(),
+                ));
+            };
+            let server = args
+                .name
+                .clone()
+                .unwrap_or_else(|| server_name(&args.command));
+            let gate = toolgate_mcp::Gate::new(options(&server)?);
+            runtime.block_on(toolgate_mcp::relay_stdio(
+                gate,
+                daemon,
+                program.clone(),
+                rest.to_vec(),
+            ))
+        }
+    };
+    let code = relayed.map_err(|e| Failure::Message(format!("error: {e}")))?;
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// The servers of an `mcpServers` file, in its order, each with how it is started.
+fn servers_of(
+    file: &Path,
+    separator: &str,
+) -> Result<Vec<(String, toolgate_mcp::ServerCommand)>, Failure> {
+    let fail = |why: String| Failure::Message(format!("error: {}: {why}", file.display()));
+    let text = std::fs::read_to_string(file).map_err(|e| fail(format!("cannot read it: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+    let servers = value
+        .get("mcpServers")
+        .or_else(|| value.get("servers"))
+        .and_then(serde_json::Value::as_object)
+        .ok_or_else(|| fail("no `mcpServers` object".into()))?;
+    if servers.is_empty() {
+        return Err(fail("`mcpServers` names no server".into()));
+    }
+    let base = file.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for (name, entry) in servers {
+        let at = |why: &str| fail(format!("`mcpServers.{name}`: {why}"));
+        if let Some(why) = toolgate_mcp::Hub::check_name(name, separator) {
+            return Err(at(&why));
+        }
+        if entry.get("url").is_some() {
+            return Err(at(
+                "a remote server (`url`): toolgate serves the servers it starts (`command`); \
+                 remote ones are not served yet",
+            ));
+        }
+        let program = entry
+            .get("command")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| at("no `command`"))?;
+        let strings = |key: &str| -> Result<Vec<String>, Failure> {
+            match entry.get(key) {
+                None => Ok(Vec::new()),
+                Some(serde_json::Value::Array(items)) => items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| at(&format!("`{key}` is not a list of strings"))),
+                Some(_) => Err(at(&format!("`{key}` is not a list of strings"))),
+            }
+        };
+        let env = match entry.get("env") {
+            None => Vec::new(),
+            Some(serde_json::Value::Object(env)) => env
+                .iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.into(), v.into())))
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| at("`env` values are not all strings"))?,
+            Some(_) => return Err(at("`env` is not an object")),
+        };
+        let cwd = match entry.get("cwd") {
+            None => None,
+            Some(serde_json::Value::String(cwd)) => Some(base.join(cwd)),
+            Some(_) => return Err(at("`cwd` is not a string")),
+        };
+        out.push((
+            name.clone(),
+            toolgate_mcp::ServerCommand {
+                program: program.into(),
+                args: strings("args")?.into_iter().map(Into::into).collect(),
+                env,
+                cwd,
+            },
+        ));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

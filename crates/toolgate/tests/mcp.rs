@@ -1338,3 +1338,132 @@ fn import_wraps_a_clients_servers_and_undo_unwraps_them() {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{client}");
     }
 }
+
+#[test]
+fn many_servers_are_served_as_one() {
+    let (Some(fs), Some(everything)) = (
+        server("mcp-server-filesystem"),
+        server("mcp-server-everything"),
+    ) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let ws_text = ws.display().to_string();
+    let servers = ws.join(".git/servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {
+            "fs": {"command": fs, "args": [ws_text]},
+            "everything": {"command": everything, "args": ["stdio"], "env": {"TOOLGATE_TEST": "1"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let policy = ws.join(".git/hub-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"echo\"\ndecision = \"allow\"\n\
+         server = \"everything\"\ntool = [\"echo\", \"get-sum\"]\n",
+    )
+    .unwrap();
+    let mut command = Command::new("timeout");
+    command
+        .args(["120", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--servers")
+        .arg(&servers)
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME");
+    let mut hub = Session::start(command);
+    let started = hub.initialize();
+    assert_eq!(
+        started["result"]["serverInfo"]["name"], "toolgate",
+        "{started}"
+    );
+    for kind in ["tools", "prompts", "resources"] {
+        assert!(
+            started["result"]["capabilities"][kind].is_object(),
+            "{started}"
+        );
+    }
+    // Every tool, named by its server.
+    let listed = hub.request(1, "tools/list", json!({}));
+    let names = tool_names(&listed);
+    assert!(
+        names.contains(&"fs__read_text_file".to_owned()),
+        "{names:?}"
+    );
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("fs__") || n.starts_with("everything__")),
+        "{names:?}"
+    );
+    // Calls reach the server their name names, judged as that server's.
+    let mut direct_fs = direct(&ws, &fs, &[&ws_text]);
+    direct_fs.initialize();
+    let args = json!({"path": format!("{ws_text}/src/main.rs")});
+    let through = hub.call(2, "fs__read_text_file", args.clone());
+    let alone = direct_fs.call(2, "read_text_file", args);
+    assert_eq!(through["result"], alone["result"]);
+    let echoed = hub.call(3, "everything__echo", json!({"message": "hi"}));
+    assert_eq!(text_of(&echoed), "Echo: hi", "{echoed}");
+    let secret = hub.call(
+        4,
+        "fs__read_text_file",
+        json!({"path": format!("{ws_text}/.env")}),
+    );
+    assert_eq!(secret["result"]["isError"], true, "{secret}");
+    assert!(
+        text_of(&secret).starts_with("toolgate (project-secrets)"),
+        "{secret}"
+    );
+    let unknown = hub.call(5, "nobody__echo", json!({}));
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("names no server"),
+        "{unknown}"
+    );
+    // Resources and prompts, every page of them.
+    let mut resources = Vec::new();
+    let mut cursor = Value::Null;
+    for page in 0..50 {
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
+        let answer = hub.request(10 + page, "resources/list", params);
+        resources.extend(
+            answer["result"]["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .cloned(),
+        );
+        cursor = answer["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    let first = resources.first().cloned().unwrap_or_default();
+    assert!(
+        first["name"].as_str().unwrap().starts_with("everything__"),
+        "{first}"
+    );
+    let read = hub.request(70, "resources/read", json!({"uri": first["uri"]}));
+    assert!(read["result"]["contents"].is_array(), "{read}");
+    let prompt = hub.request(
+        71,
+        "prompts/get",
+        json!({"name": "everything__simple-prompt"}),
+    );
+    assert!(prompt["result"]["messages"].is_array(), "{prompt}");
+    let pong = hub.request(72, "ping", json!({}));
+    assert_eq!(pong["result"], json!({}));
+}
