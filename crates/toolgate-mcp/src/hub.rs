@@ -18,7 +18,7 @@
 //!   `notifications/cancelled` finds the request it cancels.
 //! - `ping` and `logging/setLevel` are answered by the hub (the latter sent to every server).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
@@ -96,6 +96,12 @@ pub struct Hub {
     uris: HashMap<String, usize>,
     /// Each server's resource templates' fixed beginnings (`file:///{path}` → `file:///`).
     templates: Vec<(String, usize)>,
+    /// The servers that ended and are not started again yet.
+    down: HashSet<usize>,
+    /// The client's `initialize` (what a server started again is initialized with).
+    initialize: Option<Map<String, Value>>,
+    /// Whether the client said it is ready (`notifications/initialized`).
+    ready: bool,
     next: u64,
 }
 
@@ -143,6 +149,9 @@ impl Hub {
             asked: HashMap::new(),
             uris: HashMap::new(),
             templates: Vec::new(),
+            down: HashSet::new(),
+            initialize: None,
+            ready: false,
             next: 0,
         }
     }
@@ -169,8 +178,19 @@ impl Hub {
         format!("hub-{}", self.next)
     }
 
-    /// A frame of the client's, through server `i`'s gate.
+    /// A frame of the client's, through server `i`'s gate. A server that is down answers a
+    /// request with an error at once, and hears nothing.
     fn through(&mut self, i: usize, text: &str) -> Vec<Routed> {
+        if self.down.contains(&i) {
+            let message: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            let (Some(_), Some(id)) = (message.get("method"), message.get("id")) else {
+                return Vec::new();
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": id,
+                                "error": {"code": crate::INVALID_REQUEST,
+                                          "message": format!("the server `{}` ended and is being started again", self.name(i))}});
+            return self.toward_client(i, &answer.to_string());
+        }
         let Some(backend) = self.backends.get_mut(i) else {
             return Vec::new();
         };
@@ -305,7 +325,12 @@ impl Hub {
                 self.through(i, &text)
             }
             (None, None) => Vec::new(),
-            (Some(method), None) => self.notification(method, message),
+            (Some(method), None) => {
+                if method == "notifications/initialized" {
+                    self.ready = true;
+                }
+                self.notification(method, message)
+            }
             (Some(method), Some(id)) => self.request(method, id, message),
         }
     }
@@ -376,6 +401,7 @@ impl Hub {
                 routed
             }
             "initialize" => {
+                self.initialize = Some(message.clone());
                 let requested = message
                     .get("params")
                     .and_then(|p| p.get("protocolVersion"))
@@ -710,25 +736,59 @@ impl Hub {
         self.gated(i, outs)
     }
 
-    /// Server `i` went away: what waits on it is answered with an error.
+    /// Server `i` went away: what waits on it is answered with an error, its gate forgets the
+    /// calls it held (their questions withdrawn), and until it is started again its requests
+    /// are answered with an error at once.
     pub fn server_ended(&mut self, i: usize) -> Vec<Routed> {
-        let gone: Vec<(String, Route)> = self
+        if i >= self.backends.len() {
+            return Vec::new();
+        }
+        let gone: Vec<String> = self
             .routes
-            .iter()
-            .filter(|((server, _), _)| *server == i)
-            .map(|((_, ours), route)| (ours.clone(), route.clone()))
+            .keys()
+            .filter(|(server, _)| *server == i)
+            .map(|(_, ours)| ours.clone())
             .collect();
-        let name = self
-            .backends
-            .get(i)
-            .map(|b| b.name.clone())
-            .unwrap_or_default();
+        let name = self.name(i);
         let mut routed = Vec::new();
-        for (ours, _) in gone {
+        for ours in gone {
             let answer = json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(&ours).unwrap_or(Value::Null),
                                 "error": {"code": crate::INVALID_REQUEST,
                                           "message": format!("the server `{name}` ended")}});
             routed.extend(self.toward_client(i, &answer.to_string()));
+        }
+        // Its requests to the client are nobody's now.
+        self.asked.retain(|_, (server, _)| *server != i);
+        self.uris.retain(|_, server| *server != i);
+        self.templates.retain(|(_, server)| *server != i);
+        let outs = match self.backends.get_mut(i) {
+            Some(backend) => backend.gate.server_gone(),
+            None => Vec::new(),
+        };
+        routed.extend(self.gated(i, outs));
+        self.down.insert(i);
+        routed
+    }
+
+    /// Server `i` was started again: it is initialized as the client initialized the hub,
+    /// and the client is told to list again.
+    pub fn server_restarted(&mut self, i: usize) -> Vec<Routed> {
+        if !self.down.remove(&i) {
+            return Vec::new();
+        }
+        let mut routed = Vec::new();
+        if let Some(initialize) = self.initialize.clone() {
+            routed.extend(self.send(i, initialize, Route::Dropped));
+            if self.ready {
+                let ready = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+                routed.extend(self.through(i, &ready.to_string()));
+            }
+        }
+        for kind in ["tools", "prompts", "resources"] {
+            routed.push(Routed::ToClient(
+                json!({"jsonrpc": "2.0", "method": format!("notifications/{kind}/list_changed")})
+                    .to_string(),
+            ));
         }
         routed
     }
@@ -959,6 +1019,53 @@ mod tests {
         assert!(texts[0].contains("the server `a` ended") && texts[0].contains(r#""id":1"#));
         assert!(Hub::check_name("a__b", "__").is_some());
         assert!(Hub::check_name("ab", "__").is_none());
+    }
+
+    #[test]
+    fn a_server_started_again_is_initialized_as_the_client_initialized_the_hub() {
+        let mut hub = hub();
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"c","version":"1"}}}"#;
+        assert_eq!(hub.from_client(init).len(), 2);
+        hub.from_client(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        hub.server_ended(1);
+        // Down: its calls fail at once; the other server's go on.
+        let failed = to_client(&hub.from_client(
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"b__ok"}}"#,
+        ));
+        assert_eq!(failed["id"], 5);
+        assert!(
+            failed["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("started again")
+        );
+        let (i, _) = to_server(&hub.from_client(
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"a__ok"}}"#,
+        ));
+        assert_eq!(i, 0);
+        // Started again: initialized as before, told it is ready, and the client told to
+        // list again.
+        let routed = hub.server_restarted(1);
+        let to_b: Vec<Value> = routed
+            .iter()
+            .filter_map(|r| match r {
+                Routed::ToServer(1, text) => serde_json::from_str(text).ok(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(to_b[0]["method"], "initialize");
+        assert_eq!(to_b[0]["params"]["clientInfo"]["name"], "c");
+        assert_eq!(to_b[1]["method"], "notifications/initialized");
+        assert!(routed.iter().any(
+            |r| matches!(r, Routed::ToClient(t) if t.contains("notifications/tools/list_changed"))
+        ));
+        // Its answer to that initialize is the hub's alone.
+        let answer = json!({"jsonrpc": "2.0", "id": to_b[0]["id"], "result": {"protocolVersion": "2025-11-25"}});
+        assert!(hub.from_server(1, &answer.to_string()).is_empty());
+        let (i, _) = to_server(&hub.from_client(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"b__ok"}}"#,
+        ));
+        assert_eq!(i, 1);
     }
 
     fn frame() -> impl Strategy<Value = String> {

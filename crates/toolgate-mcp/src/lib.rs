@@ -1050,6 +1050,21 @@ impl Gate {
         Some((deciding, outs))
     }
 
+    /// The server went away (it is being started again): the calls held for a person are
+    /// dropped — their questions withdrawn, their daemon requests too — so none reaches the
+    /// next server after its client was told it failed; listings and initialization awaited
+    /// are forgotten.
+    pub fn server_gone(&mut self) -> Vec<Out> {
+        let mut outs = Vec::new();
+        for (question, _) in std::mem::take(&mut self.held) {
+            outs.push(withdrawal(&question, "the server ended"));
+        }
+        outs.extend(self.abandon_all());
+        self.listing.clear();
+        self.initializing = None;
+        outs
+    }
+
     /// The client went away: every request the daemon holds for it is withdrawn.
     pub fn abandon_all(&mut self) -> Vec<Out> {
         let keys: Vec<u64> = self.deciding.keys().copied().collect();

@@ -74,6 +74,10 @@ pub trait Switch: Send + 'static {
     fn server_said(&mut self, server: usize, line: &str) -> Vec<Routed>;
     /// Server `server`'s output ended.
     fn server_ended(&mut self, server: usize) -> Vec<Routed>;
+    /// Server `server` was started again after it ended.
+    fn server_restarted(&mut self, _server: usize) -> Vec<Routed> {
+        Vec::new()
+    }
     /// Questions nobody answered by `now`.
     fn expire(&mut self, now: Instant) -> Vec<Routed>;
     /// The daemon holds a call for a person (see [`Gate::pending`]).
@@ -147,6 +151,9 @@ impl Switch for Hub {
     }
     fn server_ended(&mut self, server: usize) -> Vec<Routed> {
         Hub::server_ended(self, server)
+    }
+    fn server_restarted(&mut self, server: usize) -> Vec<Routed> {
+        Hub::server_restarted(self, server)
     }
     fn expire(&mut self, now: Instant) -> Vec<Routed> {
         Hub::expire(self, now)
@@ -283,46 +290,208 @@ pub async fn relay_stdio(
     relay(gate, vec![server], daemon).await
 }
 
+/// A server's queue of lines to write, shared by the writers of its successive processes.
+type Queue = Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>;
+
+/// A server's running process.
+struct Running {
+    child: tokio::process::Child,
+    output: tokio::process::ChildStdout,
+    writer: tokio::task::JoinHandle<()>,
+}
+
+/// The first wait before a server that ended is started again; it doubles each time, up to
+/// [`MOST_BACKOFF`], and starts over once a server ran a minute.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MOST_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Starts a server's process, its input written from `queue`.
+fn start(command: &ServerCommand, queue: &Queue) -> Result<Running, RelayError> {
+    let mut process = tokio::process::Command::new(&command.program);
+    process
+        .args(&command.args)
+        .envs(command.env.iter().cloned())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
+    if let Some(cwd) = &command.cwd {
+        process.current_dir(cwd);
+    }
+    let mut child = process
+        .spawn()
+        .map_err(|e| RelayError::Spawn(command.program.to_string_lossy().into_owned(), e))?;
+    let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(RelayError::Io(std::io::Error::other(
+            "the server's stdin and stdout were not piped",
+        )));
+    };
+    let writer = tokio::spawn(write_queue(input, Arc::clone(queue)));
+    Ok(Running {
+        child,
+        output,
+        writer,
+    })
+}
+
+/// Writes a server's queued lines to one of its processes, until the queue closes (the client
+/// ended) or the process stops reading.
+async fn write_queue(mut out: tokio::process::ChildStdin, queue: Queue) {
+    let mut queue = queue.lock().await;
+    while let Some(line) = queue.recv().await {
+        if out.write_all(line.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
+            return;
+        }
+        if queue.is_empty() && out.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = out.flush().await;
+    let _ = out.shutdown().await;
+}
+
+/// How reading a server's output ended.
+enum Ended {
+    /// Its output ended.
+    Output,
+    /// The relay is stopping (or the client is gone).
+    Stop,
+}
+
+/// Reads server `i`'s output through the switch, until it ends or the relay stops.
+async fn read_server<S: Switch>(
+    i: usize,
+    shared: &Arc<Shared<S>>,
+    output: &mut tokio::process::ChildStdout,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Ended {
+    let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
+    loop {
+        let line = tokio::select! {
+            line = lines.next() => line,
+            _ = stop.wait_for(|stop| *stop) => return Ended::Stop,
+        };
+        let line = match line {
+            Some(Ok(line)) => line,
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+                eprintln!("toolgate: a server wrote a line longer than 16 MiB; dropped");
+                continue;
+            }
+            Some(Err(LinesCodecError::Io(_))) | None => return Ended::Output,
+        };
+        let outs = lock(&shared.switch).server_said(i, &line);
+        if outs.is_empty() && !line.trim().is_empty() {
+            eprintln!(
+                "toolgate: a server wrote a line that is not a JSON-RPC message; not relayed"
+            );
+        }
+        if !shared.deliver(None, outs).await {
+            return Ended::Stop;
+        }
+    }
+}
+
+/// Ends a server's process: its input closes once the client's queue does (bounded), then it
+/// has [`GRACE`] to exit before it is killed.
+async fn finish(mut running: Running) -> Option<std::process::ExitStatus> {
+    let _ = tokio::time::timeout(GRACE, &mut running.writer).await;
+    running.writer.abort();
+    match tokio::time::timeout(GRACE, running.child.wait()).await {
+        Ok(status) => status.ok(),
+        Err(_) => {
+            let _ = running.child.kill().await;
+            running.child.wait().await.ok()
+        }
+    }
+}
+
+/// Runs server `i` for the relay: relays its output, and when it ends, fails what waited on
+/// it and — behind a hub — starts it again after a backoff, initialized as the client
+/// initialized the hub. Returns its last exit status.
+#[allow(clippy::too_many_arguments)]
+async fn supervise<S: Switch>(
+    i: usize,
+    command: ServerCommand,
+    shared: Arc<Shared<S>>,
+    queue: Queue,
+    to_servers: std::sync::Weak<Vec<mpsc::Sender<String>>>,
+    mut running: Running,
+    restart: bool,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Option<std::process::ExitStatus> {
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let started = Instant::now();
+        if let Ended::Stop = read_server(i, &shared, &mut running.output, &mut stop).await {
+            return finish(running).await;
+        }
+        let outs = lock(&shared.switch).server_ended(i);
+        let client_there = shared.deliver(None, outs).await;
+        running.writer.abort();
+        let status = match tokio::time::timeout(GRACE, running.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                let _ = running.child.kill().await;
+                running.child.wait().await.ok()
+            }
+        };
+        if !restart || !client_there {
+            return status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            backoff = FIRST_BACKOFF;
+        }
+        // Started again, after a wait that grows while it keeps ending.
+        running = loop {
+            eprintln!(
+                "toolgate: server {} of the hub ended; starting it again in {} ms",
+                i + 1,
+                backoff.as_millis()
+            );
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                _ = stop.wait_for(|stop| *stop) => return status,
+            }
+            backoff = (backoff * 2).min(MOST_BACKOFF);
+            // What was queued for the process that ended is not for the next.
+            {
+                let mut queued = queue.lock().await;
+                while queued.try_recv().is_ok() {}
+            }
+            match start(&command, &queue) {
+                Ok(running) => break running,
+                Err(e) => eprintln!("toolgate: {e}"),
+            }
+        };
+        let outs = lock(&shared.switch).server_restarted(i);
+        let queues = to_servers.upgrade();
+        if !shared.deliver(queues.as_ref(), outs).await {
+            return finish(running).await;
+        }
+    }
+}
+
 /// Starts the servers and relays between them and this process's stdin and stdout through
 /// `switch`, until the client ends, or the servers do; with a `daemon`, it decides the calls
-/// (waiting up to its duration for a person on its page). Returns the exit code: with one
-/// server, the server's (1 when a signal ended it); with many, 0.
+/// (waiting up to its duration for a person on its page). With one server, the relay ends
+/// when it does, with its exit code (1 when a signal ended it); behind a hub, a server that
+/// ends is started again (after a backoff), and the relay ends with the client, with 0.
 pub async fn relay<S: Switch>(
     switch: S,
     servers: Vec<ServerCommand>,
     daemon: Option<(Arc<dyn Daemon>, Duration)>,
 ) -> Result<i32, RelayError> {
-    let mut children = Vec::new();
-    let mut queues = Vec::new();
-    let mut writers = Vec::new();
-    let mut outputs = Vec::new();
+    let one = servers.len() == 1;
+    let mut senders = Vec::new();
+    let mut started = Vec::new();
     for server in &servers {
-        let mut command = tokio::process::Command::new(&server.program);
-        command
-            .args(&server.args)
-            .envs(server.env.iter().cloned())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        if let Some(cwd) = &server.cwd {
-            command.current_dir(cwd);
-        }
-        let mut child = command
-            .spawn()
-            .map_err(|e| RelayError::Spawn(server.program.to_string_lossy().into_owned(), e))?;
-        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(RelayError::Io(std::io::Error::other(
-                "the server's stdin and stdout were not piped",
-            )));
-        };
-        let (queue, queued) = mpsc::channel::<String>(256);
-        writers.push(tokio::spawn(write_lines(input, queued)));
-        queues.push(queue);
-        outputs.push(output);
-        children.push(child);
+        let (sender, queued) = mpsc::channel::<String>(256);
+        let queue: Queue = Arc::new(tokio::sync::Mutex::new(queued));
+        let running = start(server, &queue)?;
+        senders.push(sender);
+        started.push((queue, running));
     }
-    let to_servers: ToServers = Arc::new(queues);
+    let to_servers: ToServers = Arc::new(senders);
     let (to_client, client_queue) = mpsc::channel::<String>(256);
     let client_writer = tokio::spawn(write_lines(client_output(), client_queue));
     let (daemon, wait) = match daemon {
@@ -336,8 +505,25 @@ pub async fn relay<S: Switch>(
         wait,
         asking: Mutex::new(JoinSet::new()),
     });
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let mut supervisors = JoinSet::new();
+    for (i, ((queue, running), command)) in started.into_iter().zip(servers).enumerate() {
+        let task = supervise(
+            i,
+            command,
+            Arc::clone(&shared),
+            queue,
+            Arc::downgrade(&to_servers),
+            running,
+            !one,
+            stopping.clone(),
+        );
+        supervisors.spawn(async move { (i, task.await) });
+    }
 
     // The client's side: judged, then to the servers (or answered here, or to the daemon).
+    // Only this task and those asking the daemon hold the servers' queues: when they end, the
+    // servers' inputs close.
     let mut from_client = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -360,37 +546,6 @@ pub async fn relay<S: Switch>(
             // The client is gone: the servers' inputs close when these senders drop.
         })
     };
-
-    // Each server's side: to the client, through the switch.
-    let mut from_servers = JoinSet::new();
-    for (i, output) in outputs.into_iter().enumerate() {
-        let shared = Arc::clone(&shared);
-        from_servers.spawn(async move {
-            let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
-            while let Some(line) = lines.next().await {
-                let line = match line {
-                    Ok(line) => line,
-                    Err(LinesCodecError::MaxLineLengthExceeded) => {
-                        eprintln!("toolgate: a server wrote a line longer than 16 MiB; dropped");
-                        continue;
-                    }
-                    Err(LinesCodecError::Io(_)) => break,
-                };
-                let outs = lock(&shared.switch).server_said(i, &line);
-                if outs.is_empty() && !line.trim().is_empty() {
-                    eprintln!(
-                        "toolgate: a server wrote a line that is not a JSON-RPC message; not \
-                         relayed"
-                    );
-                }
-                if !shared.deliver(None, outs).await {
-                    return;
-                }
-            }
-            let outs = lock(&shared.switch).server_ended(i);
-            shared.deliver(None, outs).await;
-        });
-    }
 
     // Questions nobody answers in time: their calls refused, the questions withdrawn.
     let expiry = {
@@ -434,50 +589,36 @@ pub async fn relay<S: Switch>(
         }
     };
 
-    // One server: the relay ends with it. Many: when all have ended.
-    let one = children.len() == 1;
-    let servers_done = async {
-        while from_servers.join_next().await.is_some() {
-            if one {
-                return;
+    // One server: the relay ends with it. Many: with the client (their supervisors end only
+    // when the client is gone).
+    let mut statuses = Vec::new();
+    tokio::select! {
+        ended = supervisors.join_next() => {
+            if let Some(Ok((_, status))) = ended {
+                statuses.push(status);
             }
-        }
-    };
-    let client_ended = tokio::select! {
-        () = servers_done => {
             from_client.abort();
-            false
         }
-        _ = &mut from_client => true,
-    };
-    withdraw_all(&shared).await;
-    let mut status = None;
-    for (i, mut child) in children.into_iter().enumerate() {
-        let exited = if client_ended {
-            // The client ended: the server's input is closed; it finishes, or is killed.
-            if let Some(writer) = writers.get_mut(i) {
-                let _ = writer.await;
-            }
-            match tokio::time::timeout(GRACE, child.wait()).await {
-                Ok(exited) => exited,
-                Err(_) => {
-                    let _ = child.kill().await;
-                    child.wait().await
-                }
-            }
-        } else {
-            child.wait().await
-        };
-        let exited = exited.map_err(RelayError::Io)?;
-        status.get_or_insert(exited);
+        _ = &mut from_client => {}
     }
+    withdraw_all(&shared).await;
+    let _ = stop.send(true);
+    // Each server's input closes (the client's queue did), and each ends, or is killed.
+    let _ = tokio::time::timeout(GRACE * 3, async {
+        while let Some(ended) = supervisors.join_next().await {
+            if let Ok((_, status)) = ended {
+                statuses.push(status);
+            }
+        }
+    })
+    .await;
+    supervisors.abort_all();
     expiry.abort();
-    from_servers.abort_all();
     // Whatever is queued for the client is written before the relay ends.
     drop(shared);
     let _ = tokio::time::timeout(GRACE, client_writer).await;
-    Ok(match (one, status) {
-        (true, Some(status)) => status.code().unwrap_or(1),
+    Ok(match (one, statuses.first()) {
+        (true, Some(Some(status))) => status.code().unwrap_or(1),
         _ => 0,
     })
 }

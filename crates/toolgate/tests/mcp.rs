@@ -1467,3 +1467,89 @@ fn many_servers_are_served_as_one() {
     let pong = hub.request(72, "ping", json!({}));
     assert_eq!(pong["result"], json!({}));
 }
+
+/// The processes a process started.
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_server_of_the_hub_that_ends_is_started_again() {
+    let (Some(fs), Some(everything)) = (
+        server("mcp-server-filesystem"),
+        server("mcp-server-everything"),
+    ) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let servers = ws.join(".git/servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {
+            "fs": {"command": fs, "args": [ws.display().to_string()]},
+            "everything": {"command": everything, "args": ["stdio"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let policy = ws.join(".git/hub-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"echo\"\ndecision = \"allow\"\n\
+         server = \"everything\"\ntool = \"echo\"\n",
+    )
+    .unwrap();
+    let mut command = Command::new("timeout");
+    command
+        .args(["120", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--servers")
+        .arg(&servers)
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME");
+    let mut hub = Session::start(command);
+    hub.initialize();
+    let echoed = hub.call(1, "everything__echo", json!({"message": "one"}));
+    assert_eq!(text_of(&echoed), "Echo: one", "{echoed}");
+    // The everything server dies.
+    let gateway = children_of(hub.child.id())[0];
+    let victim = children_of(gateway)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .contains("everything")
+        })
+        .expect("the everything server runs under the gateway");
+    Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    // Started again: the client is told to list again, and its tools answer again.
+    loop {
+        let message: Value = serde_json::from_str(&hub.next()).unwrap();
+        if message["method"] == "notifications/tools/list_changed" {
+            break;
+        }
+    }
+    let listed = hub.request(2, "tools/list", json!({}));
+    assert!(
+        tool_names(&listed).contains(&"everything__echo".to_owned()),
+        "{listed}"
+    );
+    let echoed = hub.call(3, "everything__echo", json!({"message": "two"}));
+    assert_eq!(text_of(&echoed), "Echo: two", "{echoed}");
+    // The other server never stopped.
+    let read = hub.call(
+        4,
+        "fs__read_text_file",
+        json!({"path": format!("{}/src/main.rs", ws.display())}),
+    );
+    assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+}
