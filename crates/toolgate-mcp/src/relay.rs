@@ -366,10 +366,13 @@ async fn read_server<S: Switch>(
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
     let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
+    // One wait for the stop, for the whole read (not one per line).
+    let stopped = stop.wait_for(|stop| *stop);
+    tokio::pin!(stopped);
     loop {
         let line = tokio::select! {
             line = lines.next() => line,
-            _ = stop.wait_for(|stop| *stop) => return Ended::Stop,
+            _ = &mut stopped => return Ended::Stop,
         };
         let line = match line {
             Some(Ok(line)) => line,
