@@ -644,6 +644,49 @@ impl Policy {
     pub fn files(&self) -> impl Iterator<Item = (&str, PolicyRole)> {
         self.sets.iter().map(|s| (&*s.name, s.role))
     }
+
+    /// The protected path globs, as written: toolgate's own, the built-in list, and the
+    /// policy's `[workspace] protected` (what a kernel sandbox keeps read-only).
+    pub fn protected_globs(&self) -> Vec<String> {
+        guard::TOOLGATE_PROTECTED
+            .iter()
+            .chain(guard::BUILTIN_PROTECTED)
+            .map(|g| (*g).to_owned())
+            .chain(self.settings.protected.iter().cloned())
+            .collect()
+    }
+
+    /// The path globs of the `deny` rules that name paths and nothing else a sandbox cannot
+    /// see (no tool, server, agent, argument or access condition): the places no call may
+    /// touch, whatever it is (what a kernel sandbox hides).
+    pub fn denied_path_globs(&self) -> Vec<String> {
+        self.rules()
+            .filter(|rule| rule.decision == Decision::Deny)
+            .filter(|rule| {
+                let w = &rule.when;
+                w.tool.is_none()
+                    && w.tags.is_none()
+                    && w.annotations.is_none()
+                    && w.access.is_none()
+                    && w.args.is_empty()
+                    && w.origin.is_none()
+                    && w.agent.is_none()
+                    && w.server.is_none()
+                    && w.predicate.is_none()
+            })
+            .filter_map(|rule| match &rule.when.resource {
+                Some(crate::resource::matchers::Resource::Path(set)) => Some(
+                    set.matcher
+                        .globs
+                        .iter()
+                        .map(|g| g.text.clone())
+                        .collect::<Vec<_>>(),
+                ),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    }
 }
 
 /// toolgate's data folders where it keeps them by default, as they resolve.

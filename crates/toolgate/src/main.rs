@@ -15,6 +15,7 @@ mod mcp;
 mod mcp_import;
 mod page;
 mod policy;
+mod sandbox;
 mod serve;
 mod tail;
 mod test;
@@ -70,6 +71,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Doctor(install::DoctorArgs),
     Mcp(mcp::McpArgs),
+    Sandbox(sandbox::SandboxArgs),
     Policy(policy::PolicyCommandArgs),
 }
 
@@ -90,6 +92,7 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Doctor(args) => install::doctor(&args),
         Command::Mcp(args) => mcp::run(&args),
+        Command::Sandbox(args) => sandbox::run(&args),
         Command::Policy(args) => policy::run(&args),
     };
     match result {

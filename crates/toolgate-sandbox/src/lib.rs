@@ -1,0 +1,315 @@
+//! toolgate's kernel sandbox: this process confines itself to a [`Plan`], then runs the
+//! program it confines (`exec`: the program is this process, and what it starts inherits the
+//! confinement, which no process can lift).
+//!
+//! Two kernel mechanisms, each used where the machine offers it (see [`Probe`]):
+//!
+//! - **A user and a mount namespace** (Linux's unprivileged user namespaces): inside the
+//!   writable folders, the protected paths that exist are bound read-only over themselves, and
+//!   the folders no read may reach are covered by an empty read-only `tmpfs`. The mounts are
+//!   locked: a process inside cannot unmount them, even in a namespace of its own.
+//! - **Landlock** (best effort by ABI): reading and running anywhere; writing (creating,
+//!   removing, renaming, truncating, linking) only beneath the writable folders; with the
+//!   network off, no TCP connect or bind (ABI 4); abstract UNIX sockets and signals scoped to
+//!   the sandbox (ABI 6).
+//!
+//! What cannot be enforced is said, never pretended: [`Probe::summary`] says it in one line.
+
+#![cfg_attr(not(target_os = "linux"), allow(unused))]
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What this machine's kernel offers the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probe {
+    /// The Landlock ABI in effect, or why there is none.
+    pub landlock: Result<i32, String>,
+    /// Whether an unprivileged user and mount namespace can be made, or why not.
+    pub namespaces: Result<(), String>,
+}
+
+impl Probe {
+    /// What is and is not enforced with these mechanisms, in one line.
+    pub fn summary(&self, network: bool) -> String {
+        let mut enforced = Vec::new();
+        let mut not = Vec::new();
+        match &self.landlock {
+            Ok(abi) => {
+                enforced.push(format!(
+                    "writes only in the writable folders (Landlock ABI {abi})"
+                ));
+                if network {
+                    not.push("the network (allowed by the plan)".to_owned());
+                } else if *abi >= 4 {
+                    enforced.push("no TCP connect or bind".to_owned());
+                } else {
+                    not.push(format!("the network (Landlock ABI {abi} has no TCP rules)"));
+                }
+                if *abi >= 6 {
+                    enforced.push("abstract sockets and signals scoped".to_owned());
+                }
+            }
+            Err(why) => not.push(format!("writes outside the writable folders ({why})")),
+        }
+        match &self.namespaces {
+            Ok(()) => enforced.push(
+                "protected paths read-only and denied places hidden (user and mount namespace)"
+                    .to_owned(),
+            ),
+            Err(why) => not.push(format!(
+                "protected paths inside the writable folders and denied places ({why})"
+            )),
+        }
+        not.push("protected paths that do not exist yet (they can be created)".to_owned());
+        format!(
+            "enforced: {}; not enforced: {}",
+            if enforced.is_empty() {
+                "nothing".to_owned()
+            } else {
+                enforced.join(", ")
+            },
+            not.join(", ")
+        )
+    }
+
+    /// Whether anything at all can be enforced.
+    pub fn any(&self) -> bool {
+        self.landlock.is_ok() || self.namespaces.is_ok()
+    }
+}
+
+/// What a sandboxed program may do.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The folders (and files) it may write beneath.
+    pub writable: Vec<PathBuf>,
+    /// Existing paths inside them it may not write (bound read-only).
+    pub read_only: Vec<PathBuf>,
+    /// Existing folders it may not read (covered by an empty read-only `tmpfs`).
+    pub hidden: Vec<PathBuf>,
+    /// Whether it may use the network (TCP); without, no connect or bind.
+    pub network: bool,
+}
+
+/// Why the sandbox could not be made.
+#[derive(Debug)]
+pub struct SandboxError(pub String);
+
+impl fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SandboxError {}
+
+/// What [`confine`] enforced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enforced {
+    /// The Landlock ABI whose rules hold, if any.
+    pub landlock: Option<i32>,
+    /// Whether the namespace's mounts hold.
+    pub namespaces: bool,
+}
+
+/// The paths of `plan` that exist, resolved (the kernel's rules and mounts name real files).
+fn existing(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use super::*;
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, LandlockStatus, Ruleset,
+        RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    };
+    use rustix::mount::{MountFlags, MountPropagationFlags};
+
+    /// The newest ABI whose rules toolgate asks for (the kernel grants what it has).
+    const WANTED: ABI = ABI::V6;
+
+    fn failed(what: &str, e: impl fmt::Display) -> SandboxError {
+        SandboxError(format!("{what}: {e}"))
+    }
+
+    /// Enters a new user and mount namespace, mapped to the same user and group.
+    pub(super) fn enter_namespaces() -> Result<(), SandboxError> {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        // SAFETY: `FILES` is not among the flags, so no file descriptor table is unshared;
+        // the process is single-threaded here (the kernel refuses a new user namespace to a
+        // multi-threaded one, which is then reported as an error).
+        #[allow(unsafe_code)]
+        unsafe {
+            rustix::thread::unshare_unsafe(
+                rustix::thread::UnshareFlags::NEWUSER | rustix::thread::UnshareFlags::NEWNS,
+            )
+        }
+        .map_err(|e| failed("cannot make a user and mount namespace", e))?;
+        let write = |file: &str, text: String| {
+            std::fs::write(file, text).map_err(|e| failed(&format!("cannot write {file}"), e))
+        };
+        write("/proc/self/setgroups", "deny".into())?;
+        write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
+        write("/proc/self/gid_map", format!("{gid} {gid} 1"))?;
+        // Nothing mounted here reaches the namespace the program came from.
+        rustix::mount::mount_change(
+            "/",
+            MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+        )
+        .map_err(|e| failed("cannot make the mounts private", e))?;
+        Ok(())
+    }
+
+    /// The flags a read-only bind of `path` must keep: a mount's `nosuid`, `nodev` and
+    /// `noexec` are locked in a user namespace, and a remount that drops one is refused.
+    fn kept_flags(path: &Path) -> MountFlags {
+        let mut flags = MountFlags::empty();
+        if let Ok(stat) = rustix::fs::statvfs(path) {
+            let have = stat.f_flag;
+            if have.contains(rustix::fs::StatVfsMountFlags::NOSUID) {
+                flags |= MountFlags::NOSUID;
+            }
+            if have.contains(rustix::fs::StatVfsMountFlags::NODEV) {
+                flags |= MountFlags::NODEV;
+            }
+            if have.contains(rustix::fs::StatVfsMountFlags::NOEXEC) {
+                flags |= MountFlags::NOEXEC;
+            }
+        }
+        flags
+    }
+
+    /// Binds each path read-only over itself, and covers each hidden folder with an empty
+    /// read-only `tmpfs`.
+    pub(super) fn mount_plan(plan: &Plan) -> Result<(), SandboxError> {
+        for path in existing(&plan.read_only) {
+            rustix::mount::mount_bind(&path, &path)
+                .map_err(|e| failed(&format!("cannot bind {}", path.display()), e))?;
+            let flags = MountFlags::BIND | MountFlags::RDONLY | kept_flags(&path);
+            rustix::mount::mount_remount(&path, flags, "")
+                .map_err(|e| failed(&format!("cannot make {} read-only", path.display()), e))?;
+        }
+        for path in existing(&plan.hidden) {
+            if !path.is_dir() {
+                continue;
+            }
+            rustix::mount::mount(
+                "tmpfs",
+                &path,
+                "tmpfs",
+                MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+                Some(c"size=4k,mode=000"),
+            )
+            .map_err(|e| failed(&format!("cannot hide {}", path.display()), e))?;
+        }
+        Ok(())
+    }
+
+    /// Restricts this process (and what it starts) with Landlock: reads anywhere, writes
+    /// beneath the writable paths, no TCP unless the plan allows the network, abstract
+    /// sockets and signals scoped. The ABI whose rules hold.
+    pub(super) fn landlock(plan: &Plan) -> Result<i32, SandboxError> {
+        let fail = |e: landlock::RulesetError| failed("cannot make the Landlock rules", e);
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(WANTED))
+            .map_err(fail)?;
+        if !plan.network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(WANTED))
+                .map_err(fail)?;
+        }
+        ruleset = ruleset.scope(Scope::from_all(WANTED)).map_err(fail)?;
+        let status = ruleset
+            .create()
+            .map_err(fail)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(WANTED)))
+            .map_err(fail)?
+            .add_rules(path_beneath_rules(
+                existing(&plan.writable),
+                AccessFs::from_all(WANTED),
+            ))
+            .map_err(fail)?
+            .restrict_self()
+            .map_err(fail)?;
+        match (status.ruleset, status.landlock) {
+            (RulesetStatus::NotEnforced, _)
+            | (_, LandlockStatus::NotEnabled)
+            | (_, LandlockStatus::NotImplemented) => Err(SandboxError(
+                "Landlock is not enabled in this kernel".into(),
+            )),
+            (_, LandlockStatus::Available { effective_abi, .. }) => Ok(effective_abi as i32),
+        }
+    }
+}
+
+/// Confines this process to `plan` with what `probe` found, namespaces first (mounts are
+/// denied once Landlock holds). Must run while the process has one thread.
+#[cfg(target_os = "linux")]
+pub fn confine(plan: &Plan, probe: &Probe) -> Result<Enforced, SandboxError> {
+    let namespaces = if probe.namespaces.is_ok() {
+        linux::enter_namespaces()?;
+        linux::mount_plan(plan)?;
+        true
+    } else {
+        false
+    };
+    let landlock = if probe.landlock.is_ok() {
+        Some(linux::landlock(plan)?)
+    } else {
+        None
+    };
+    Ok(Enforced {
+        landlock,
+        namespaces,
+    })
+}
+
+/// Elsewhere than Linux, nothing can be enforced.
+#[cfg(not(target_os = "linux"))]
+pub fn confine(_: &Plan, _: &Probe) -> Result<Enforced, SandboxError> {
+    Err(SandboxError(
+        "toolgate's sandbox uses Linux's Landlock and namespaces: nothing is enforced here".into(),
+    ))
+}
+
+/// Probes this process's own kernel: makes the namespace and the Landlock rules of an empty
+/// plan, and reports what held. It confines the process that calls it: call it in a process
+/// made for it (`toolgate sandbox --probe` runs it in a child of its own).
+pub fn probe_here(namespaces: bool, landlock: bool) -> Probe {
+    #[cfg(target_os = "linux")]
+    {
+        let plan = Plan::default();
+        let namespaces = if namespaces {
+            linux::enter_namespaces().map_err(|e| e.0)
+        } else {
+            Err("turned off".to_owned())
+        };
+        let landlock = if landlock {
+            linux::landlock(&plan).map_err(|e| e.0)
+        } else {
+            Err("turned off".to_owned())
+        };
+        Probe {
+            landlock,
+            namespaces,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (namespaces, landlock);
+        Probe {
+            landlock: Err("not Linux".into()),
+            namespaces: Err("not Linux".into()),
+        }
+    }
+}

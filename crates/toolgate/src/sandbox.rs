@@ -1,0 +1,305 @@
+//! `toolgate sandbox -- PROGRAM ARGS…`: runs a program confined by the kernel to what the
+//! policy allows without asking (see the `toolgate-sandbox` crate and docs/sandbox.md).
+//!
+//! The plan is drawn from the policy: the workspace roots and the scratch places (the system's
+//! temporary folders, `$TMPDIR`, the policy's `scratch`) are writable; the protected paths that
+//! exist at each workspace root (`.git/hooks`, `.git/config`, `.toolgate`, agents' and editors'
+//! settings, the policy's `protected`) stay read-only; the folders the policy's path-only
+//! `deny` rules name (`~/.ssh`, `~/.aws`, …) are hidden; the network is off unless `--network`.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use clap::Args;
+use toolgate_policy::{LoadOptions, Policy};
+use toolgate_sandbox::{Plan, Probe};
+
+use crate::args::PolicyArgs;
+use crate::{EXIT_OK, Failure};
+
+/// Runs a program confined by the kernel to what the policy allows without asking.
+#[derive(Debug, Args)]
+pub(crate) struct SandboxArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The workspace root the program may write in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Let the program use the network (TCP).
+    #[arg(long)]
+    network: bool,
+    /// Say what this machine can enforce, in one line, and exit.
+    #[arg(long)]
+    probe: bool,
+    /// Run the program even when nothing can be enforced.
+    #[arg(long)]
+    allow_unsandboxed: bool,
+    /// Do not use a user and mount namespace.
+    #[arg(long)]
+    no_namespaces: bool,
+    /// Do not use Landlock.
+    #[arg(long)]
+    no_landlock: bool,
+    /// Print what is enforced on stderr before the program starts.
+    #[arg(long, short)]
+    verbose: bool,
+    /// (Internal) probe this process and print the result.
+    #[arg(long, hide = true)]
+    probe_child: bool,
+    /// The program and its arguments, after `--`.
+    #[arg(last = true, value_name = "PROGRAM")]
+    command: Vec<OsString>,
+}
+
+/// The paths a protected glob names at a workspace root: `**/NAME` and `NAME/**` at the top
+/// (a glob with wildcards in its name names none); the `.git` folder itself is its hooks and
+/// configuration (the rest of it changes with every commit).
+fn protected_at(root: &Path, globs: &[String]) -> Vec<PathBuf> {
+    let mut names: Vec<String> = Vec::new();
+    for glob in globs {
+        let bare = glob.trim_start_matches("**/");
+        let bare = bare.strip_suffix("/**").unwrap_or(bare);
+        if bare.is_empty()
+            || bare.starts_with('/')
+            || bare.starts_with('~')
+            || bare.contains(['*', '?', '[', '{'])
+        {
+            continue;
+        }
+        if bare == ".git" {
+            for part in [".git/hooks", ".git/config", ".git/info"] {
+                names.push(part.to_owned());
+            }
+            continue;
+        }
+        names.push(bare.to_owned());
+    }
+    names.sort();
+    names.dedup();
+    names
+        .iter()
+        .map(|n| root.join(n))
+        .filter(|p| p.symlink_metadata().is_ok())
+        .collect()
+}
+
+/// The folders a denied glob names: `~/.ssh/**`, `/etc/ssh/**` (absolute, no wildcard before
+/// the trailing `/**`).
+fn hidden_places(globs: &[String]) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    globs
+        .iter()
+        .filter_map(|glob| {
+            let folder = glob.strip_suffix("/**")?;
+            if folder.contains(['*', '?', '[', '{']) {
+                return None;
+            }
+            match folder.strip_prefix("~/") {
+                Some(rest) => home.as_ref().map(|h| h.join(rest)),
+                None => folder.starts_with('/').then(|| PathBuf::from(folder)),
+            }
+        })
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
+/// Whether a folder is too broad to be writable as a workspace: `/`, the home folder or one
+/// above it (as the policy engine treats such roots).
+fn too_broad(root: &Path) -> bool {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    root.parent().is_none() || home.is_some_and(|h| h.starts_with(root))
+}
+
+/// The plan for a program in `workspace` under `policy`.
+fn plan(policy: &Policy, workspace: &Path, network: bool) -> Plan {
+    let mut roots = vec![workspace.to_path_buf()];
+    for spec in &policy.settings().roots {
+        let base = spec
+            .base_dir
+            .clone()
+            .unwrap_or_else(|| workspace.to_path_buf());
+        roots.push(base.join(&spec.path));
+    }
+    let roots: Vec<PathBuf> = roots
+        .into_iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .filter(|r| !too_broad(r))
+        .collect();
+    let protected = policy.protected_globs();
+    let read_only = roots
+        .iter()
+        .flat_map(|root| protected_at(root, &protected))
+        .collect();
+    let mut writable = roots;
+    writable.push(std::env::temp_dir());
+    for scratch in ["/tmp", "/var/tmp", "/dev/shm"] {
+        writable.push(PathBuf::from(scratch));
+    }
+    if let Some(tmp) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
+        writable.push(PathBuf::from(tmp));
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    for place in &policy.settings().scratch_places {
+        let path = match (place.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => home.join(rest),
+            _ => PathBuf::from(place),
+        };
+        writable.push(path);
+    }
+    // What programs write as a matter of course.
+    for device in [
+        "/dev/null",
+        "/dev/zero",
+        "/dev/full",
+        "/dev/tty",
+        "/dev/pts",
+        "/dev/ptmx",
+    ] {
+        writable.push(PathBuf::from(device));
+    }
+    Plan {
+        writable,
+        read_only,
+        hidden: hidden_places(&policy.denied_path_globs()),
+        network,
+    }
+}
+
+/// What this machine offers, probed in a child process of its own (the probe confines the
+/// process that makes it).
+fn probe(args: &SandboxArgs) -> Result<Probe, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Message(format!("error: cannot find toolgate's own binary: {e}")))?;
+    let mut command = Command::new(exe);
+    command.args(["sandbox", "--probe-child"]);
+    if args.no_namespaces {
+        command.arg("--no-namespaces");
+    }
+    if args.no_landlock {
+        command.arg("--no-landlock");
+    }
+    let output = command
+        .output()
+        .map_err(|e| Failure::Message(format!("error: cannot probe the kernel: {e}")))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value: serde_json::Value = serde_json::from_str(text.trim()).map_err(|_| {
+        Failure::Message(format!(
+            "error: the kernel's probe said nothing readable: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    })?;
+    let result = |key: &str| -> Result<serde_json::Value, String> {
+        let part = value.get(key).unwrap_or(&serde_json::Value::Null);
+        match part.get("ok") {
+            Some(ok) => Ok(ok.clone()),
+            None => Err(part
+                .get("error")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("unknown")
+                .to_owned()),
+        }
+    };
+    Ok(Probe {
+        landlock: result("landlock").and_then(|abi| {
+            abi.as_i64()
+                .and_then(|a| i32::try_from(a).ok())
+                .ok_or_else(|| "unknown".to_owned())
+        }),
+        namespaces: result("namespaces").map(|_| ()),
+    })
+}
+
+pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
+    if args.probe_child {
+        let probe = toolgate_sandbox::probe_here(!args.no_namespaces, !args.no_landlock);
+        let part = |r: Result<serde_json::Value, String>| match r {
+            Ok(ok) => serde_json::json!({"ok": ok}),
+            Err(error) => serde_json::json!({"error": error}),
+        };
+        let out = serde_json::json!({
+            "landlock": part(probe.landlock.map(serde_json::Value::from)),
+            "namespaces": part(probe.namespaces.map(|()| serde_json::Value::Null)),
+        });
+        println!("{out}");
+        return Ok(EXIT_OK);
+    }
+    let probe = probe(args)?;
+    if args.probe {
+        println!("{}", probe.summary(args.network));
+        return Ok(if probe.any() { EXIT_OK } else { 1 });
+    }
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(Failure::Message(
+            "error: name the program after `--` (or --probe)".into(),
+        ));
+    };
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => crate::args::current_folder()?,
+    };
+    let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
+    let files = args.policy.files_from(&workspace);
+    let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
+    let plan = plan(&policy, &workspace, args.network);
+    if !probe.any() {
+        if !args.allow_unsandboxed {
+            return Err(Failure::Message(format!(
+                "error: this machine enforces nothing of the sandbox ({}); \
+                 --allow-unsandboxed runs the program anyway",
+                probe.summary(args.network)
+            )));
+        }
+        eprintln!(
+            "toolgate: running unsandboxed: {}",
+            probe.summary(args.network)
+        );
+    } else {
+        toolgate_sandbox::confine(&plan, &probe)
+            .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;
+        if args.verbose {
+            eprintln!("toolgate: {}", probe.summary(args.network));
+        }
+    }
+    // The program is this process from here on.
+    let error = Command::new(program).args(rest).exec();
+    Err(Failure::Message(format!(
+        "error: cannot run `{}`: {error}",
+        program.to_string_lossy()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protected_globs_name_the_paths_at_a_root() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let root = dir.path();
+        for folder in [".git/hooks", ".git/objects", ".vscode"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap_or_else(|e| panic!("{e}"));
+        }
+        std::fs::write(root.join(".git/config"), "").unwrap_or_else(|e| panic!("{e}"));
+        let globs: Vec<String> = [
+            "**/.git/**",
+            "**/.vscode",
+            ".toolgate/**",
+            "**/*.pem",
+            "~/.ssh/**",
+        ]
+        .iter()
+        .map(|g| (*g).to_owned())
+        .collect();
+        let found = protected_at(root, &globs);
+        assert_eq!(
+            found,
+            [
+                root.join(".git/config"),
+                root.join(".git/hooks"),
+                root.join(".vscode")
+            ]
+        );
+    }
+}

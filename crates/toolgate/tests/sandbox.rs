@@ -1,0 +1,341 @@
+//! `toolgate sandbox` running real programs: what the policy allows without asking runs, and
+//! writes outside the workspace, into protected paths, by grandchildren and after `unshare`,
+//! reads of denied places and TCP connections all fail. `.ci/run` sets
+//! `TOOLGATE_REQUIRE_SANDBOX=1`: there, Landlock (ABI 6 or later) and unprivileged user
+//! namespaces must be there; elsewhere a test says what is missing and passes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::BIN;
+
+/// What `--probe` says, or `None` (the test skips, saying why) where the machine lacks
+/// Landlock or user namespaces and `TOOLGATE_REQUIRE_SANDBOX` is not set.
+fn sandbox_available() -> bool {
+    let output = Command::new(BIN)
+        .args(["sandbox", "--probe"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    let full = said.contains("Landlock ABI") && said.contains("(user and mount namespace)");
+    if !full {
+        assert!(
+            std::env::var_os("TOOLGATE_REQUIRE_SANDBOX").is_none(),
+            "this machine must offer Landlock and user namespaces: {said}"
+        );
+        eprintln!("skipped: the sandbox is not fully available here: {said}");
+    }
+    full
+}
+
+/// A workspace (a git repository) and a folder beside it, outside the system's temporary
+/// folders (which the sandbox lets programs write), and a home with secrets.
+struct Place {
+    _dir: tempfile::TempDir,
+    ws: PathBuf,
+    outside: PathBuf,
+    home: PathBuf,
+}
+
+fn place() -> Place {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let ws = base.join("ws");
+    let outside = base.join("outside");
+    let home = base.join("home");
+    for folder in [
+        ws.join("src"),
+        ws.join(".toolgate"),
+        outside.clone(),
+        home.join(".ssh"),
+    ] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(outside.join("target.txt"), "outside\n").unwrap();
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    Place {
+        _dir: dir,
+        ws,
+        outside,
+        home,
+    }
+}
+
+/// Runs `script` with `sh` in the sandbox, in the workspace, under the built-in policy.
+fn sandboxed(place: &Place, flags: &[&str], script: &str) -> Output {
+    Command::new("timeout")
+        .args(["60", BIN, "sandbox", "--isolated"])
+        .args(flags)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&place.ws)
+        .env("HOME", &place.home)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap()
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
+#[test]
+fn ordinary_work_runs_and_escapes_fail() {
+    if !sandbox_available() {
+        return;
+    }
+    let place = place();
+    let outside = place.outside.display().to_string();
+    std::os::unix::fs::symlink(place.outside.join("target.txt"), place.ws.join("link.txt"))
+        .unwrap();
+    let script = format!(
+        "set -u
+         echo inside > src/a.txt && echo OK-inside
+         echo tmp > /tmp/toolgate-sandbox-$$ && rm /tmp/toolgate-sandbox-$$ && echo OK-tmp
+         git -c user.email=t@example.com -c user.name=t commit -q --allow-empty -m x && echo OK-commit
+         echo x > {outside}/new.txt || echo REFUSED-outside
+         echo x > .git/hooks/pre-commit || echo REFUSED-hook
+         echo x >> .git/config || echo REFUSED-config
+         echo x > .toolgate/policy.toml || echo REFUSED-toolgate
+         echo x > link.txt || echo REFUSED-symlink
+         ln {outside}/target.txt hard.txt || echo REFUSED-hardlink
+         sh -c 'sh -c \"echo x > {outside}/grandchild.txt\"' || echo REFUSED-grandchild
+         unshare -r sh -c 'echo x > {outside}/unshared.txt' || echo REFUSED-unshare
+         chroot / sh -c 'echo x > {outside}/chroot.txt' || echo REFUSED-chroot
+         umount .git/hooks 2>/dev/null || echo REFUSED-umount
+         echo x > .git/hooks/pre-push || echo REFUSED-after-umount
+         cat \"$HOME/.ssh/id_rsa\" || echo REFUSED-secret
+         python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9), 2)' 2>/dev/null || echo REFUSED-connect
+         true"
+    );
+    let output = sandboxed(&place, &[], &script);
+    let text = said(&output);
+    for expected in [
+        "OK-inside",
+        "OK-tmp",
+        "OK-commit",
+        "REFUSED-outside",
+        "REFUSED-hook",
+        "REFUSED-config",
+        "REFUSED-toolgate",
+        "REFUSED-symlink",
+        "REFUSED-hardlink",
+        "REFUSED-grandchild",
+        "REFUSED-unshare",
+        "REFUSED-chroot",
+        "REFUSED-secret",
+        "REFUSED-connect",
+    ] {
+        assert!(text.contains(expected), "{expected} missing:\n{text}");
+    }
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
+    for written in ["new.txt", "grandchild.txt", "unshared.txt", "chroot.txt"] {
+        assert!(
+            !exists(&place.outside.join(written)),
+            "{written} was written"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(place.outside.join("target.txt")).unwrap(),
+        "outside\n"
+    );
+    assert!(!exists(&place.ws.join(".git/hooks/pre-commit")));
+    assert!(!exists(&place.ws.join(".toolgate/policy.toml")));
+    assert!(!exists(&place.ws.join("hard.txt")));
+    assert_eq!(
+        std::fs::read_to_string(place.ws.join("src/a.txt")).unwrap(),
+        "inside\n"
+    );
+}
+
+#[test]
+fn the_network_is_the_plans_to_allow_and_the_exit_code_is_the_programs() {
+    if !sandbox_available() {
+        return;
+    }
+    let place = place();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5)' && echo CONNECTED"
+    );
+    let refused = sandboxed(&place, &[], &connect);
+    assert!(!said(&refused).contains("CONNECTED"), "{}", said(&refused));
+    let allowed = sandboxed(&place, &["--network"], &connect);
+    assert!(said(&allowed).contains("CONNECTED"), "{}", said(&allowed));
+    let exit = sandboxed(&place, &[], "exit 7");
+    assert_eq!(exit.status.code(), Some(7));
+}
+
+#[test]
+fn the_probe_says_what_each_mechanism_enforces_and_nothing_is_pretended() {
+    let probe = |flags: &[&str]| {
+        let output = Command::new(BIN)
+            .args(["sandbox", "--probe"])
+            .args(flags)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let (code, none) = probe(&["--no-landlock", "--no-namespaces"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        none.starts_with("enforced: nothing; not enforced: writes outside"),
+        "{none}"
+    );
+    if !sandbox_available() {
+        return;
+    }
+    let (code, landlock) = probe(&["--no-namespaces"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        landlock.contains("writes only in the writable folders (Landlock ABI"),
+        "{landlock}"
+    );
+    assert!(
+        landlock.contains("not enforced: protected paths inside the writable folders"),
+        "{landlock}"
+    );
+    let (_, namespaces) = probe(&["--no-landlock"]);
+    assert!(
+        namespaces.contains("(user and mount namespace)"),
+        "{namespaces}"
+    );
+    assert!(
+        namespaces.contains("not enforced: writes outside"),
+        "{namespaces}"
+    );
+    // Each alone still holds what it holds.
+    let place = place();
+    let outside = place.outside.display().to_string();
+    let only_landlock = sandboxed(
+        &place,
+        &["--no-namespaces"],
+        &format!("echo x > {outside}/a.txt || echo REFUSED"),
+    );
+    assert!(said(&only_landlock).contains("REFUSED"));
+    let only_mounts = sandboxed(
+        &place,
+        &["--no-landlock"],
+        "echo x > .git/hooks/pre-commit || echo REFUSED",
+    );
+    assert!(
+        said(&only_mounts).contains("REFUSED"),
+        "{}",
+        said(&only_mounts)
+    );
+    // Nothing to enforce: refused unless asked for.
+    let nothing = sandboxed(&place, &["--no-landlock", "--no-namespaces"], "echo RAN");
+    assert_eq!(nothing.status.code(), Some(2));
+    assert!(!said(&nothing).contains("RAN"), "{}", said(&nothing));
+    let anyway = sandboxed(
+        &place,
+        &["--no-landlock", "--no-namespaces", "--allow-unsandboxed"],
+        "echo RAN",
+    );
+    assert!(said(&anyway).contains("RAN"));
+    assert!(said(&anyway).contains("running unsandboxed"));
+}
+
+/// The red-team's escapes that write or run something, re-run as real programs in the
+/// sandbox: each payload runs (it leaves a mark inside the workspace) and its write outside
+/// fails. They stay useful after the policy engine learns each one.
+#[test]
+fn the_red_teams_escapes_are_contained() {
+    if !sandbox_available() {
+        return;
+    }
+    let place = place();
+    let ws = &place.ws;
+    let out = |name: &str| place.outside.join(name).display().to_string();
+    // An archive with a member at an absolute path (`tar -P` keeps it).
+    let archive = ws.join("evil.tar");
+    let status = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import tarfile, io\n\
+             t = tarfile.open({archive:?}, 'w')\n\
+             for name, data in [({abs:?}, b'x'), ('tar-ran.txt', b'ran')]:\n\
+             \x20   i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))\n\
+             t.close()",
+            archive = archive.display().to_string(),
+            abs = out("tar-escape.txt"),
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // A script `npm test --node-options=--require=…` loads into node.
+    std::fs::write(
+        ws.join("package.json"),
+        r#"{"name": "t", "version": "1.0.0", "scripts": {"test": "node -e 0"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        ws.join("evil.js"),
+        format!(
+            "const fs = require('fs');\n\
+             fs.writeFileSync('npm-ran.txt', 'ran');\n\
+             try {{ fs.writeFileSync({:?}, 'x'); }} catch (e) {{ fs.writeFileSync('npm-refused.txt', e.code); }}\n",
+            out("npm-escape.txt")
+        ),
+    )
+    .unwrap();
+    let script = format!(
+        "tar -xPf evil.tar 2>/dev/null; \
+         make -f /dev/null --eval='$(shell echo ran > make-ran.txt; echo x > {make})' 2>/dev/null; \
+         npm_config_cache=/tmp/toolgate-npm-$$ npm test --node-options=--require=./evil.js >/dev/null 2>&1; \
+         git init -q nested && git -C nested config core.fsmonitor \"sh -c 'echo ran > ../git-ran.txt; echo x > {git}'\" && \
+         git -C nested status >/dev/null 2>&1; \
+         rm -rf /tmp/toolgate-npm-$$; true",
+        make = out("make-escape.txt"),
+        git = out("git-escape.txt"),
+    );
+    let output = sandboxed(&place, &[], &script);
+    for ran in ["tar-ran.txt", "make-ran.txt", "npm-ran.txt", "git-ran.txt"] {
+        assert!(
+            ws.join(ran).exists(),
+            "the payload {ran} did not run: {}",
+            said(&output)
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(ws.join("npm-refused.txt")).unwrap(),
+        "EACCES"
+    );
+    for escaped in [
+        "tar-escape.txt",
+        "make-escape.txt",
+        "npm-escape.txt",
+        "git-escape.txt",
+    ] {
+        assert!(
+            !exists(&place.outside.join(escaped)),
+            "{escaped} was written"
+        );
+    }
+}
