@@ -104,15 +104,6 @@ impl fmt::Display for SandboxError {
 
 impl std::error::Error for SandboxError {}
 
-/// What [`confine`] enforced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Enforced {
-    /// The Landlock ABI whose rules hold, if any.
-    pub landlock: Option<i32>,
-    /// Whether the namespace's mounts hold.
-    pub namespaces: bool,
-}
-
 /// The paths of `plan` that exist, resolved (the kernel's rules and mounts name real files).
 fn existing(paths: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = paths
@@ -141,7 +132,7 @@ mod linux {
     }
 
     /// Enters a new user and mount namespace, mapped to the same user and group.
-    pub(super) fn enter_namespaces() -> Result<(), SandboxError> {
+    pub(super) fn enter_namespaces() -> Result<(), Entered> {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
         // SAFETY: `FILES` is not among the flags, so no file descriptor table is unshared;
@@ -153,9 +144,10 @@ mod linux {
                 rustix::thread::UnshareFlags::NEWUSER | rustix::thread::UnshareFlags::NEWNS,
             )
         }
-        .map_err(|e| failed("cannot make a user and mount namespace", e))?;
+        .map_err(|e| Entered::Not(format!("cannot make a user and mount namespace: {e}")))?;
         let write = |file: &str, text: String| {
-            std::fs::write(file, text).map_err(|e| failed(&format!("cannot write {file}"), e))
+            std::fs::write(file, text)
+                .map_err(|e| Entered::Unmapped(format!("cannot write {file}: {e}")))
         };
         write("/proc/self/setgroups", "deny".into())?;
         write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
@@ -165,7 +157,7 @@ mod linux {
             "/",
             MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
         )
-        .map_err(|e| failed("cannot make the mounts private", e))?;
+        .map_err(|e| Entered::Unmapped(format!("cannot make the mounts private: {e}")))?;
         Ok(())
     }
 
@@ -252,23 +244,28 @@ mod linux {
     }
 }
 
-/// Confines this process to `plan` with what `probe` found, namespaces first (mounts are
-/// denied once Landlock holds). Must run while the process has one thread.
+/// Confines this process to `plan` with each mechanism asked for that the kernel offers,
+/// namespaces first (mounts are denied once Landlock holds), and reports what holds — a
+/// [`Probe`] of this very process. A mechanism the kernel refuses is left out (and said so);
+/// the only error is a namespace entered but not mapped, after which nothing is safe to run.
+/// Must run while the process has one thread.
 #[cfg(target_os = "linux")]
-pub fn confine(plan: &Plan, probe: &Probe) -> Result<Enforced, SandboxError> {
-    let namespaces = if probe.namespaces.is_ok() {
-        linux::enter_namespaces()?;
-        linux::mount_plan(plan)?;
-        true
+pub fn confine(plan: &Plan, namespaces: bool, landlock: bool) -> Result<Probe, SandboxError> {
+    let namespaces = if namespaces {
+        match linux::enter_namespaces() {
+            Ok(()) => linux::mount_plan(plan).map_err(|e| e.0),
+            Err(Entered::Not(why)) => Err(why),
+            Err(Entered::Unmapped(why)) => return Err(SandboxError(why)),
+        }
     } else {
-        false
+        Err("turned off".to_owned())
     };
-    let landlock = if probe.landlock.is_ok() {
-        Some(linux::landlock(plan)?)
+    let landlock = if landlock {
+        linux::landlock(plan).map_err(|e| e.0)
     } else {
-        None
+        Err("turned off".to_owned())
     };
-    Ok(Enforced {
+    Ok(Probe {
         landlock,
         namespaces,
     })
@@ -276,10 +273,20 @@ pub fn confine(plan: &Plan, probe: &Probe) -> Result<Enforced, SandboxError> {
 
 /// Elsewhere than Linux, nothing can be enforced.
 #[cfg(not(target_os = "linux"))]
-pub fn confine(_: &Plan, _: &Probe) -> Result<Enforced, SandboxError> {
-    Err(SandboxError(
-        "toolgate's sandbox uses Linux's Landlock and namespaces: nothing is enforced here".into(),
-    ))
+pub fn confine(_: &Plan, _: bool, _: bool) -> Result<Probe, SandboxError> {
+    Ok(Probe {
+        landlock: Err("not Linux".into()),
+        namespaces: Err("not Linux".into()),
+    })
+}
+
+/// Why a namespace was not entered.
+#[derive(Debug)]
+enum Entered {
+    /// Nothing changed: the process is as it was.
+    Not(String),
+    /// The namespace was made but the process's user is not mapped in it.
+    Unmapped(String),
 }
 
 /// Probes this process's own kernel: makes the namespace and the Landlock rules of an empty
@@ -290,7 +297,9 @@ pub fn probe_here(namespaces: bool, landlock: bool) -> Probe {
     {
         let plan = Plan::default();
         let namespaces = if namespaces {
-            linux::enter_namespaces().map_err(|e| e.0)
+            linux::enter_namespaces().map_err(|e| match e {
+                Entered::Not(why) | Entered::Unmapped(why) => why,
+            })
         } else {
             Err("turned off".to_owned())
         };

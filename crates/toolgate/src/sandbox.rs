@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Args;
-use toolgate_policy::{LoadOptions, Policy};
+use toolgate_policy::Policy;
 use toolgate_sandbox::{Plan, Probe};
 
 use crate::args::PolicyArgs;
@@ -225,8 +225,8 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
         println!("{out}");
         return Ok(EXIT_OK);
     }
-    let probe = probe(args)?;
     if args.probe {
+        let probe = probe(args)?;
         println!("{}", probe.summary(args.network));
         return Ok(if probe.any() { EXIT_OK } else { 1 });
     }
@@ -241,26 +241,26 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
     };
     let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
     let files = args.policy.files_from(&workspace);
-    let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
+    let policy = crate::hook::load_for_one_call(&files)
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
     let plan = plan(&policy, &workspace, args.network);
-    if !probe.any() {
+    // Each mechanism is tried in this very process: what the kernel refuses is left out.
+    let held = toolgate_sandbox::confine(&plan, !args.no_namespaces, !args.no_landlock)
+        .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;
+    if !held.any() {
         if !args.allow_unsandboxed {
             return Err(Failure::Message(format!(
                 "error: this machine enforces nothing of the sandbox ({}); \
                  --allow-unsandboxed runs the program anyway",
-                probe.summary(args.network)
+                held.summary(args.network)
             )));
         }
         eprintln!(
             "toolgate: running unsandboxed: {}",
-            probe.summary(args.network)
+            held.summary(args.network)
         );
-    } else {
-        toolgate_sandbox::confine(&plan, &probe)
-            .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;
-        if args.verbose {
-            eprintln!("toolgate: {}", probe.summary(args.network));
-        }
+    } else if args.verbose {
+        eprintln!("toolgate: {}", held.summary(args.network));
     }
     // The program is this process from here on.
     let error = Command::new(program).args(rest).exec();

@@ -394,7 +394,7 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
 /// environment the examples are evaluated in) is left in the user's cache folder, and later
 /// calls load that same text without the checks, compiling only the globs the call needs. A
 /// policy whose examples fail is refused as before, and leaves no marker.
-fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> {
+pub(crate) fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Policy, String> {
     let refused = |e: Failure| format!("the policy does not load: {}", failure_text(&e));
     let sources = PolicyArgs::sources(files).map_err(refused)?;
     let marker = checked_marker(&sources);
