@@ -223,7 +223,7 @@ fn hook_command(agent: Agent, flags: &[String]) -> Result<String, Failure> {
         .join(" "))
 }
 
-fn shell_quote(word: &str) -> String {
+pub(crate) fn shell_quote(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .bytes()

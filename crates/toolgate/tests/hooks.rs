@@ -1001,3 +1001,84 @@ fn every_agent_asks_the_daemon() {
         assert!(event.get("decision").is_none(), "{event}");
     }
 }
+
+/// `--sandbox`: Claude Code runs an allowed `Bash` command as the hook's `updatedInput` says,
+/// inside `toolgate sandbox`: the program does its work in the workspace, and what the policy
+/// could not foresee (a script writing outside) fails.
+#[test]
+fn claude_runs_an_allowed_command_inside_the_sandbox() {
+    let probe = Command::new(BIN)
+        .args(["sandbox", "--probe"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&probe.stdout).into_owned();
+    if !(said.contains("Landlock ABI") && said.contains("(user and mount namespace)")) {
+        assert!(
+            std::env::var_os("TOOLGATE_REQUIRE_SANDBOX").is_none(),
+            "the sandbox is not available: {said}"
+        );
+        eprintln!("skipped: the sandbox is not available: {said}");
+        return;
+    }
+    // Outside the system's temporary folders, which the sandbox lets programs write.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let (ws, outside) = (base.join("ws"), base.join("outside"));
+    std::fs::create_dir_all(ws.join("tools")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        ws.join("tools/gen.py"),
+        format!(
+            "open('generated.txt', 'w').write('ok')\n\
+             try:\n    open({:?}, 'w').write('x')\nexcept PermissionError:\n    print('REFUSED')\n",
+            outside.join("escape.txt").display().to_string()
+        ),
+    )
+    .unwrap();
+    let ws_text = ws.display().to_string();
+    let input = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": ws_text,
+        "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "python3 tools/gen.py", "description": "generate"},
+        "tool_use_id": "toolu_1"});
+    let mut hook = Command::new(BIN)
+        .args(["hook", "claude", "--isolated", "--sandbox"])
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let output = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "allow", "{answer}");
+    assert_eq!(
+        specific["updatedInput"]["description"], "generate",
+        "{answer}"
+    );
+    let command = specific["updatedInput"]["command"].as_str().unwrap();
+    assert!(command.contains(" sandbox --workspace "), "{command}");
+    // As Claude Code runs its Bash tool.
+    let ran = Command::new("bash")
+        .args(["-c", command])
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        stdout.contains("REFUSED"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("generated.txt")).unwrap(),
+        "ok"
+    );
+    assert!(!outside.join("escape.txt").exists());
+}

@@ -16,26 +16,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::BIN;
-
-/// What `--probe` says, or `None` (the test skips, saying why) where the machine lacks
-/// Landlock or user namespaces and `TOOLGATE_REQUIRE_SANDBOX` is not set.
-fn sandbox_available() -> bool {
-    let output = Command::new(BIN)
-        .args(["sandbox", "--probe"])
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout).into_owned();
-    let full = said.contains("Landlock ABI") && said.contains("(user and mount namespace)");
-    if !full {
-        assert!(
-            std::env::var_os("TOOLGATE_REQUIRE_SANDBOX").is_none(),
-            "this machine must offer Landlock and user namespaces: {said}"
-        );
-        eprintln!("skipped: the sandbox is not fully available here: {said}");
-    }
-    full
-}
+use common::{BIN, sandbox_available};
 
 /// A workspace (a git repository) and a folder beside it, outside the system's temporary
 /// folders (which the sandbox lets programs write), and a home with secrets.

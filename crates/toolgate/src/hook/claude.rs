@@ -97,12 +97,22 @@ pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
     match (event, answer) {
         (_, Answer::Acknowledge | Answer::Defer) => Reply::empty(),
         ("PermissionRequest", answer) => permission_request(answer),
+        ("PreToolUse", Answer::AllowRewritten(reason, input)) => Reply::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "permissionDecisionReason": reason,
+                "updatedInput": input,
+            }
+        })),
         ("PreToolUse", answer) => {
             let (decision, reason) = match answer {
                 Answer::Allow(r) => ("allow", r),
                 Answer::Deny(r) => ("deny", r),
                 Answer::Ask(r) => ("ask", r),
-                Answer::Defer | Answer::Acknowledge => unreachable!("answered above"),
+                Answer::Defer | Answer::Acknowledge | Answer::AllowRewritten(..) => {
+                    unreachable!("answered above")
+                }
             };
             Reply::json(&json!({
                 "hookSpecificOutput": {
@@ -112,9 +122,13 @@ pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
                 }
             }))
         }
-        (_, Answer::Deny(reason) | Answer::Ask(reason) | Answer::Allow(reason)) => {
-            Reply::blocked(reason)
-        }
+        (
+            _,
+            Answer::Deny(reason)
+            | Answer::Ask(reason)
+            | Answer::Allow(reason)
+            | Answer::AllowRewritten(reason, _),
+        ) => Reply::blocked(reason),
     }
 }
 
@@ -126,6 +140,12 @@ pub(super) fn permission_request(answer: &Answer) -> Reply {
             "hookSpecificOutput": {
                 "hookEventName": "PermissionRequest",
                 "decision": {"behavior": "allow"},
+            }
+        })),
+        Answer::AllowRewritten(_, input) => Reply::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PermissionRequest",
+                "decision": {"behavior": "allow", "updatedInput": input},
             }
         })),
         Answer::Deny(reason) => Reply::json(&json!({

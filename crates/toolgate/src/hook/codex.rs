@@ -48,9 +48,13 @@ pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
                 "permissionDecisionReason": reason,
             }
         })),
-        ("PreToolUse", Answer::Allow(_)) => Reply::empty(),
-        (_, Answer::Deny(reason) | Answer::Ask(reason) | Answer::Allow(reason)) => {
-            Reply::blocked(reason)
-        }
+        ("PreToolUse", Answer::Allow(_) | Answer::AllowRewritten(..)) => Reply::empty(),
+        (
+            _,
+            Answer::Deny(reason)
+            | Answer::Ask(reason)
+            | Answer::Allow(reason)
+            | Answer::AllowRewritten(reason, _),
+        ) => Reply::blocked(reason),
     }
 }

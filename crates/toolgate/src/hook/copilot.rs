@@ -98,7 +98,7 @@ fn mcp_tool(name: &str, workspace: &Path) -> Option<(String, String)> {
 pub(super) fn reply(_event: &str, answer: &Answer) -> Reply {
     let (decision, reason) = match answer {
         Answer::Acknowledge | Answer::Defer => return Reply::empty(),
-        Answer::Allow(r) => ("allow", r),
+        Answer::Allow(r) | Answer::AllowRewritten(r, _) => ("allow", r),
         Answer::Deny(r) => ("deny", r),
         Answer::Ask(r) => ("ask", r),
     };

@@ -122,7 +122,7 @@ pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
         Answer::Acknowledge => return Reply::json(&json!({})),
         // `--defer-ask`: no objection, so Cursor's own rules decide.
         Answer::Defer => ("allow", None),
-        Answer::Allow(r) => ("allow", Some(r)),
+        Answer::Allow(r) | Answer::AllowRewritten(r, _) => ("allow", Some(r)),
         Answer::Deny(r) => ("deny", Some(r)),
         Answer::Ask(r) => ("ask", Some(r)),
     };

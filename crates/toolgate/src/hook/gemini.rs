@@ -60,7 +60,9 @@ pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
     match (event, answer) {
         (_, Answer::Acknowledge) => Reply::json(&json!({})),
         (_, Answer::Defer) => Reply::empty(),
-        (_, Answer::Allow(reason)) => Reply::json(&json!({"decision": "allow", "reason": reason})),
+        (_, Answer::Allow(reason) | Answer::AllowRewritten(reason, _)) => {
+            Reply::json(&json!({"decision": "allow", "reason": reason}))
+        }
         (_, Answer::Deny(reason)) => Reply::json(&json!({"decision": "deny", "reason": reason})),
         (_, Answer::Ask(reason)) => Reply::json(&json!({
             "decision": "ask",

@@ -63,6 +63,11 @@ pub(crate) struct HookArgs {
     /// answer.
     #[arg(long)]
     defer_default: bool,
+    /// With Claude Code: an allowed `Bash` command runs inside `toolgate sandbox` (its
+    /// `PreToolUse` answer's `updatedInput`), held by the kernel to what the policy allows
+    /// without asking (docs/sandbox.md).
+    #[arg(long)]
+    sandbox: bool,
     /// Where the agent's hook cannot ask its person (Codex's `PreToolUse`, Cursor's
     /// `preToolUse` and `beforeReadFile`), leave a call toolgate asks about to the agent's own
     /// approval flow instead of refusing it.
@@ -252,6 +257,8 @@ impl Input {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Answer {
     Allow(String),
+    /// Allowed, to run with this input instead (`--sandbox`: the command inside the sandbox).
+    AllowRewritten(String, Value),
     Deny(String),
     Ask(String),
     /// No decision: the agent's own rules decide.
@@ -382,7 +389,49 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
             result,
         }
     };
-    Ok(settle(args, request, decided))
+    let answer = settle(args, request, decided);
+    Ok(match answer {
+        Answer::Allow(reason) if args.sandbox && args.agent == Agent::Claude => {
+            match sandboxed(request) {
+                Some(input) => Answer::AllowRewritten(
+                    format!("{reason} — run inside toolgate's sandbox"),
+                    input,
+                ),
+                None => Answer::Allow(reason),
+            }
+        }
+        answer => answer,
+    })
+}
+
+/// A `Bash` call's input with its command run inside `toolgate sandbox` in the workspace
+/// (`bash -c COMMAND` there), or `None` for other calls.
+fn sandboxed(request: &Request) -> Option<Value> {
+    if request.tool != "Bash" {
+        return None;
+    }
+    let command = request.args.get("command")?.as_str()?;
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let words = [
+        exe.to_string_lossy().into_owned(),
+        "sandbox".to_owned(),
+        "--workspace".to_owned(),
+        request.workspace.clone(),
+        "--".to_owned(),
+        "bash".to_owned(),
+        "-c".to_owned(),
+        command.to_owned(),
+    ];
+    let mut input = request.args.clone();
+    let line = words
+        .iter()
+        .map(|w| crate::install::shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    input
+        .as_object_mut()?
+        .insert("command".into(), Value::String(line));
+    Some(input)
 }
 
 /// Loads the policy for one call.

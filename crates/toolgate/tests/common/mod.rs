@@ -239,3 +239,23 @@ pub fn browser_missing() -> Option<String> {
     }
     None
 }
+
+/// Whether this machine offers the whole kernel sandbox (Landlock and user namespaces), as
+/// `toolgate sandbox --probe` says; where it does not, the caller's test skips saying so —
+/// unless `TOOLGATE_REQUIRE_SANDBOX` is set (`.ci/run`), where it fails.
+pub fn sandbox_available() -> bool {
+    let output = Command::new(BIN)
+        .args(["sandbox", "--probe"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
+    let full = said.contains("Landlock ABI") && said.contains("(user and mount namespace)");
+    if !full {
+        assert!(
+            std::env::var_os("TOOLGATE_REQUIRE_SANDBOX").is_none(),
+            "this machine must offer Landlock and user namespaces: {said}"
+        );
+        eprintln!("skipped: the sandbox is not fully available here: {said}");
+    }
+    full
+}
