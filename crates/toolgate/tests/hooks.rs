@@ -1021,7 +1021,7 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
         return;
     }
     // Outside the system's temporary folders, which the sandbox lets programs write.
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = common::outside_scratch();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let (ws, outside) = (base.join("ws"), base.join("outside"));
     std::fs::create_dir_all(ws.join("tools")).unwrap();

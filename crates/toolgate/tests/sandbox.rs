@@ -28,7 +28,7 @@ struct Place {
 }
 
 fn place() -> Place {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = common::outside_scratch();
     let base = std::fs::canonicalize(dir.path()).unwrap();
     let ws = base.join("ws");
     let outside = base.join("outside");

@@ -259,3 +259,32 @@ pub fn sandbox_available() -> bool {
     }
     full
 }
+
+/// A folder for a sandbox test's workspace and the places beside it: not under the system's
+/// temporary folders, which the sandbox lets every program write (so a write "outside" there
+/// would not be one). The build's scratch folder, the repository, or the home folder — the
+/// first not under `/tmp`, `/var/tmp`, `/dev/shm` or `$TMPDIR`.
+pub fn outside_scratch() -> tempfile::TempDir {
+    let scratch: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"]
+        .iter()
+        .map(PathBuf::from)
+        .chain(std::env::var_os("TMPDIR").map(PathBuf::from))
+        .chain(Some(std::env::temp_dir()))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let candidates = [
+        Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))),
+        Some(root()),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    let base = candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .find(|p| !scratch.iter().any(|s| p.starts_with(s)))
+        .expect("a folder outside the temporary folders");
+    tempfile::Builder::new()
+        .prefix(".toolgate-sandbox-test-")
+        .tempdir_in(base)
+        .unwrap()
+}
