@@ -218,7 +218,7 @@ impl Policy {
                 Guard::deny(
                     "protected-path",
                     format!(
-                        "`{named}` is toolgate's own data (its API token and store); agents \
+                        "`{named}` is toolgate's own data (its API token, store and cache); agents \
                          never read or write it"
                     ),
                 ),
@@ -396,7 +396,7 @@ impl Policy {
                 return Some(Guard::deny(
                     "protected-path",
                     format!(
-                        "`{}` is toolgate's own data (`{}`: its API token and store); agents \
+                        "`{}` is toolgate's own data (`{}`: its API token, store and cache); agents \
                          never read or write it",
                         p.given,
                         folder.display()
@@ -407,7 +407,7 @@ impl Policy {
                 return Some(Guard::ask(
                     "protected-path",
                     format!(
-                        "`{}` holds toolgate's own data (`{}`: its API token and store): a \
+                        "`{}` holds toolgate's own data (`{}`: its API token, store and cache): a \
                          person decides",
                         p.given,
                         folder.display()

@@ -369,7 +369,7 @@ pub struct Policy {
     pub(crate) places: Arc<crate::places::Places>,
     /// Which mentioned resources some deny or ask rule (or guard) could match.
     pub(crate) has_mention_rules: MentionRules,
-    /// toolgate's own data folders (the daemon's API token and store), as they resolve: no
+    /// toolgate's own data folders (the daemon's API token and store, toolgate's cache), as they resolve: no
     /// agent reads or writes them.
     pub(crate) own_data: Vec<PathBuf>,
     /// Workspace roots as they resolve.
@@ -700,6 +700,9 @@ fn own_data_folders(home: Option<&Path>) -> Vec<PathBuf> {
         .into_iter()
         .chain(var("XDG_DATA_HOME").map(|d| d.join("toolgate")))
         .chain(home.map(|h| h.join(".local/share/toolgate")))
+        // Its cache: what it remembers of policies it checked (and the sandbox's plans).
+        .chain(var("XDG_CACHE_HOME").map(|d| d.join("toolgate")))
+        .chain(home.map(|h| h.join(".cache/toolgate")))
         .filter_map(|f| std::path::absolute(&f).ok())
         .map(|f| path::resolve_existing_prefix(&f).unwrap_or(f))
         .collect();

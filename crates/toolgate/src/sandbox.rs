@@ -112,25 +112,78 @@ fn too_broad(root: &Path) -> bool {
     root.parent().is_none() || home.is_some_and(|h| h.starts_with(root))
 }
 
-/// The plan for a program in `workspace` under `policy`.
-fn plan(policy: &Policy, workspace: &Path, network: bool) -> Plan {
+/// What the sandbox takes from a policy: its roots, scratch places, protected and denied
+/// globs.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Facts {
+    /// `[workspace] roots`: each as written, and the folder of the file that declared it.
+    roots: Vec<(String, Option<PathBuf>)>,
+    scratch: Vec<String>,
+    protected: Vec<String>,
+    denied: Vec<String>,
+}
+
+impl Facts {
+    fn of(policy: &Policy) -> Facts {
+        let settings = policy.settings();
+        Facts {
+            roots: settings
+                .roots
+                .iter()
+                .map(|r| (r.path.clone(), r.base_dir.clone()))
+                .collect(),
+            scratch: settings.scratch_places.clone(),
+            protected: policy.protected_globs(),
+            denied: policy.denied_path_globs(),
+        }
+    }
+}
+
+/// The policy's facts for the sandbox. Loading a policy is most of a sandboxed command's
+/// start-up, so what a policy's text (and the environment it is read in) gives is kept in
+/// toolgate's cache folder beside the hook's marker of checked texts — a folder the policy
+/// engine keeps every agent's tool calls out of, and the sandbox never lets a program write.
+fn facts(files: &[(toolgate_policy::PolicyRole, PathBuf)]) -> Result<Facts, Failure> {
+    let kept = PolicyArgs::sources(files)
+        .ok()
+        .and_then(|sources| crate::hook::checked_marker(&sources))
+        .map(|marker| marker.with_extension("sandbox.json"));
+    if let Some(kept) = &kept
+        && let Ok(text) = std::fs::read(kept)
+        && let Ok(facts) = serde_json::from_slice::<Facts>(&text)
+    {
+        return Ok(facts);
+    }
+    let policy = crate::hook::load_for_one_call(files)
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    let facts = Facts::of(&policy);
+    // Best effort: without it the next command loads the policy again.
+    if let Some(kept) = kept
+        && let Ok(text) = serde_json::to_vec(&facts)
+        && kept
+            .parent()
+            .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
+    {
+        let _ = std::fs::write(kept, text);
+    }
+    Ok(facts)
+}
+
+/// The plan for a program in `workspace` under a policy's facts.
+fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
     let mut roots = vec![workspace.to_path_buf()];
-    for spec in &policy.settings().roots {
-        let base = spec
-            .base_dir
-            .clone()
-            .unwrap_or_else(|| workspace.to_path_buf());
-        roots.push(base.join(&spec.path));
+    for (path, base) in &facts.roots {
+        let base = base.clone().unwrap_or_else(|| workspace.to_path_buf());
+        roots.push(base.join(path));
     }
     let roots: Vec<PathBuf> = roots
         .into_iter()
         .filter_map(|r| std::fs::canonicalize(r).ok())
         .filter(|r| !too_broad(r))
         .collect();
-    let protected = policy.protected_globs();
     let read_only = roots
         .iter()
-        .flat_map(|root| protected_at(root, &protected))
+        .flat_map(|root| protected_at(root, &facts.protected))
         .collect();
     let mut writable = roots;
     writable.push(std::env::temp_dir());
@@ -141,7 +194,7 @@ fn plan(policy: &Policy, workspace: &Path, network: bool) -> Plan {
         writable.push(PathBuf::from(tmp));
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    for place in &policy.settings().scratch_places {
+    for place in &facts.scratch {
         let path = match (place.strip_prefix("~/"), &home) {
             (Some(rest), Some(home)) => home.join(rest),
             _ => PathBuf::from(place),
@@ -162,7 +215,7 @@ fn plan(policy: &Policy, workspace: &Path, network: bool) -> Plan {
     Plan {
         writable,
         read_only,
-        hidden: hidden_places(&policy.denied_path_globs()),
+        hidden: hidden_places(&facts.denied),
         network,
     }
 }
@@ -241,9 +294,7 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
     };
     let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
     let files = args.policy.files_from(&workspace);
-    let policy = crate::hook::load_for_one_call(&files)
-        .map_err(|e| Failure::Message(format!("error: {e}")))?;
-    let plan = plan(&policy, &workspace, args.network);
+    let plan = plan(&facts(&files)?, &workspace, args.network);
     // Each mechanism is tried in this very process: what the kernel refuses is left out.
     let held = toolgate_sandbox::confine(&plan, !args.no_namespaces, !args.no_landlock)
         .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;

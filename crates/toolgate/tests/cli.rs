@@ -2079,3 +2079,37 @@ fn the_hook_asks_the_daemon_and_waits_for_the_page() {
     assert_eq!(decision, "ask");
     assert!(reason.contains("cannot ask the daemon"), "{reason}");
 }
+
+/// toolgate's cache folder (what it remembers of policies it checked, the sandbox's plans) is
+/// its own data: no tool call reads or writes it — an agent could otherwise forge what a later
+/// hook or sandbox trusts.
+#[test]
+fn toolgates_cache_is_its_own_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = std::fs::canonicalize(dir.path()).unwrap();
+    let kept = cache.join("toolgate/checked/0123.sandbox.json");
+    for call in [
+        json!({"tool": "write_file", "args": {"path": kept.display().to_string(), "content": "{}"},
+               "context": {"workspace": cache.display().to_string()}}),
+        json!({"tool": "bash", "args": {"command": format!("cat {}", kept.display())},
+               "context": {"workspace": "/srv/app"}}),
+    ] {
+        let mut child = Command::new(BIN)
+            .args(["check", "--isolated", "-"])
+            .env("XDG_CACHE_HOME", &cache)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(call.to_string().as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(result["decision"], "deny", "{result}");
+        assert_eq!(result["rule"], "protected-path", "{result}");
+    }
+}

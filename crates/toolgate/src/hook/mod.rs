@@ -471,7 +471,7 @@ pub(crate) fn load_for_one_call(files: &[(PolicyRole, PathBuf)]) -> Result<Polic
 /// Where the marker of policy texts that loaded with their examples holding is kept: the
 /// user's cache folder, named by the hash of everything the check depended on. `None` when
 /// there is no cache folder.
-fn checked_marker(sources: &[PolicySource]) -> Option<PathBuf> {
+pub(crate) fn checked_marker(sources: &[PolicySource]) -> Option<PathBuf> {
     use std::hash::{DefaultHasher, Hash, Hasher};
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     let cache = var("XDG_CACHE_HOME")
