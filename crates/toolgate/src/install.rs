@@ -12,6 +12,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use clap::Args;
 use jsonc_parser::ast::{Array, Object, ObjectProp, Value as Node};
@@ -988,6 +989,17 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Result<u8, Failure> {
     if !absent.is_empty() {
         writeln!(out, "  not found on this machine: {}", absent.join(", "))?;
     }
+    // What `toolgate sandbox` (and `hook claude --sandbox`) can enforce here.
+    let probe = std::env::current_exe()
+        .and_then(|exe| Command::new(exe).args(["sandbox", "--probe"]).output())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|e| format!("cannot probe: {e}"));
+    writeln!(
+        out,
+        "
+sandbox:
+  {probe}"
+    )?;
     if problems > 0 {
         writeln!(
             out,

@@ -864,6 +864,12 @@ fn doctor_says_what_is_installed_and_what_is_wrong() {
         run.stdout
     );
     assert!(run.stdout.contains("claude ("), "{}", run.stdout);
+    // What the sandbox can enforce here, in the probe's words.
+    assert!(
+        run.stdout.contains("\nsandbox:\n  enforced: "),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("no toolgate hook"), "{}", run.stdout);
     assert!(
         run.stdout.contains("not found on this machine: codex"),
