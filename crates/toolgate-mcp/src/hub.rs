@@ -79,7 +79,13 @@ struct FanOut {
     answers: BTreeMap<usize, Result<Value, Value>>,
     /// The protocol version the client asked for (`initialize`).
     requested: Option<String>,
+    /// When it was sent: a server that has not answered within [`FAN_OUT_WAIT`] is left out.
+    started: Instant,
 }
+
+/// How long a fanned-out request waits for each server's part: one server that hangs does not
+/// hang the hub's listings.
+const FAN_OUT_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The hub: one client, many servers.
 pub struct Hub {
@@ -337,33 +343,50 @@ impl Hub {
 
     /// A notification of the client's: to every server, or, cancelling a request, to the one
     /// that has it.
-    fn notification(&mut self, method: &str, mut message: Map<String, Value>) -> Vec<Routed> {
+    fn notification(&mut self, method: &str, message: Map<String, Value>) -> Vec<Routed> {
         if method == "notifications/cancelled" {
-            let request = message
-                .get("params")
-                .and_then(|p| p.get("requestId"))
-                .cloned();
-            let target = request.and_then(|request| {
-                self.routes
-                    .iter()
-                    .find_map(|((i, ours), route)| match route {
-                        Route::Direct(client) if *client == request => Some((*i, ours.clone())),
-                        _ => None,
-                    })
-            });
-            let Some((i, ours)) = target else {
-                return Vec::new();
-            };
-            let ours: Value = serde_json::from_str(&ours).unwrap_or(Value::Null);
-            if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-                params.insert("requestId".into(), ours);
-            }
-            return self.through(i, &Value::Object(message).to_string());
+            return self.cancelled(message);
         }
         let text = Value::Object(message).to_string();
         let mut routed = Vec::new();
         for i in 0..self.backends.len() {
             routed.extend(self.through(i, &text));
+        }
+        routed
+    }
+
+    /// The client cancelled a request: each server that has it (one, or every part of a
+    /// fanned-out request) is told under the hub's id, and the hub stops waiting for it (a
+    /// server need not answer a cancelled request).
+    fn cancelled(&mut self, message: Map<String, Value>) -> Vec<Routed> {
+        let Some(request) = message
+            .get("params")
+            .and_then(|p| p.get("requestId"))
+            .cloned()
+        else {
+            return Vec::new();
+        };
+        let fanout = request.to_string();
+        let targets: Vec<(usize, String)> = self
+            .routes
+            .iter()
+            .filter(|(_, route)| match route {
+                Route::Direct(client) => *client == request,
+                Route::Part(key) => *key == fanout,
+                Route::Dropped => false,
+            })
+            .map(|((i, ours), _)| (*i, ours.clone()))
+            .collect();
+        self.fanouts.remove(&fanout);
+        let mut routed = Vec::new();
+        for (i, ours) in targets {
+            self.routes.remove(&(i, ours.clone()));
+            let mut message = message.clone();
+            let ours: Value = serde_json::from_str(&ours).unwrap_or(Value::Null);
+            if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+                params.insert("requestId".into(), ours);
+            }
+            routed.extend(self.through(i, &Value::Object(message).to_string()));
         }
         routed
     }
@@ -553,6 +576,7 @@ impl Hub {
                 waiting: targets.len(),
                 answers: BTreeMap::new(),
                 requested,
+                started: Instant::now(),
             },
         );
         if targets.is_empty() {
@@ -793,9 +817,37 @@ impl Hub {
         routed
     }
 
-    /// The questions nobody answered by `now`, on every server's gate.
+    /// The questions nobody answered by `now`, on every server's gate; and the fanned-out
+    /// requests some server did not answer within [`FAN_OUT_WAIT`], answered with the parts
+    /// that came (a missing part counts as that server's error).
     pub fn expire(&mut self, now: Instant) -> Vec<Routed> {
         let mut routed = Vec::new();
+        let late: Vec<String> = self
+            .fanouts
+            .iter()
+            .filter(|(_, f)| f.started + FAN_OUT_WAIT <= now)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in late {
+            let missing: Vec<(usize, String)> = self
+                .routes
+                .iter()
+                .filter(|(_, route)| matches!(route, Route::Part(k) if *k == key))
+                .map(|((i, ours), _)| (*i, ours.clone()))
+                .collect();
+            for (i, ours) in missing {
+                // A late answer is nobody's.
+                self.routes.insert((i, ours), Route::Dropped);
+                let name = self.name(i);
+                let late = json!({"code": crate::INVALID_REQUEST,
+                                  "message": format!("the server `{name}` did not answer within {} s",
+                                                     FAN_OUT_WAIT.as_secs())});
+                if let Some(fanout) = self.fanouts.get_mut(&key) {
+                    fanout.answers.insert(i, Err(late));
+                }
+            }
+            routed.extend(self.finish(&key));
+        }
         for i in 0..self.backends.len() {
             let outs = match self.backends.get_mut(i) {
                 Some(backend) => backend.gate.expire(now),
@@ -1066,6 +1118,38 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"b__ok"}}"#,
         ));
         assert_eq!(i, 1);
+    }
+
+    #[test]
+    fn a_cancelled_request_is_forgotten_and_a_silent_server_does_not_hang_a_listing() {
+        let mut hub = hub();
+        let (i, sent) = to_server(&hub.from_client(
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"a__ok"}}"#,
+        ));
+        let cancel = hub.from_client(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#,
+        );
+        let (j, told) = to_server(&cancel);
+        assert_eq!((i, j), (0, 0));
+        assert_eq!(told["params"]["requestId"], sent["id"]);
+        assert!(hub.routes.is_empty(), "{:?}", hub.routes);
+        // A listing one server never answers: answered after the wait with what came.
+        let parts = hub.from_client(r#"{"jsonrpc":"2.0","id":10,"method":"tools/list"}"#);
+        let first = match &parts[0] {
+            Routed::ToServer(0, text) => serde_json::from_str::<Value>(text).unwrap()["id"].clone(),
+            other => panic!("{other:?}"),
+        };
+        let answer = json!({"jsonrpc": "2.0", "id": first, "result": {"tools": [{"name": "ok"}]}});
+        assert!(hub.from_server(0, &answer.to_string()).is_empty());
+        assert!(hub.expire(Instant::now()).is_empty());
+        let merged = to_client(&hub.expire(Instant::now() + FAN_OUT_WAIT));
+        assert_eq!(merged["id"], 10);
+        assert_eq!(merged["result"]["tools"][0]["name"], "a__ok", "{merged}");
+        // Its late answer is nobody's.
+        let late = hub.routes.keys().next().cloned().unwrap();
+        let late = json!({"jsonrpc": "2.0", "id": serde_json::from_str::<Value>(&late.1).unwrap(),
+                          "result": {"tools": []}});
+        assert!(hub.from_server(1, &late.to_string()).is_empty());
     }
 
     fn frame() -> impl Strategy<Value = String> {

@@ -208,6 +208,17 @@ impl Gate {
         if line.trim().is_empty() {
             return Vec::new();
         }
+        // A carriage return inside a line is whitespace to JSON, but many servers' readers
+        // (Python's text streams, Node's readline) end a line there: what toolgate judged as
+        // one message would reach them as two. Nothing judged as one is relayed as two.
+        if line.contains('\r') {
+            return vec![error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "toolgate relays no message with a carriage return inside it (servers would read \
+                 it as two lines): send each message on one line",
+            )];
+        }
         let message = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(message)) => message,
             Ok(Value::Array(_)) => {
@@ -881,13 +892,22 @@ impl Gate {
         let Some(uri) = uri else {
             return vec![error(id, INVALID_PARAMS, "resources/read has no `uri`")];
         };
-        if !uri
-            .get(..7)
-            .is_some_and(|s| s.eq_ignore_ascii_case("file://"))
-        {
+        // As a URL parser reads it (it trims spaces and control characters, and takes
+        // `file:/x` and `FILE:///x` alike): a file URI is judged, whatever its spelling; one
+        // that does not parse but says `file:` is refused.
+        let parsed = url::Url::parse(uri);
+        let says_file = uri
+            .trim_start_matches(|c: char| c.is_ascii_whitespace() || c.is_ascii_control())
+            .get(..5)
+            .is_some_and(|s| s.eq_ignore_ascii_case("file:"));
+        let is_file = match &parsed {
+            Ok(url) => url.scheme() == "file",
+            Err(_) => says_file,
+        };
+        if !is_file {
             return vec![Out::ToServer(line.to_owned())];
         }
-        let path = url::Url::parse(uri)
+        let path = parsed
             .ok()
             .and_then(|u| u.to_file_path().ok())
             .and_then(|p| p.to_str().map(str::to_owned));
@@ -1174,6 +1194,24 @@ mod tests {
     }
 
     #[test]
+    fn a_message_with_a_carriage_return_inside_is_refused_not_relayed() {
+        let mut gate = gate(RULES);
+        // JSON reads one ping; a reader that ends lines at `\r` would read a tool call.
+        let smuggled = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":\r            {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"never\"}}\r}";
+        let outs = gate.from_client(smuggled);
+        assert!(
+            matches!(outs.as_slice(), [Out::ToClient(text)] if text.contains("carriage return")),
+            "{outs:?}"
+        );
+        // A line ending in `\r\n` is as good as one ending in `\n`.
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert_eq!(
+            gate.from_client(&format!("{ping}\r")),
+            [Out::ToServer(ping.to_owned())]
+        );
+    }
+
+    #[test]
     fn a_tools_list_answer_leaves_out_the_tools_refused_outright() {
         let mut gate = gate(RULES);
         gate.from_client(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
@@ -1195,9 +1233,8 @@ mod tests {
         let mut gate =
             gate("\n[[rule]]\nname = \"no-env\"\ndecision = \"deny\"\npath = \"**/.env\"\n");
         let read = |uri: &str| {
-            format!(
-                r#"{{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{{"uri":"{uri}"}}}}"#
-            )
+            json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": uri}})
+                .to_string()
         };
         let allowed = read("file:///ws/src/main.rs");
         assert_eq!(gate.from_client(&allowed), [Out::ToServer(allowed.clone())]);
@@ -1207,6 +1244,9 @@ mod tests {
             "file:///ws/.env",
             "FILE:///ws/config/.env",
             "file:///ws/%2Eenv",
+            "file:/ws/.env",
+            " file:///ws/.env",
+            "\tfile:/ws/.env",
         ] {
             let outs = gate.from_client(&read(uri));
             let [Out::ToClient(text)] = outs.as_slice() else {
