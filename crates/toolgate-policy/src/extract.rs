@@ -107,9 +107,14 @@ impl Policy {
         // servers in `/`, an agent started in `~`). Such a root confines nothing; relative paths
         // still resolve from it.
         let home = std::env::var_os("HOME").map(PathBuf::from);
+        // Roots are resolved: so is the home they are compared with (`/home/u` may be a link
+        // to `/data/u`).
+        let resolved_home = home.as_deref().map(|h| self.canonical_root(h));
         let roots: Vec<PathBuf> = roots
             .into_iter()
-            .filter(|root| !too_broad(root, home.as_deref()))
+            .filter(|root| {
+                !too_broad(root, home.as_deref()) && !too_broad(root, resolved_home.as_deref())
+            })
             .collect();
         let cwd = match call.context.cwd.as_deref().filter(|c| !c.trim().is_empty()) {
             Some(c) => {

@@ -84,9 +84,15 @@ impl Probe {
 pub struct Plan {
     /// The folders (and files) it may write beneath.
     pub writable: Vec<PathBuf>,
+    /// Existing folders bound onto themselves, writable as before, so that they cannot be
+    /// renamed or removed (the folders between a workspace root and its protected paths: with
+    /// `.git/hooks` read-only, `mv .git .g` would otherwise take the hooks out of the way).
+    pub pinned: Vec<PathBuf>,
     /// Existing paths inside them it may not write (bound read-only).
     pub read_only: Vec<PathBuf>,
-    /// Existing folders it may not read (covered by an empty read-only `tmpfs`).
+    /// Existing places it may not read or reach: folders are covered by an empty read-only
+    /// `tmpfs`, other files (sockets of services that would run a command outside the
+    /// sandbox) by `/dev/null`.
     pub hidden: Vec<PathBuf>,
     /// Whether it may use the network (TCP); without, no connect or bind.
     pub network: bool,
@@ -103,6 +109,48 @@ impl fmt::Display for SandboxError {
 }
 
 impl std::error::Error for SandboxError {}
+
+/// The sockets of services that run what they are asked outside any sandbox: the user's
+/// session bus and `systemd --user` (`systemd-run --user sh -c …`), the X server, tmux, the
+/// SSH agent, container engines, the system bus. A plan hides them.
+pub fn service_sockets() -> Vec<PathBuf> {
+    #[cfg(target_os = "linux")]
+    let uid = rustix::process::getuid().as_raw();
+    #[cfg(not(target_os = "linux"))]
+    let uid = 0;
+    let mut places: Vec<PathBuf> = [
+        format!("/run/user/{uid}"),
+        "/tmp/.X11-unix".to_owned(),
+        format!("/tmp/tmux-{uid}"),
+        "/run/docker.sock".to_owned(),
+        "/var/run/docker.sock".to_owned(),
+        "/run/podman".to_owned(),
+        "/run/containerd".to_owned(),
+        "/run/dbus".to_owned(),
+        "/var/run/dbus".to_owned(),
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .collect();
+    if let Some(agent) = std::env::var_os("SSH_AUTH_SOCK").filter(|v| !v.is_empty()) {
+        places.push(PathBuf::from(agent));
+    }
+    places
+}
+
+/// Where the kernel still lets a process type into its terminal (`TIOCSTI`: Linux before
+/// 6.2, or `dev.tty.legacy_tiocsti` on), this process leaves the terminal it shares with the
+/// shell outside (a session of its own), so what it runs cannot type commands there.
+pub fn leave_the_terminal_if_it_types() {
+    #[cfg(target_os = "linux")]
+    {
+        let typing = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
+            .map_or(true, |v| v.trim() != "0");
+        if typing {
+            let _ = rustix::process::setsid();
+        }
+    }
+}
 
 /// The paths of `plan` that exist, resolved (the kernel's rules and mounts name real files).
 fn existing(paths: &[PathBuf]) -> Vec<PathBuf> {
@@ -183,6 +231,13 @@ mod linux {
     /// Binds each path read-only over itself, and covers each hidden folder with an empty
     /// read-only `tmpfs`.
     pub(super) fn mount_plan(plan: &Plan) -> Result<(), SandboxError> {
+        // Outermost first: a later bind inside one is not hidden by it.
+        let mut pinned = existing(&plan.pinned);
+        pinned.sort_by_key(|p| p.components().count());
+        for path in pinned {
+            rustix::mount::mount_bind(&path, &path)
+                .map_err(|e| failed(&format!("cannot bind {}", path.display()), e))?;
+        }
         for path in existing(&plan.read_only) {
             rustix::mount::mount_bind(&path, &path)
                 .map_err(|e| failed(&format!("cannot bind {}", path.display()), e))?;
@@ -192,6 +247,8 @@ mod linux {
         }
         for path in existing(&plan.hidden) {
             if !path.is_dir() {
+                rustix::mount::mount_bind("/dev/null", &path)
+                    .map_err(|e| failed(&format!("cannot hide {}", path.display()), e))?;
                 continue;
             }
             rustix::mount::mount(

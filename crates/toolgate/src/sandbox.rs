@@ -105,11 +105,37 @@ fn hidden_places(globs: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether a folder is too broad to be writable as a workspace: `/`, the home folder or one
-/// above it (as the policy engine treats such roots).
+/// Whether a folder is too broad to be writable: `/`, the home folder or one above it (as the
+/// policy engine treats such roots), the home folder as written and as it resolves.
 fn too_broad(root: &Path) -> bool {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    root.parent().is_none() || home.is_some_and(|h| h.starts_with(root))
+    let resolved = home.as_ref().and_then(|h| std::fs::canonicalize(h).ok());
+    root.parent().is_none()
+        || [home, resolved]
+            .into_iter()
+            .flatten()
+            .any(|h| h.starts_with(root))
+}
+
+/// toolgate's own folders: the daemon's data (its API token and store) and toolgate's cache
+/// (the sandbox's kept facts among it). A sandboxed program neither reads nor writes them.
+fn own_folders() -> Vec<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("HOME");
+    [
+        var("TOOLGATE_DATA_DIR"),
+        var("XDG_DATA_HOME").map(|d| d.join("toolgate")),
+        home.as_ref().map(|h| h.join(".local/share/toolgate")),
+        var("XDG_CACHE_HOME").map(|d| d.join("toolgate")),
+        home.as_ref().map(|h| h.join(".cache/toolgate")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// What the sandbox takes from a policy: its roots, scratch places, protected and denied
@@ -181,10 +207,24 @@ fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
         .filter_map(|r| std::fs::canonicalize(r).ok())
         .filter(|r| !too_broad(r))
         .collect();
-    let read_only = roots
+    let read_only: Vec<PathBuf> = roots
         .iter()
         .flat_map(|root| protected_at(root, &facts.protected))
         .collect();
+    // The folders between a root and a protected path stay where they are.
+    let mut pinned: Vec<PathBuf> = Vec::new();
+    for path in &read_only {
+        let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+            continue;
+        };
+        let mut folder = path.parent();
+        while let Some(f) = folder.filter(|f| *f != root.as_path() && f.starts_with(root)) {
+            if !pinned.iter().any(|p| p == f) {
+                pinned.push(f.to_path_buf());
+            }
+            folder = f.parent();
+        }
+    }
     let mut writable = roots;
     writable.push(std::env::temp_dir());
     for scratch in ["/tmp", "/var/tmp", "/dev/shm"] {
@@ -201,6 +241,11 @@ fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
         };
         writable.push(path);
     }
+    // No scratch place as broad as a home: a policy file a program made cannot widen the
+    // next run to all of it.
+    writable.retain(|place| {
+        std::fs::canonicalize(place).map_or(true, |resolved| !too_broad(&resolved))
+    });
     // What programs write as a matter of course.
     for device in [
         "/dev/null",
@@ -212,10 +257,14 @@ fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
     ] {
         writable.push(PathBuf::from(device));
     }
+    let mut hidden = hidden_places(&facts.denied);
+    hidden.extend(own_folders());
+    hidden.extend(toolgate_sandbox::service_sockets());
     Plan {
         writable,
+        pinned,
         read_only,
-        hidden: hidden_places(&facts.denied),
+        hidden,
         network,
     }
 }
@@ -298,6 +347,13 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
     // Each mechanism is tried in this very process: what the kernel refuses is left out.
     let held = toolgate_sandbox::confine(&plan, !args.no_namespaces, !args.no_landlock)
         .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;
+    // Said whenever a mechanism could not hold: the program runs under what did.
+    if (held.landlock.is_err() || held.namespaces.is_err()) && held.any() && !args.verbose {
+        eprintln!(
+            "toolgate: the sandbox is weaker here: {}",
+            held.summary(args.network)
+        );
+    }
     if !held.any() {
         if !args.allow_unsandboxed {
             return Err(Failure::Message(format!(
@@ -313,8 +369,12 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
     } else if args.verbose {
         eprintln!("toolgate: {}", held.summary(args.network));
     }
-    // The program is this process from here on.
-    let error = Command::new(program).args(rest).exec();
+    toolgate_sandbox::leave_the_terminal_if_it_types();
+    // The program is this process from here on, without the daemon's token.
+    let error = Command::new(program)
+        .args(rest)
+        .env_remove("TOOLGATE_TOKEN")
+        .exec();
     Err(Failure::Message(format!(
         "error: cannot run `{}`: {error}",
         program.to_string_lossy()

@@ -59,6 +59,11 @@ fn place() -> Place {
 
 /// Runs `script` with `sh` in the sandbox, in the workspace, under the built-in policy.
 fn sandboxed(place: &Place, flags: &[&str], script: &str) -> Output {
+    sandboxed_with(place, flags, script, &[])
+}
+
+/// Runs `script` as [`sandboxed`] does, with more environment variables.
+fn sandboxed_with(place: &Place, flags: &[&str], script: &str, env: &[(&str, &Path)]) -> Output {
     Command::new("timeout")
         .args(["60", BIN, "sandbox", "--isolated"])
         .args(flags)
@@ -66,6 +71,10 @@ fn sandboxed(place: &Place, flags: &[&str], script: &str) -> Output {
         .current_dir(&place.ws)
         .env("HOME", &place.home)
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("TOOLGATE_DATA_DIR")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .output()
         .unwrap()
 }
@@ -319,4 +328,63 @@ fn the_red_teams_escapes_are_contained() {
             "{escaped} was written"
         );
     }
+}
+
+/// What review found: renaming the folder above a protected path, toolgate's own data and
+/// token, a policy file that widens the scratch places to the home folder, and the sockets of
+/// services that run commands outside the sandbox.
+#[test]
+fn the_ways_around_the_sandbox_review_found_are_closed() {
+    if !sandbox_available() {
+        return;
+    }
+    let place = place();
+    let data = place.home.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("token"), "SECRET-TOKEN\n").unwrap();
+    // A service listening on a socket (as ssh-agent, a session bus or tmux do).
+    let socket = place.outside.join("agent.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let policy = place.outside.join("wide.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[workspace]\nscratch = [\"~/\", \"/\"]\n",
+    )
+    .unwrap();
+    let script = "mv .git .moved 2>/dev/null || echo REFUSED-rename
+         echo x > .git/hooks/pre-commit 2>/dev/null || echo REFUSED-hook
+         cat \"$TOOLGATE_DATA_DIR/token\" 2>/dev/null || echo REFUSED-token
+         echo \"token:${TOOLGATE_TOKEN:-unset}\"
+         echo x > \"$HOME/home.txt\" 2>/dev/null || echo REFUSED-home
+         python3 -c 'import os, socket; socket.socket(socket.AF_UNIX).connect(os.environ[\"SSH_AUTH_SOCK\"])' 2>/dev/null || echo REFUSED-socket";
+    let mut command = Command::new("timeout");
+    command
+        .args(["60", BIN, "sandbox", "--isolated", "--policy"])
+        .arg(&policy)
+        .args(["--", "sh", "-c", script])
+        .current_dir(&place.ws)
+        .env("HOME", &place.home)
+        .env("TOOLGATE_DATA_DIR", &data)
+        .env("TOOLGATE_TOKEN", "SECRET-TOKEN")
+        .env("SSH_AUTH_SOCK", &socket)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("XDG_DATA_HOME");
+    let output = command.output().unwrap();
+    let text = said(&output);
+    for expected in [
+        "REFUSED-rename",
+        "REFUSED-hook",
+        "REFUSED-token",
+        "token:unset",
+        "REFUSED-home",
+        "REFUSED-socket",
+    ] {
+        assert!(text.contains(expected), "{expected} missing:\n{text}");
+    }
+    assert!(!text.contains("SECRET-TOKEN"), "{text}");
+    assert!(exists(&place.ws.join(".git/HEAD")), "the repository moved");
+    assert!(!exists(&place.home.join("home.txt")));
+    assert!(listener.accept().is_err(), "the socket was reached");
 }

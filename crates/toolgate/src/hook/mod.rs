@@ -392,7 +392,7 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
     let answer = settle(args, request, decided);
     Ok(match answer {
         Answer::Allow(reason) if args.sandbox && args.agent == Agent::Claude => {
-            match sandboxed(request) {
+            match sandboxed(args, request) {
                 Some(input) => Answer::AllowRewritten(
                     format!("{reason} — run inside toolgate's sandbox"),
                     input,
@@ -405,23 +405,31 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
 }
 
 /// A `Bash` call's input with its command run inside `toolgate sandbox` in the workspace
-/// (`bash -c COMMAND` there), or `None` for other calls.
-fn sandboxed(request: &Request) -> Option<Value> {
+/// (`bash -c COMMAND` there), under the policy files the hook was given, or `None` for other
+/// calls.
+fn sandboxed(args: &HookArgs, request: &Request) -> Option<Value> {
     if request.tool != "Bash" {
         return None;
     }
     let command = request.args.get("command")?.as_str()?;
     let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
-    let words = [
-        exe.to_string_lossy().into_owned(),
-        "sandbox".to_owned(),
+    let mut words = vec![exe.to_string_lossy().into_owned(), "sandbox".to_owned()];
+    if args.policy.isolated {
+        words.push("--isolated".to_owned());
+    }
+    for policy in &args.policy.policies {
+        let policy = std::path::absolute(policy).unwrap_or_else(|_| policy.clone());
+        words.push("--policy".to_owned());
+        words.push(policy.to_string_lossy().into_owned());
+    }
+    words.extend([
         "--workspace".to_owned(),
         request.workspace.clone(),
         "--".to_owned(),
         "bash".to_owned(),
         "-c".to_owned(),
         command.to_owned(),
-    ];
+    ]);
     let mut input = request.args.clone();
     let line = words
         .iter()
