@@ -664,6 +664,18 @@ pub(crate) fn change(
 
 /// Writes the new text (a backup of the old file first), or removes the file.
 fn write(path: &Path, before: Option<&str>, after: Option<&str>) -> Result<(), Failure> {
+    // A settings file that is a link (dotfiles kept in a repository) is written where it
+    // leads: the link stays a link.
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            resolved = std::fs::canonicalize(path).map_err(|e| {
+                Failure::Message(format!("error: cannot follow {}: {e}", path.display()))
+            })?;
+            resolved.as_path()
+        }
+        _ => path,
+    };
     let fail = |what: &str, e: std::io::Error| {
         Failure::Message(format!("error: cannot {what} {}: {e}", path.display()))
     };
@@ -1016,6 +1028,28 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_settings_file_that_is_a_link_stays_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles-settings.json");
+        let link = dir.path().join("settings.json");
+        std::fs::write(&real, "{}").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write(&link, Some("{}"), Some("{\"hooks\": {}}")).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\"hooks\": {}}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("dotfiles-settings.json.toolgate.bak"))
+                .unwrap(),
+            "{}"
+        );
+    }
 
     fn settings(agent: Agent) -> Settings {
         Settings {

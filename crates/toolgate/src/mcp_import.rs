@@ -199,36 +199,62 @@ fn json_imported(
     let Some(root) = parse(path, text)? else {
         return Ok((text.to_owned(), Vec::new()));
     };
-    let Some(servers) = root.get(key) else {
-        return Ok((text.to_owned(), Vec::new()));
-    };
-    let Some(servers) = servers.value.as_object() else {
-        return Err(Failure::Message(format!(
-            "error: {}: `{key}` is not an object, so the client could not read it either; \
+    let not_an_object = |what: &str| {
+        Failure::Message(format!(
+            "error: {}: `{what}` is not an object, so the client could not read it either; \
              toolgate changes nothing",
             path.display()
-        )));
+        ))
     };
+    // The servers' objects: the file's, and (Claude Code's `~/.claude.json`) each project's,
+    // where `claude mcp add` puts a server by default.
+    let mut groups = Vec::new();
+    if let Some(servers) = root.get(key) {
+        let servers = servers
+            .value
+            .as_object()
+            .ok_or_else(|| not_an_object(key))?;
+        groups.push((String::new(), servers));
+    }
+    if let Some(projects) = root.get("projects").and_then(|p| p.value.as_object()) {
+        for project in &projects.properties {
+            if let Some(servers) = project.value.as_object().and_then(|p| p.get(key)) {
+                let what = format!("projects.{}.{key}", project.name.as_str());
+                let servers = servers
+                    .value
+                    .as_object()
+                    .ok_or_else(|| not_an_object(&what))?;
+                groups.push((format!("{} ", project.name.as_str()), servers));
+            }
+        }
+    }
     let mut edits = Vec::new();
     let mut outcomes = Vec::new();
-    for prop in &servers.properties {
+    for (prop, project) in groups
+        .iter()
+        .flat_map(|(project, servers)| servers.properties.iter().map(move |p| (p, project)))
+    {
         let name = prop.name.as_str().to_owned();
+        let name_said = format!("{project}{name}");
         let Some(object) = prop.value.as_object() else {
-            outcomes.push((name, Outcome::Skipped("not an object".into())));
+            outcomes.push((name_said.clone(), Outcome::Skipped("not an object".into())));
             continue;
         };
         let kind = object.get_string("type").map(|t| t.value.as_ref());
         if let Some(why) = unwrappable(object.get("url").is_some(), kind) {
-            outcomes.push((name, Outcome::Skipped(why)));
+            outcomes.push((name_said.clone(), Outcome::Skipped(why)));
             continue;
         }
         let Some(command) = object.get("command") else {
-            outcomes.push((name, Outcome::Skipped("it names no `command`".into())));
+            outcomes.push((
+                name_said.clone(),
+                Outcome::Skipped("it names no `command`".into()),
+            ));
             continue;
         };
         let Node::StringLit(command_text) = &command.value else {
             outcomes.push((
-                name,
+                name_said.clone(),
                 Outcome::Skipped("its `command` is not a string".into()),
             ));
             continue;
@@ -248,7 +274,7 @@ fn json_imported(
         };
         let Some(args) = args else {
             outcomes.push((
-                name,
+                name_said.clone(),
                 Outcome::Skipped("its `args` are not a list of strings".into()),
             ));
             continue;
@@ -258,7 +284,7 @@ fn json_imported(
             args,
         };
         match rewritten(&name, &entry, exe, flags, undo) {
-            Rewrite::Same(why) => outcomes.push((name, Outcome::Unchanged(why))),
+            Rewrite::Same(why) => outcomes.push((name_said.clone(), Outcome::Unchanged(why))),
             Rewrite::New(new) => {
                 let quoted = |s: &str| Value::String(s.to_owned()).to_string();
                 let array =
@@ -276,7 +302,7 @@ fn json_imported(
                         ));
                     }
                 }
-                outcomes.push((name, Outcome::Changed));
+                outcomes.push((name_said.clone(), Outcome::Changed));
             }
         }
     }
@@ -526,6 +552,29 @@ mod tests {
                 r#""time": { "command": "uvx", "cwd": "/tmp" }"#,
                 r#""time": { "command": "uvx", "args": [], "cwd": "/tmp" }"#
             )
+        );
+    }
+
+    #[test]
+    fn claude_codes_project_servers_in_its_user_file_are_wrapped_too() {
+        let text = r#"{"mcpServers": {"a": {"command": "x"}},
+  "projects": {"/home/me/app": {"allowedTools": [], "mcpServers": {"fs": {"type": "stdio", "command": "npx", "args": ["fs"]}}},
+               "/home/me/other": {"history": []}}}"#;
+        let (wrapped, outcomes) = import_json(text, "mcpServers", &[], false);
+        assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+        assert_eq!(
+            outcomes[1],
+            ("/home/me/app fs".to_owned(), Outcome::Changed)
+        );
+        let value: Value = serde_json::from_str(&wrapped).unwrap();
+        assert_eq!(
+            value["projects"]["/home/me/app"]["mcpServers"]["fs"]["args"],
+            serde_json::json!(["mcp", "--name", "fs", "--", "npx", "fs"])
+        );
+        let (undone, _) = import_json(&wrapped, "mcpServers", &[], true);
+        assert_eq!(
+            undone,
+            text.replace(r#"{"command": "x"}"#, r#"{"command": "x", "args": []}"#)
         );
     }
 
