@@ -720,12 +720,16 @@ impl Hub {
             {
                 let mut item = item.clone();
                 if let Some(object) = item.as_object_mut() {
-                    if let Some(uri) = object.get("uri").and_then(Value::as_str) {
+                    if let Some(uri) = object.get("uri").and_then(Value::as_str)
+                        && (self.uris.len() < MAX_WAITING || self.uris.contains_key(uri))
+                    {
                         self.uris.insert(uri.to_owned(), *i);
                     }
                     if let Some(template) = object.get("uriTemplate").and_then(Value::as_str) {
                         let start = template.split('{').next().unwrap_or_default().to_owned();
-                        if !self.templates.contains(&(start.clone(), *i)) {
+                        if !self.templates.contains(&(start.clone(), *i))
+                            && self.templates.len() < MAX_WAITING
+                        {
                             self.templates.push((start, *i));
                         }
                     }
@@ -781,15 +785,16 @@ impl Hub {
                                           "message": format!("the server `{name}` ended")}});
             routed.extend(self.toward_client(i, &answer.to_string()));
         }
-        // Its requests to the client are nobody's now.
-        self.asked.retain(|_, (server, _)| *server != i);
-        self.uris.retain(|_, server| *server != i);
-        self.templates.retain(|(_, server)| *server != i);
+        // Its gate's questions are withdrawn under the ids the client knows them by; then its
+        // requests to the client are nobody's.
         let outs = match self.backends.get_mut(i) {
             Some(backend) => backend.gate.server_gone(),
             None => Vec::new(),
         };
         routed.extend(self.gated(i, outs));
+        self.asked.retain(|_, (server, _)| *server != i);
+        self.uris.retain(|_, server| *server != i);
+        self.templates.retain(|(_, server)| *server != i);
         self.down.insert(i);
         routed
     }
