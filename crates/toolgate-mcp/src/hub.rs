@@ -823,8 +823,8 @@ impl Hub {
     }
 
     /// The questions nobody answered by `now`, on every server's gate; and the fanned-out
-    /// requests some server did not answer within [`FAN_OUT_WAIT`], answered with the parts
-    /// that came (a missing part counts as that server's error).
+    /// requests some server did not answer within 60 seconds, answered with the parts that
+    /// came (a missing part counts as that server's error).
     pub fn expire(&mut self, now: Instant) -> Vec<Routed> {
         let mut routed = Vec::new();
         let late: Vec<String> = self
