@@ -1068,7 +1068,11 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
         "{answer}"
     );
     let command = specific["updatedInput"]["command"].as_str().unwrap();
-    assert!(command.contains(" sandbox --workspace "), "{command}");
+    // The hook's own policy flags go with it.
+    assert!(
+        command.contains(" sandbox --isolated --workspace "),
+        "{command}"
+    );
     // As Claude Code runs its Bash tool.
     let ran = Command::new("bash")
         .args(["-c", command])
