@@ -20,18 +20,9 @@ fn policy() -> Arc<Policy> {
     }))
 }
 
+/// The workspace stays `/ws` (the client's roots do not name it), as `judged` assumes.
 fn options(server: &str) -> Options {
-    Options {
-        policy: policy(),
-        server: server.into(),
-        workspace: Some("/ws".into()),
-        daemon: false,
-        session: None,
-        pins: None,
-        trusted: false,
-        // The workspace stays `/ws`, as `judged` assumes.
-        roots_workspace: false,
-    }
+    Options::new(policy(), server, Some("/ws".into()))
 }
 
 /// Whether a frame relayed to a server is a tool call the policy allows there (or no call).

@@ -86,20 +86,38 @@ pub(crate) fn question(id: &str, server: &str, held: &Held) -> Value {
         })
         .collect();
     let values: Vec<&str> = held.offered.iter().map(|c| c.as_str()).collect();
+    form_question(
+        id,
+        message.trim_end(),
+        "What toolgate does with this call",
+        &values,
+        &titles,
+    )
+}
+
+/// An `elicitation/create` request in form mode that asks for one `decision` among `values`,
+/// each shown by its title.
+pub(crate) fn form_question(
+    id: &str,
+    message: &str,
+    description: &str,
+    values: &[&str],
+    titles: &[String],
+) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,
         "method": "elicitation/create",
         "params": {
             "mode": "form",
-            "message": message.trim_end(),
+            "message": message,
             "requestedSchema": {
                 "type": "object",
                 "properties": {
                     "decision": {
                         "type": "string",
                         "title": "toolgate",
-                        "description": "What toolgate does with this call",
+                        "description": description,
                         "enum": values,
                         "enumNames": titles,
                     }

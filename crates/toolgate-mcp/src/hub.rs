@@ -918,16 +918,11 @@ mod tests {
     fn hub() -> Hub {
         let policy = Arc::new(Policy::from_toml("p.toml", RULES).unwrap());
         let gate = |server: &str| {
-            Gate::new(Options {
-                policy: Arc::clone(&policy),
-                server: server.into(),
-                workspace: Some("/ws".into()),
-                daemon: false,
-                session: None,
-                pins: None,
-                trusted: false,
-                roots_workspace: false,
-            })
+            Gate::new(Options::new(
+                Arc::clone(&policy),
+                server,
+                Some("/ws".into()),
+            ))
         };
         Hub::new(vec![("a".into(), gate("a")), ("b".into(), gate("b"))], "__")
     }

@@ -70,6 +70,24 @@ pub struct Options {
     pub roots_workspace: bool,
 }
 
+impl Options {
+    /// The options for a gate in front of server `server` under `policy`, in `workspace`:
+    /// the policy here decides, no session, no pins, the server untrusted, the workspace as
+    /// given (the client's roots do not name it).
+    pub fn new(policy: Arc<Policy>, server: &str, workspace: Option<String>) -> Options {
+        Options {
+            policy,
+            server: server.to_owned(),
+            workspace,
+            daemon: false,
+            session: None,
+            pins: None,
+            trusted: false,
+            roots_workspace: false,
+        }
+    }
+}
+
 /// Where a frame goes after the gate.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Out {
@@ -1155,14 +1173,8 @@ mod tests {
     fn gate_with(rules: &str, daemon: bool) -> Gate {
         let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
         Gate::new(Options {
-            policy: Arc::new(policy),
-            server: "srv".into(),
-            workspace: Some("/ws".into()),
             daemon,
-            session: None,
-            pins: None,
-            trusted: false,
-            roots_workspace: false,
+            ..Options::new(Arc::new(policy), "srv", Some("/ws".into()))
         })
     }
 
@@ -1737,14 +1749,8 @@ mod tests {
         for trusted in [false, true] {
             let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
             let mut gate = Gate::new(Options {
-                policy: Arc::new(policy),
-                server: "notes".into(),
-                workspace: Some("/ws".into()),
-                daemon: false,
-                session: None,
-                pins: None,
                 trusted,
-                roots_workspace: false,
+                ..Options::new(Arc::new(policy), "notes", Some("/ws".into()))
             });
             initialize(&mut gate, false);
             gate.from_client(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 /// The fields of a tool's definition that are pinned (`_meta` and unknown fields are not:
@@ -262,44 +262,31 @@ fn diff(was: &Value, now: &Value) -> String {
 
 /// The `elicitation/create` asking a person whether to offer a changed tool.
 pub(crate) fn question(id: &str, server: &str, tool: &str, diff: &str, path: &Path) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": format!(
-                "The tool `{tool}` of the `{server}` server changed since it was pinned \
-                 ({}). Until the change is approved, toolgate does not offer it and refuses \
-                 its calls. A server that rewrites a tool's description can tell the model to \
-                 do things you never asked for: read the change.\n\n{}",
-                path.display(),
-                diff.trim_end()
-            ),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "decision": {
-                        "type": "string",
-                        "title": "toolgate",
-                        "description": "Whether to offer the changed tool",
-                        "enum": ["offer", "withhold"],
-                        "enumNames": [
-                            "Approve the change: pin the new definition and offer the tool",
-                            "Withhold the tool for this session",
-                        ],
-                    }
-                },
-                "required": ["decision"],
-            },
-        },
-    })
+    let message = format!(
+        "The tool `{tool}` of the `{server}` server changed since it was pinned ({}). Until the \
+         change is approved, toolgate does not offer it and refuses its calls. A server that \
+         rewrites a tool's description can tell the model to do things you never asked for: \
+         read the change.\n\n{}",
+        path.display(),
+        diff.trim_end()
+    );
+    crate::ask::form_question(
+        id,
+        &message,
+        "Whether to offer the changed tool",
+        &["offer", "withhold"],
+        &[
+            "Approve the change: pin the new definition and offer the tool".to_owned(),
+            "Withhold the tool for this session".to_owned(),
+        ],
+    )
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use serde_json::json;
 
     fn tool(description: &str) -> Value {
         json!({"name": "read", "description": description,

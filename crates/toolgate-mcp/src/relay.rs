@@ -336,18 +336,9 @@ fn start(command: &ServerCommand, queue: &Queue) -> Result<Running, RelayError> 
 
 /// Writes a server's queued lines to one of its processes, until the queue closes (the client
 /// ended) or the process stops reading.
-async fn write_queue(mut out: tokio::process::ChildStdin, queue: Queue) {
+async fn write_queue(out: tokio::process::ChildStdin, queue: Queue) {
     let mut queue = queue.lock().await;
-    while let Some(line) = queue.recv().await {
-        if out.write_all(line.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
-            return;
-        }
-        if queue.is_empty() && out.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = out.flush().await;
-    let _ = out.shutdown().await;
+    write_lines(out, &mut queue).await;
 }
 
 /// How reading a server's output ended.
@@ -496,7 +487,10 @@ pub async fn relay<S: Switch>(
     }
     let to_servers: ToServers = Arc::new(senders);
     let (to_client, client_queue) = mpsc::channel::<String>(256);
-    let client_writer = tokio::spawn(write_lines(client_output(), client_queue));
+    let client_writer = tokio::spawn(async move {
+        let mut client_queue = client_queue;
+        write_lines(client_output(), &mut client_queue).await;
+    });
     let (daemon, wait) = match daemon {
         Some((daemon, wait)) => (Some(daemon), wait),
         None => (None, Duration::ZERO),
@@ -663,7 +657,7 @@ fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Writes each queued line and a newline, flushing when the queue is momentarily empty.
-async fn write_lines(mut out: impl AsyncWrite + Unpin, mut queue: mpsc::Receiver<String>) {
+async fn write_lines(mut out: impl AsyncWrite + Unpin, queue: &mut mpsc::Receiver<String>) {
     while let Some(line) = queue.recv().await {
         if out.write_all(line.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
             return;

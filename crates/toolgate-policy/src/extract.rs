@@ -65,9 +65,9 @@ impl Place {
     }
 }
 
-/// Whether a folder is too broad to be a workspace root: `/`, or the home folder or one above
-/// it.
-fn too_broad(root: &Path, home: Option<&Path>) -> bool {
+/// Whether a folder is too broad to be a workspace root (or any place a program may write as
+/// the project's own): `/`, or the home folder `home` or one above it.
+pub fn too_broad(root: &Path, home: Option<&Path>) -> bool {
     root.parent().is_none() || home.is_some_and(|home| home.starts_with(root))
 }
 

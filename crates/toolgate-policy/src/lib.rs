@@ -65,10 +65,11 @@ pub use evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, Sub
 pub use explain::{
     Explanation, FileTrace, ModeTrace, ProfileTrace, RuleTrace, SubjectTrace, Verdict,
 };
+pub use extract::too_broad;
 pub use policy::{
     DEFAULT_APPROVAL_TIMEOUT, DEFAULT_POLICY, DEFAULT_POLICY_NAME, LoadOptions, Policy,
     PolicyBuilder, PolicyRole, PolicySource, RootSpec, Settings, discover_policy_files,
-    project_policy_path, user_policy_path,
+    own_folders, project_policy_path, user_policy_path,
 };
 pub use profile::ProfileInfo;
 pub use resolve::{AskHandler, AskRequest, HANDLER_DENIED_REASON, NO_HANDLER_REASON, Resolution};

@@ -689,6 +689,13 @@ impl Policy {
     }
 }
 
+/// toolgate's own folders where it keeps them by default, as they resolve in this
+/// environment: the daemon's data (its API token and store) and toolgate's cache. No tool call
+/// reads or writes them; a kernel sandbox hides them.
+pub fn own_folders() -> Vec<PathBuf> {
+    own_data_folders(std::env::var_os("HOME").map(PathBuf::from).as_deref())
+}
+
 /// toolgate's data folders where it keeps them by default, as they resolve.
 fn own_data_folders(home: Option<&Path>) -> Vec<PathBuf> {
     let var = |name: &str| {

@@ -105,37 +105,13 @@ fn hidden_places(globs: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether a folder is too broad to be writable: `/`, the home folder or one above it (as the
-/// policy engine treats such roots), the home folder as written and as it resolves.
+/// Whether a folder is too broad to be writable: the policy engine's rule for workspace roots,
+/// with the home folder as written and as it resolves.
 fn too_broad(root: &Path) -> bool {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let resolved = home.as_ref().and_then(|h| std::fs::canonicalize(h).ok());
-    root.parent().is_none()
-        || [home, resolved]
-            .into_iter()
-            .flatten()
-            .any(|h| h.starts_with(root))
-}
-
-/// toolgate's own folders: the daemon's data (its API token and store) and toolgate's cache
-/// (the sandbox's kept facts among it). A sandboxed program neither reads nor writes them.
-fn own_folders() -> Vec<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("HOME");
-    [
-        var("TOOLGATE_DATA_DIR"),
-        var("XDG_DATA_HOME").map(|d| d.join("toolgate")),
-        home.as_ref().map(|h| h.join(".local/share/toolgate")),
-        var("XDG_CACHE_HOME").map(|d| d.join("toolgate")),
-        home.as_ref().map(|h| h.join(".cache/toolgate")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    toolgate_policy::too_broad(root, home.as_deref())
+        || toolgate_policy::too_broad(root, resolved.as_deref())
 }
 
 /// What the sandbox takes from a policy: its roots, scratch places, protected and denied
@@ -258,7 +234,8 @@ fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
         writable.push(PathBuf::from(device));
     }
     let mut hidden = hidden_places(&facts.denied);
-    hidden.extend(own_folders());
+    // toolgate's own: the daemon's data and token, its cache (the kept facts among it).
+    hidden.extend(toolgate_policy::own_folders());
     hidden.extend(toolgate_sandbox::service_sockets());
     Plan {
         writable,

@@ -1339,21 +1339,14 @@ fn import_wraps_a_clients_servers_and_undo_unwraps_them() {
     }
 }
 
-#[test]
-fn many_servers_are_served_as_one() {
-    let (Some(fs), Some(everything)) = (
-        server("mcp-server-filesystem"),
-        server("mcp-server-everything"),
-    ) else {
-        return;
-    };
-    let (_dir, ws) = workspace();
-    let ws_text = ws.display().to_string();
+/// `toolgate mcp --servers` in front of server-filesystem (`fs`) and server-everything
+/// (`everything`, whose `echo` and `get-sum` the policy allows).
+fn hub_of(ws: &Path, fs: &Path, everything: &Path) -> Session {
     let servers = ws.join(".git/servers.json");
     std::fs::write(
         &servers,
         json!({"mcpServers": {
-            "fs": {"command": fs, "args": [ws_text]},
+            "fs": {"command": fs, "args": [ws.display().to_string()]},
             "everything": {"command": everything, "args": ["stdio"], "env": {"TOOLGATE_TEST": "1"}},
         }})
         .to_string(),
@@ -1371,12 +1364,25 @@ fn many_servers_are_served_as_one() {
         .args(["120", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
         .arg(&policy)
         .arg("--workspace")
-        .arg(&ws)
+        .arg(ws)
         .arg("--servers")
         .arg(&servers)
-        .current_dir(&ws)
+        .current_dir(ws)
         .env_remove("XDG_CONFIG_HOME");
-    let mut hub = Session::start(command);
+    Session::start(command)
+}
+
+#[test]
+fn many_servers_are_served_as_one() {
+    let (Some(fs), Some(everything)) = (
+        server("mcp-server-filesystem"),
+        server("mcp-server-everything"),
+    ) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let ws_text = ws.display().to_string();
+    let mut hub = hub_of(&ws, &fs, &everything);
     let started = hub.initialize();
     assert_eq!(
         started["result"]["serverInfo"]["name"], "toolgate",
@@ -1486,34 +1492,7 @@ fn a_server_of_the_hub_that_ends_is_started_again() {
         return;
     };
     let (_dir, ws) = workspace();
-    let servers = ws.join(".git/servers.json");
-    std::fs::write(
-        &servers,
-        json!({"mcpServers": {
-            "fs": {"command": fs, "args": [ws.display().to_string()]},
-            "everything": {"command": everything, "args": ["stdio"]},
-        }})
-        .to_string(),
-    )
-    .unwrap();
-    let policy = ws.join(".git/hub-policy.toml");
-    std::fs::write(
-        &policy,
-        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"echo\"\ndecision = \"allow\"\n\
-         server = \"everything\"\ntool = \"echo\"\n",
-    )
-    .unwrap();
-    let mut command = Command::new("timeout");
-    command
-        .args(["120", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
-        .arg(&policy)
-        .arg("--workspace")
-        .arg(&ws)
-        .arg("--servers")
-        .arg(&servers)
-        .current_dir(&ws)
-        .env_remove("XDG_CONFIG_HOME");
-    let mut hub = Session::start(command);
+    let mut hub = hub_of(&ws, &fs, &everything);
     hub.initialize();
     let echoed = hub.call(1, "everything__echo", json!({"message": "one"}));
     assert_eq!(text_of(&echoed), "Echo: one", "{echoed}");

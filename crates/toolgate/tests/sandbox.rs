@@ -13,6 +13,7 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -63,7 +64,7 @@ fn sandboxed(place: &Place, flags: &[&str], script: &str) -> Output {
 }
 
 /// Runs `script` as [`sandboxed`] does, with more environment variables.
-fn sandboxed_with(place: &Place, flags: &[&str], script: &str, env: &[(&str, &Path)]) -> Output {
+fn sandboxed_with(place: &Place, flags: &[&str], script: &str, env: &[(&str, &OsStr)]) -> Output {
     Command::new("timeout")
         .args(["60", BIN, "sandbox", "--isolated"])
         .args(flags)
@@ -358,20 +359,17 @@ fn the_ways_around_the_sandbox_review_found_are_closed() {
          echo \"token:${TOOLGATE_TOKEN:-unset}\"
          echo x > \"$HOME/home.txt\" 2>/dev/null || echo REFUSED-home
          python3 -c 'import os, socket; socket.socket(socket.AF_UNIX).connect(os.environ[\"SSH_AUTH_SOCK\"])' 2>/dev/null || echo REFUSED-socket";
-    let mut command = Command::new("timeout");
-    command
-        .args(["60", BIN, "sandbox", "--isolated", "--policy"])
-        .arg(&policy)
-        .args(["--", "sh", "-c", script])
-        .current_dir(&place.ws)
-        .env("HOME", &place.home)
-        .env("TOOLGATE_DATA_DIR", &data)
-        .env("TOOLGATE_TOKEN", "SECRET-TOKEN")
-        .env("SSH_AUTH_SOCK", &socket)
-        .env_remove("XDG_CONFIG_HOME")
-        .env_remove("XDG_CACHE_HOME")
-        .env_remove("XDG_DATA_HOME");
-    let output = command.output().unwrap();
+    let policy_flag = policy.display().to_string();
+    let output = sandboxed_with(
+        &place,
+        &["--policy", &policy_flag],
+        script,
+        &[
+            ("TOOLGATE_DATA_DIR", data.as_os_str()),
+            ("TOOLGATE_TOKEN", OsStr::new("SECRET-TOKEN")),
+            ("SSH_AUTH_SOCK", socket.as_os_str()),
+        ],
+    );
     let text = said(&output);
     for expected in [
         "REFUSED-rename",
