@@ -349,11 +349,13 @@ enum Ended {
     Stop,
 }
 
-/// Reads server `i`'s output through the switch, until it ends or the relay stops.
+/// Reads server `i`'s output through the switch, until it ends or the relay stops. What the
+/// switch answers a server with goes to the servers' queues while the relay holds them.
 async fn read_server<S: Switch>(
     i: usize,
     shared: &Arc<Shared<S>>,
     output: &mut tokio::process::ChildStdout,
+    to_servers: &std::sync::Weak<Vec<mpsc::Sender<String>>>,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
     let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
@@ -379,7 +381,8 @@ async fn read_server<S: Switch>(
                 "toolgate: a server wrote a line that is not a JSON-RPC message; not relayed"
             );
         }
-        if !shared.deliver(None, outs).await {
+        let queues = to_servers.upgrade();
+        if !shared.deliver(queues.as_ref(), outs).await {
             return Ended::Stop;
         }
     }
@@ -416,7 +419,9 @@ async fn supervise<S: Switch>(
     let mut backoff = FIRST_BACKOFF;
     loop {
         let started = Instant::now();
-        if let Ended::Stop = read_server(i, &shared, &mut running.output, &mut stop).await {
+        if let Ended::Stop =
+            read_server(i, &shared, &mut running.output, &to_servers, &mut stop).await
+        {
             return finish(running).await;
         }
         let outs = lock(&shared.switch).server_ended(i);
@@ -521,6 +526,7 @@ pub async fn relay<S: Switch>(
     // The client's side: judged, then to the servers (or answered here, or to the daemon).
     // Only this task and those asking the daemon hold the servers' queues: when they end, the
     // servers' inputs close.
+    let servers_weak = Arc::downgrade(&to_servers);
     let mut from_client = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -544,7 +550,8 @@ pub async fn relay<S: Switch>(
         })
     };
 
-    // Questions nobody answers in time: their calls refused, the questions withdrawn.
+    // Questions nobody answers in time: their calls refused, the questions withdrawn (the
+    // servers told, while the relay holds their queues).
     let expiry = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
@@ -552,7 +559,8 @@ pub async fn relay<S: Switch>(
             loop {
                 tick.tick().await;
                 let outs = lock(&shared.switch).expire(Instant::now());
-                if !shared.deliver(None, outs).await {
+                let queues = servers_weak.upgrade();
+                if !shared.deliver(queues.as_ref(), outs).await {
                     return;
                 }
             }
