@@ -236,6 +236,7 @@ const NONE: Builtin = Builtin {
 const FS: &str = "MCP filesystem server";
 const GEMINI: &str = "Gemini CLI";
 const CLAUDE: &str = "Claude Code";
+const ACP_KINDS: &str = "ACP tool kinds";
 /// Where the filesystem server, Gemini CLI (`absolute_path`, `file_path`, `dir_path`) and others
 /// put the file a tool of the same name reads or writes.
 /// The same names are used by other agents with other keys (Copilot's `filePath`, Cursor's
@@ -486,6 +487,38 @@ const BUILTIN: &[Builtin] = &[
         names: &["fs/write_text_file"],
         access: Access::Write,
         paths: &["/path"],
+        ..NONE
+    },
+    // An ACP agent's permission request names its tool call's kind, not its tool: the ACP
+    // proxy (`toolgate-acp`) judges it as `acp/KIND` with the locations' paths, and the command
+    // or URL its raw input carries.
+    Builtin {
+        family: ACP_KINDS,
+        names: &["acp/read", "acp/search"],
+        paths: &["/paths/*"],
+        ..NONE
+    },
+    Builtin {
+        family: ACP_KINDS,
+        names: &["acp/edit", "acp/delete", "acp/move"],
+        access: Access::Write,
+        paths: &["/paths/*"],
+        ..NONE
+    },
+    Builtin {
+        family: ACP_KINDS,
+        names: &["acp/execute"],
+        access: Access::Execute,
+        command: Some("/command"),
+        cwd: &["/cwd"],
+        paths: &["/paths/*"],
+        ..NONE
+    },
+    Builtin {
+        family: ACP_KINDS,
+        names: &["acp/fetch"],
+        access: Access::Network,
+        urls: &["/url"],
         ..NONE
     },
     Builtin {
