@@ -1,5 +1,6 @@
 //! The `toolgate` binary.
 
+mod acp;
 mod approvals;
 mod args;
 mod check;
@@ -71,6 +72,7 @@ enum Command {
     Uninstall(install::UninstallArgs),
     Doctor(install::DoctorArgs),
     Mcp(mcp::McpArgs),
+    Acp(acp::AcpArgs),
     Sandbox(sandbox::SandboxArgs),
     Policy(policy::PolicyCommandArgs),
 }
@@ -92,6 +94,7 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => install::uninstall(&args),
         Command::Doctor(args) => install::doctor(&args),
         Command::Mcp(args) => mcp::run(&args),
+        Command::Acp(args) => acp::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
         Command::Policy(args) => policy::run(&args),
     };

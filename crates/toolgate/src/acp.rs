@@ -1,0 +1,119 @@
+//! `toolgate acp -- AGENT ARGS…`: the ACP proxy between an editor and a coding agent over
+//! stdio (see the `toolgate-acp` crate and docs/acp.md).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use toolgate_policy::{LoadOptions, Mode};
+
+use crate::Failure;
+use crate::args::PolicyArgs;
+
+/// Runs a coding agent behind toolgate: an editor talks ACP to toolgate over stdio, and the
+/// agent's permission requests, file reads and writes and terminals are judged by the policy
+/// before the editor sees them.
+#[derive(Debug, Args)]
+pub(crate) struct AcpArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+    /// The workspace of a session that names no folder (each session's `cwd` is its
+    /// workspace); the project's policy is found from it (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The mode sessions start in (deny-all, approve-reads, approve-all; default: the
+    /// policy's). The editor can switch a session to another when the agent offers modes of
+    /// those names.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    mode: Option<Mode>,
+    /// How long a question waits for the editor's person before the agent's request is
+    /// refused (default: the policy's approval timeout).
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Run allowed terminals inside `toolgate sandbox`, confined to their session's workspace
+    /// under the same policy files.
+    #[arg(long)]
+    sandbox: bool,
+    /// The agent's command line, after `--`.
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    command: Vec<OsString>,
+}
+
+fn parse_mode(text: &str) -> Result<Mode, String> {
+    if text.is_empty() {
+        return Err("name a mode: deny-all, approve-reads or approve-all".into());
+    }
+    Mode::parse(text).map_err(|e| e.to_string())
+}
+
+/// `toolgate sandbox` with this invocation's policy flags, up to `--workspace`.
+fn sandbox_command(policy: &PolicyArgs) -> Result<(String, Vec<String>), Failure> {
+    let exe = std::env::current_exe()
+        .and_then(|e| e.canonicalize())
+        .map_err(|e| Failure::Message(format!("error: cannot find toolgate's own program: {e}")))?;
+    let mut args = vec!["sandbox".to_owned()];
+    if policy.isolated {
+        args.push("--isolated".to_owned());
+    }
+    for file in &policy.policies {
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+        args.push("--policy".to_owned());
+        args.push(file.to_string_lossy().into_owned());
+    }
+    Ok((exe.to_string_lossy().into_owned(), args))
+}
+
+pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
+    let folder = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => crate::args::current_folder()?,
+    };
+    let folder = std::path::absolute(&folder).unwrap_or(folder);
+    let files = args.policy.files_from(&folder);
+    let policy = Arc::new(PolicyArgs::load_files(&files, LoadOptions::default())?);
+    let timeout = match args.timeout {
+        Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
+            Some(Duration::from_secs_f64(seconds.min(86_400.0)))
+        }
+        Some(_) => {
+            return Err(Failure::Message(
+                "error: --timeout takes a number of seconds above 0".into(),
+            ));
+        }
+        None => None,
+    };
+    let options = toolgate_acp::Options {
+        policy,
+        workspace: Some(folder),
+        mode: args.mode,
+        timeout,
+        sandbox: if args.sandbox {
+            Some(sandbox_command(&args.policy)?)
+        } else {
+            None
+        },
+    };
+    let Some((program, rest)) = args.command.split_first() else {
+        return Err(Failure::Message(
+            "error: name the agent's command after `--`".into(),
+        ));
+    };
+    let agent = toolgate_acp::ServerCommand {
+        program: program.clone(),
+        args: rest.to_vec(),
+        ..toolgate_acp::ServerCommand::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    let relayed = runtime.block_on(toolgate_acp::relay(
+        toolgate_acp::Proxy::new(options),
+        vec![agent],
+        None,
+    ));
+    let code = relayed.map_err(|e| Failure::Message(format!("error: {e}")))?;
+    Ok(u8::try_from(code).unwrap_or(1))
+}
