@@ -21,7 +21,8 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Decoder, FramedRead};
 
 use toolgate_policy::Call;
 
@@ -29,6 +30,81 @@ use crate::{Daemon, Gate, Hub, Out, Routed, Submitted, Verdict};
 
 /// The longest line read from either side (16 MiB, as rmcp's own transport reads).
 const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// One line read from a side.
+#[derive(Debug, PartialEq)]
+enum Frame {
+    /// A line (without its newline, nor a carriage return before it).
+    Line(String),
+    /// A line longer than [`MAX_LINE`], dropped.
+    TooLong,
+    /// A line that is not UTF-8 (so not JSON), dropped.
+    NotText,
+}
+
+/// Splits a side's bytes into lines. Unlike `LinesCodec`, a line too long or not UTF-8 is
+/// reported and the reading goes on (a decoder's error ends a `FramedRead`).
+#[derive(Default)]
+struct Frames {
+    /// Where to look for the next newline (the bytes before hold none).
+    scanned: usize,
+    /// Dropping the rest of a line that was too long.
+    discarding: bool,
+}
+
+impl Decoder for Frames {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        let found = buf
+            .get(self.scanned..)
+            .and_then(|rest| rest.iter().position(|b| *b == b'\n'));
+        let Some(at) = found.map(|i| i + self.scanned) else {
+            if buf.len() > MAX_LINE {
+                buf.clear();
+                self.discarding = true;
+            }
+            self.scanned = buf.len();
+            return Ok(None);
+        };
+        let mut line = buf.split_to(at + 1);
+        self.scanned = 0;
+        if std::mem::take(&mut self.discarding) {
+            return Ok(Some(Frame::TooLong));
+        }
+        line.truncate(at);
+        if line.last() == Some(&b'\r') {
+            line.truncate(at - 1);
+        }
+        if line.len() > MAX_LINE {
+            return Ok(Some(Frame::TooLong));
+        }
+        Ok(Some(match String::from_utf8(line.to_vec()) {
+            Ok(text) => Frame::Line(text),
+            Err(_) => Frame::NotText,
+        }))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, std::io::Error> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        // A last line without its newline.
+        let line = buf.split_to(buf.len());
+        self.scanned = 0;
+        if std::mem::take(&mut self.discarding) {
+            return Ok(Some(Frame::TooLong));
+        }
+        Ok(Some(match String::from_utf8(line.to_vec()) {
+            Ok(text) => Frame::Line(text),
+            Err(_) => Frame::NotText,
+        }))
+    }
+}
 
 /// How long a server whose client went away has to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
@@ -194,14 +270,49 @@ type ToServers = Arc<Vec<mpsc::Sender<String>>>;
 
 impl<S: Switch> Shared<S> {
     /// Sends each frame where it goes. `false` when the client is gone.
+    ///
+    /// Only the client's task waits for room in a server's queue (the client waits with it).
+    /// Any other task — a server's reader answering that server, the expiry, a daemon's
+    /// answer — hands a frame that does not fit to a task of its own: a server that writes
+    /// requests without reading its answers must not stop its own output being read.
     async fn deliver(self: &Arc<Self>, to_servers: Option<&ToServers>, outs: Vec<Routed>) -> bool {
+        self.deliver_from(to_servers, outs, false).await
+    }
+
+    /// [`Shared::deliver`] from the client's task: it waits for room in a server's queue.
+    async fn deliver_from_client(
+        self: &Arc<Self>,
+        to_servers: &ToServers,
+        outs: Vec<Routed>,
+    ) -> bool {
+        self.deliver_from(Some(to_servers), outs, true).await
+    }
+
+    async fn deliver_from(
+        self: &Arc<Self>,
+        to_servers: Option<&ToServers>,
+        outs: Vec<Routed>,
+        wait_for_room: bool,
+    ) -> bool {
         for out in outs {
             match out {
                 Routed::ToServer(i, text) => {
                     // A server that is gone drops what was meant for it (the hub fails what
                     // waits on it).
-                    if let Some(queue) = to_servers.and_then(|queues| queues.get(i)) {
-                        let _ = queue.send(text).await;
+                    let Some(queue) = to_servers.and_then(|queues| queues.get(i)) else {
+                        continue;
+                    };
+                    match queue.try_send(text) {
+                        Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
+                        Err(mpsc::error::TrySendError::Full(text)) if wait_for_room => {
+                            let _ = queue.send(text).await;
+                        }
+                        Err(mpsc::error::TrySendError::Full(text)) => {
+                            let queue = queue.clone();
+                            tokio::spawn(async move {
+                                let _ = queue.send(text).await;
+                            });
+                        }
                     }
                 }
                 Routed::ToClient(text) => {
@@ -358,7 +469,7 @@ async fn read_server<S: Switch>(
     to_servers: &std::sync::Weak<Vec<mpsc::Sender<String>>>,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
-    let mut lines = FramedRead::new(output, LinesCodec::new_with_max_length(MAX_LINE));
+    let mut lines = FramedRead::new(output, Frames::default());
     // One wait for the stop, for the whole read (not one per line).
     let stopped = stop.wait_for(|stop| *stop);
     tokio::pin!(stopped);
@@ -368,12 +479,16 @@ async fn read_server<S: Switch>(
             _ = &mut stopped => return Ended::Stop,
         };
         let line = match line {
-            Some(Ok(line)) => line,
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
+            Some(Ok(Frame::Line(line))) => line,
+            Some(Ok(Frame::TooLong)) => {
                 eprintln!("toolgate: a server wrote a line longer than 16 MiB; dropped");
                 continue;
             }
-            Some(Err(LinesCodecError::Io(_))) | None => return Ended::Output,
+            Some(Ok(Frame::NotText)) => {
+                eprintln!("toolgate: a server wrote a line that is not UTF-8; dropped");
+                continue;
+            }
+            Some(Err(_)) | None => return Ended::Output,
         };
         let outs = lock(&shared.switch).server_said(i, &line);
         if outs.is_empty() && !line.trim().is_empty() {
@@ -530,19 +645,23 @@ pub async fn relay<S: Switch>(
     let mut from_client = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
-            let mut lines =
-                FramedRead::new(client_input(), LinesCodec::new_with_max_length(MAX_LINE));
+            let mut lines = FramedRead::new(client_input(), Frames::default());
             while let Some(line) = lines.next().await {
                 let outs = match line {
-                    Ok(line) => lock(&shared.switch).client_said(&line),
-                    Err(LinesCodecError::MaxLineLengthExceeded) => routed(vec![crate::error(
+                    Ok(Frame::Line(line)) => lock(&shared.switch).client_said(&line),
+                    Ok(Frame::TooLong) => routed(vec![crate::error(
                         &serde_json::Value::Null,
                         crate::INVALID_REQUEST,
                         "the message is longer than 16 MiB",
                     )]),
-                    Err(LinesCodecError::Io(_)) => break,
+                    Ok(Frame::NotText) => routed(vec![crate::error(
+                        &serde_json::Value::Null,
+                        crate::PARSE_ERROR,
+                        "the message is not UTF-8",
+                    )]),
+                    Err(_) => break,
                 };
-                if !shared.deliver(Some(&to_servers), outs).await {
+                if !shared.deliver_from_client(&to_servers, outs).await {
                     return;
                 }
             }
@@ -676,4 +795,46 @@ async fn write_lines(mut out: impl AsyncWrite + Unpin, queue: &mut mpsc::Receive
     }
     let _ = out.flush().await;
     let _ = out.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn frames(input: &[u8]) -> Vec<Frame> {
+        let mut decoder = Frames::default();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        // Fed in small pieces, as a pipe may give them.
+        for piece in input.chunks(7) {
+            buf.extend_from_slice(piece);
+            while let Some(frame) = decoder.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+        }
+        while let Some(frame) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    #[test]
+    fn lines_that_are_not_text_or_too_long_are_reported_and_reading_goes_on() {
+        let mut input = b"{\"a\":1}\r\n\xff\xfe\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
+        input.extend(b"\nlast\nno newline");
+        assert_eq!(
+            frames(&input),
+            vec![
+                Frame::Line("{\"a\":1}".into()),
+                Frame::NotText,
+                Frame::TooLong,
+                Frame::Line("last".into()),
+                Frame::Line("no newline".into()),
+            ]
+        );
+        assert_eq!(frames(b""), vec![]);
+        assert_eq!(frames(b"\n"), vec![Frame::Line(String::new())]);
+    }
 }
