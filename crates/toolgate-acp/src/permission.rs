@@ -72,12 +72,13 @@ pub(crate) fn kind_name(kind: Option<&ToolKind>) -> &'static str {
     }
 }
 
-/// The call a permission request is about: the agent's own tool when the request names it
+/// The calls a permission request is about: the agent's own tool when the request names it
 /// (Claude Code's adapter says `_meta.claudeCode.toolName`, and its `rawInput` is that tool's
-/// input, which the built-in profiles of Claude Code's tools read), otherwise `acp/KIND` with
+/// input, which the built-in profiles of Claude Code's tools read), and always `acp/KIND` with
 /// the arguments the ACP tool kind's profile reads: the locations' paths, and from the raw
-/// input the command (`execute`) or the URL (`fetch`).
-pub(crate) fn call_of(request: &RequestPermissionRequest) -> (String, Value) {
+/// input the command (`execute`) or the URL (`fetch`). The caller judges each; the stricter
+/// decides.
+pub(crate) fn calls_of(request: &RequestPermissionRequest) -> Vec<(String, Value)> {
     let fields = &request.tool_call.fields;
     let raw = fields.raw_input.clone().unwrap_or(Value::Null);
     let named = request
@@ -88,8 +89,9 @@ pub(crate) fn call_of(request: &RequestPermissionRequest) -> (String, Value) {
         .and_then(|c| c.get("toolName"))
         .and_then(Value::as_str)
         .filter(|name| !name.is_empty() && !name.starts_with("acp/"));
+    let mut calls = Vec::new();
     if let (Some(name), Value::Object(_)) = (named, &raw) {
-        return (name.to_owned(), raw);
+        calls.push((name.to_owned(), raw.clone()));
     }
     let kind = kind_name(fields.kind.as_ref());
     let mut args = Map::new();
@@ -119,7 +121,8 @@ pub(crate) fn call_of(request: &RequestPermissionRequest) -> (String, Value) {
         }
         _ => {}
     }
-    (format!("acp/{kind}"), Value::Object(args))
+    calls.push((format!("acp/{kind}"), Value::Object(args)));
+    calls
 }
 
 #[cfg(test)]
@@ -173,26 +176,32 @@ mod tests {
             "toolCallId": "t", "kind": "execute", "rawInput": {"command": "ls"},
             "_meta": {"claudeCode": {"toolName": "Bash"}}
         }));
-        assert_eq!(call_of(&named), ("Bash".into(), json!({"command": "ls"})));
+        assert_eq!(
+            calls_of(&named),
+            vec![
+                ("Bash".into(), json!({"command": "ls"})),
+                ("acp/execute".into(), json!({"command": "ls"}))
+            ]
+        );
         let edit = request(json!({
             "toolCallId": "t", "kind": "edit", "locations": [{"path": "/w/a.rs"}, {"path": "/w/b.rs"}],
             "rawInput": {"anything": 1}
         }));
         assert_eq!(
-            call_of(&edit),
-            ("acp/edit".into(), json!({"paths": ["/w/a.rs", "/w/b.rs"]}))
+            calls_of(&edit),
+            vec![("acp/edit".into(), json!({"paths": ["/w/a.rs", "/w/b.rs"]}))]
         );
         let argv = request(json!({
             "toolCallId": "t", "kind": "execute", "rawInput": {"command": ["git", "push"], "cwd": "/w"}
         }));
         assert_eq!(
-            call_of(&argv),
-            (
+            calls_of(&argv),
+            vec![(
                 "acp/execute".into(),
                 json!({"command": ["git", "push"], "cwd": "/w"})
-            )
+            )]
         );
         let unknown = request(json!({"toolCallId": "t", "title": "Do it"}));
-        assert_eq!(call_of(&unknown), ("acp/other".into(), json!({})));
+        assert_eq!(calls_of(&unknown), vec![("acp/other".into(), json!({}))]);
     }
 }

@@ -122,9 +122,10 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
             permission("edit-2", "edit", &w("main.rs")),
             {"write": [w("main.rs"), "fn main() {}\n"]},
         ]]}],
-        // The editor's person: refuses the curl pipe, allows the edit always, then allows the
-        // write once.
-        "answers": ["reject_once", "allow_always", "allow_once"],
+        // The editor's person: refuses the curl pipe, picks the agent's allow-always for the
+        // edit (the agent's to remember: the same edit is asked again, and allowed once), then
+        // allows the write once.
+        "answers": ["reject_once", "allow_always", "allow_once", "allow_once"],
     });
     let seen = run(&peers, &script, &["--isolated", "--policy", &policy], &[]);
     let results = &seen["results"][0]["results"][0];
@@ -149,7 +150,7 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
         results[3]
     );
     // Permissions: a read allowed under approve-reads; a location outside rejected at once; an
-    // edit asked (allowed always), and the same edit again not asked.
+    // edit asked twice.
     assert_eq!(chosen(&results[4]), "opt-allow_once");
     assert_eq!(chosen(&results[5]), "opt-reject_once");
     assert_eq!(chosen(&results[6]), "opt-allow_always");
@@ -160,7 +161,7 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
         std::fs::read_to_string(work.join("main.rs")).unwrap(),
         "fn main() {}\n"
     );
-    // What the editor was asked: toolgate's question about the curl pipe, the agent's edit
+    // What the editor was asked: toolgate's question about the curl pipe, the agent's edits
     // (unchanged), toolgate's question about the write.
     let asked: Vec<&str> = seen["permissions"]
         .as_array()
@@ -168,10 +169,10 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
         .iter()
         .map(|p| p["toolCall"]["toolCallId"].as_str().unwrap())
         .collect();
-    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(asked.len(), 4, "{asked:?}");
     assert!(asked[0].starts_with("toolgate-"));
-    assert_eq!(asked[1], "edit-1");
-    assert!(asked[2].starts_with("toolgate-"));
+    assert_eq!(asked[1..3], ["edit-1", "edit-2"]);
+    assert!(asked[3].starts_with("toolgate-"));
     assert_eq!(seen["permissions"][1]["options"], options());
     // The editor's user was told why the outside edit was refused.
     let told = seen["updates"]
