@@ -81,6 +81,10 @@ pub struct Options {
     /// How long the agent's permission request waits for the editor's person before it is
     /// answered with a reject (AGH: 5 minutes); `None`: the policy's approval timeout.
     pub timeout: Option<Duration>,
+    /// Whether the daemon decides every judged request (`--daemon`): its policy, its grants,
+    /// its audit log; a request it holds for a person is asked on its page and in the editor,
+    /// and the first answer decides.
+    pub daemon: bool,
     /// Allowed terminals run under `toolgate sandbox`: this program with these arguments,
     /// then `--workspace` and the session's workspace, before `--` and the command.
     pub sandbox: Option<(String, Vec<String>)>,
@@ -95,6 +99,7 @@ impl Options {
             workspace: None,
             mode: None,
             timeout: None,
+            daemon: false,
             sandbox: None,
         }
     }
@@ -131,12 +136,39 @@ struct Asked {
     session: String,
     /// The call judged.
     tool: String,
-    details: AskDetails,
+    /// The policy's offer (`None` when the daemon decides: its grants are its own).
+    details: Option<AskDetails>,
     subjects: Vec<toolgate_policy::SubjectOutcome>,
     /// Why toolgate asked.
     reason: String,
     /// When it is answered with a refusal.
     deadline: Instant,
+    /// The daemon's key for the same request, when its page asks the same question.
+    deciding: Option<u64>,
+}
+
+/// What a request the daemon decides is.
+enum Work {
+    /// `fs/*` or `terminal/create`.
+    Request(String),
+    /// `session/request_permission`, with the agent's options and its tool call.
+    Permission {
+        options: Vec<PermissionOption>,
+        tool_call_id: String,
+    },
+}
+
+/// A judged request of the agent's handed to the daemon (`--daemon`).
+struct Deciding {
+    agent_id: Value,
+    /// The request as the agent wrote it.
+    line: String,
+    session: String,
+    what: Work,
+    /// The daemon's request id, once it holds the call for a person.
+    request: Option<String>,
+    /// The editor's question about it (the id the proxy gave it), once asked too.
+    question: Option<u64>,
 }
 
 /// What an answer of the editor's is to, by the id the proxy gave the request.
@@ -170,6 +202,9 @@ pub struct Proxy {
     /// How many of `awaiting` are questions (not plain relayed requests).
     questions: usize,
     next_id: u64,
+    /// The requests the daemon decides, by key.
+    deciding: HashMap<u64, Deciding>,
+    next_key: u64,
     /// The sessions in the order they were opened (the oldest is forgotten first).
     opened: std::collections::VecDeque<String>,
     /// A random part of toolgate's questions' tool call ids, so the agent cannot name them.
@@ -191,6 +226,8 @@ impl Proxy {
             awaiting: HashMap::new(),
             questions: 0,
             next_id: 0,
+            deciding: HashMap::new(),
+            next_key: 0,
             opened: std::collections::VecDeque::new(),
             nonce: {
                 use std::hash::{BuildHasher, Hasher};
@@ -320,18 +357,24 @@ impl Proxy {
                 Awaiting::Relayed(_) => {}
                 // AGH: a permission nobody answered in time is rejected once.
                 Awaiting::Permission {
-                    agent_id, options, ..
+                    agent_id,
+                    options,
+                    asked,
                 } => {
+                    outs.extend(self.settled(&asked));
                     let (result, _) = permission::outcome(&options, Choice::RejectOnce);
                     outs.push(to_agent(&answer(&agent_id, result)));
                 }
                 Awaiting::Question {
                     agent_id, asked, ..
-                } => outs.push(to_agent(&error_text(
-                    &agent_id,
-                    REFUSED,
-                    &format!("{} — nobody answered in time", asked.reason),
-                ))),
+                } => {
+                    outs.extend(self.settled(&asked));
+                    outs.push(to_agent(&error_text(
+                        &agent_id,
+                        REFUSED,
+                        &format!("{} — nobody answered in time", asked.reason),
+                    )));
+                }
             }
         }
         outs
@@ -395,7 +438,10 @@ impl Proxy {
         } else {
             Effect::Deny
         };
-        for target in targets_for(asked.details.grant, &asked.subjects).unwrap_or_default() {
+        let Some(details) = &asked.details else {
+            return;
+        };
+        for target in targets_for(details.grant, &asked.subjects).unwrap_or_default() {
             session.grants.push(Grant::new(
                 effect,
                 asked.tool.clone(),
@@ -581,15 +627,23 @@ impl Proxy {
             // The agent's own options are the agent's to remember (AGH: the agent runtime owns
             // what "always" means): their names are the agent's, and one that reads "once"
             // may be of kind allow_always.
-            Awaiting::Permission { agent_id, .. } => vec![to_agent(&with_id(message, agent_id))],
+            // The editor answered first: the daemon's request for the same call is withdrawn.
+            Awaiting::Permission {
+                agent_id, asked, ..
+            } => {
+                let mut outs = self.settled(&asked);
+                outs.push(to_agent(&with_id(message, agent_id)));
+                outs
+            }
             Awaiting::Question {
                 agent_id,
                 line,
                 method,
                 asked,
             } => {
+                let mut outs = self.settled(&asked);
                 let chosen = selected(message).and_then(|option| option.parse::<Choice>().ok());
-                match chosen {
+                outs.extend(match chosen {
                     Some(choice) if choice.allows() => {
                         self.remember_answer(&asked, choice);
                         self.pass_on(agent_id, &method, &line)
@@ -607,7 +661,8 @@ impl Proxy {
                         REFUSED,
                         &format!("{} — the question was cancelled", asked.reason),
                     ))],
-                }
+                });
+                outs
             }
         }
     }
@@ -630,14 +685,30 @@ impl Proxy {
             _ => None,
         });
         let Some(id) = found else {
-            return Vec::new();
+            // Waiting for the daemon, before anyone was asked: withdrawn (a pending request the
+            // daemon reports later is withdrawn as it arrives).
+            let key = self
+                .deciding
+                .iter()
+                .find_map(|(key, d)| (d.agent_id == *request).then_some(*key));
+            return match key.and_then(|key| self.deciding.remove(&key)) {
+                Some(deciding) => {
+                    let mut outs: Vec<Routed> =
+                        deciding.request.map(Routed::Withdraw).into_iter().collect();
+                    outs.push(to_agent(&error_text(request, CANCELLED, "cancelled")));
+                    outs
+                }
+                None => Vec::new(),
+            };
         };
         if matches!(self.awaiting.get(&id), Some(Awaiting::Question { .. })) {
-            self.take(id);
-            return vec![
-                Routed::ToClient(cancel_request(id)),
-                to_agent(&error_text(request, CANCELLED, "cancelled")),
-            ];
+            let mut outs = match self.take(id) {
+                Some(Awaiting::Question { asked, .. }) => self.settled(&asked),
+                _ => Vec::new(),
+            };
+            outs.push(Routed::ToClient(cancel_request(id)));
+            outs.push(to_agent(&error_text(request, CANCELLED, "cancelled")));
+            return outs;
         }
         vec![Routed::ToClient(cancel_request(id))]
     }
@@ -730,9 +801,20 @@ impl Proxy {
                 }
                 let mut call = Call::new(method).with_args(args);
                 call.context = self.context(&session);
-                self.options.policy.evaluate(&call)
+                let evaluation = self.options.policy.evaluate(&call);
+                (call, evaluation)
             });
-        let evaluation = stricter(evaluation, joined);
+        let (call, evaluation) = match joined {
+            Some((joined, stricter))
+                if severity(stricter.decision) > severity(evaluation.decision) =>
+            {
+                (joined, stricter)
+            }
+            _ => (call, evaluation),
+        };
+        if self.options.daemon {
+            return self.hand_to_daemon(id, &session, Work::Request(method.to_owned()), line, call);
+        }
         let reason = stated(&evaluation);
         match evaluation.decision {
             Decision::Allow => self.pass_on(id.clone(), method, line),
@@ -766,24 +848,201 @@ impl Proxy {
                     session: session.to_owned(),
                     tool: method.to_owned(),
                     deadline: self.deadline(&details),
-                    details,
+                    details: Some(details),
                     subjects: evaluation.subjects,
                     reason: reason.clone(),
+                    deciding: None,
                 };
-                // The question's id, and its tool call's: `toolgate-N`.
-                let tool_call_id = format!("{QUESTION_PREFIX}{}-{:016x}", self.next_id, self.nonce);
-                let question = question(&tool_call_id, &session, method, params, &offered, &asked);
-                let proxy_id = self.remember(Awaiting::Question {
-                    agent_id: id.clone(),
-                    line: line.to_owned(),
-                    method: method.to_owned(),
-                    asked,
-                });
-                let mut message = question;
-                message.insert("id".into(), json!(proxy_id));
-                vec![Routed::ToClient(Value::Object(message).to_string())]
+                let (_, outs) = self.ask_about_work(id, method, params, line, &offered, asked);
+                outs
             }
         }
+    }
+
+    /// toolgate's own question to the editor's person about an agent's request: the id it
+    /// was given, and the frame.
+    fn ask_about_work(
+        &mut self,
+        id: &Value,
+        method: &str,
+        params: &Value,
+        line: &str,
+        offered: &[Choice],
+        asked: Asked,
+    ) -> (u64, Vec<Routed>) {
+        // The question's tool call id: `toolgate-N-NONCE`.
+        let tool_call_id = format!("{QUESTION_PREFIX}{}-{:016x}", self.next_id, self.nonce);
+        let session = asked.session.clone();
+        let question = question(&tool_call_id, &session, method, params, offered, &asked);
+        let proxy_id = self.remember(Awaiting::Question {
+            agent_id: id.clone(),
+            line: line.to_owned(),
+            method: method.to_owned(),
+            asked,
+        });
+        let mut message = question;
+        message.insert("id".into(), json!(proxy_id));
+        (
+            proxy_id,
+            vec![Routed::ToClient(Value::Object(message).to_string())],
+        )
+    }
+
+    /// A judged request handed to the daemon to decide.
+    fn hand_to_daemon(
+        &mut self,
+        agent_id: &Value,
+        session: &str,
+        what: Work,
+        line: &str,
+        call: Call,
+    ) -> Vec<Routed> {
+        if self.deciding.len() >= MAX_WAITING {
+            let reason = "toolgate: too many requests wait for the daemon";
+            return match what {
+                Work::Permission {
+                    options,
+                    tool_call_id,
+                } => self.reject(agent_id, session, &tool_call_id, &options, reason),
+                Work::Request(_) => vec![to_agent(&error_text(agent_id, REFUSED, reason))],
+            };
+        }
+        let key = self.next_key;
+        self.next_key += 1;
+        self.deciding.insert(
+            key,
+            Deciding {
+                agent_id: agent_id.clone(),
+                line: line.to_owned(),
+                session: session.to_owned(),
+                what,
+                request: None,
+                question: None,
+            },
+        );
+        vec![Routed::ToDaemon {
+            server: 0,
+            key,
+            call: Box::new(call),
+        }]
+    }
+
+    /// The daemon holds request `key` for a person, as its request `request`: the editor's
+    /// person is asked too, and the first answer decides.
+    pub fn pending(&mut self, key: u64, request: &str, reason: &str, page: &str) -> Vec<Routed> {
+        let Some(deciding) = self.deciding.get(&key) else {
+            // Nobody waits for it any more.
+            return vec![Routed::Withdraw(request.to_owned())];
+        };
+        let reason = format!("{reason} — also on the approval page: {page}");
+        let asked = Asked {
+            session: deciding.session.clone(),
+            tool: String::new(),
+            details: None,
+            subjects: Vec::new(),
+            reason,
+            // The daemon's wait ends it (its verdict comes through `decided`).
+            deadline: Instant::now() + Duration::from_secs(7 * 24 * 3600),
+            deciding: Some(key),
+        };
+        let agent_id = deciding.agent_id.clone();
+        let line = deciding.line.clone();
+        let (question, outs) = match &deciding.what {
+            Work::Permission { options, .. } => {
+                let options = options.clone();
+                let proxy_id = self.remember(Awaiting::Permission {
+                    agent_id,
+                    options,
+                    asked,
+                });
+                let outs = match serde_json::from_str::<Value>(&line) {
+                    Ok(Value::Object(message)) => {
+                        vec![Routed::ToClient(with_id(&message, proxy_id))]
+                    }
+                    _ => Vec::new(),
+                };
+                (proxy_id, outs)
+            }
+            Work::Request(method) => {
+                let method = method.clone();
+                let params = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|m| m.get("params").cloned())
+                    .unwrap_or(Value::Null);
+                let offered = [Choice::AllowOnce, Choice::RejectOnce];
+                self.ask_about_work(&agent_id, &method, &params, &line, &offered, asked)
+            }
+        };
+        if let Some(deciding) = self.deciding.get_mut(&key) {
+            deciding.request = Some(request.to_owned());
+            deciding.question = Some(question);
+        }
+        outs
+    }
+
+    /// The daemon decided request `key` (or could not: no decision is a refusal). A question
+    /// the editor was asked about it is withdrawn.
+    pub fn decided(&mut self, key: u64, verdict: &Verdict) -> Vec<Routed> {
+        let Some(deciding) = self.deciding.remove(&key) else {
+            return Vec::new();
+        };
+        let mut outs = Vec::new();
+        if let Some(question) = deciding.question
+            && self.take(question).is_some()
+        {
+            outs.push(Routed::ToClient(cancel_request(question)));
+        }
+        let allowed = verdict.decision == Some(Decision::Allow);
+        match deciding.what {
+            Work::Permission {
+                options,
+                tool_call_id,
+            } => {
+                if allowed {
+                    let (result, _) = permission::outcome(&options, Choice::AllowOnce);
+                    outs.push(to_agent(&answer(&deciding.agent_id, result)));
+                } else {
+                    outs.extend(self.reject(
+                        &deciding.agent_id,
+                        &deciding.session,
+                        &tool_call_id,
+                        &options,
+                        &verdict.reason,
+                    ));
+                }
+            }
+            Work::Request(method) => {
+                if allowed {
+                    outs.extend(self.pass_on(deciding.agent_id, &method, &deciding.line));
+                } else {
+                    outs.push(to_agent(&error_text(
+                        &deciding.agent_id,
+                        REFUSED,
+                        &verdict.reason,
+                    )));
+                }
+            }
+        }
+        outs
+    }
+
+    /// The editor went away: the daemon's requests are withdrawn.
+    pub fn abandon_all(&mut self) -> Vec<Routed> {
+        self.deciding
+            .drain()
+            .filter_map(|(_, d)| d.request.map(Routed::Withdraw))
+            .collect()
+    }
+
+    /// The daemon's request about a question the editor answered (or that lapsed), withdrawn.
+    fn settled(&mut self, asked: &Asked) -> Vec<Routed> {
+        asked
+            .deciding
+            .and_then(|key| self.deciding.remove(&key))
+            .and_then(|d| d.request)
+            .map(Routed::Withdraw)
+            .into_iter()
+            .collect()
     }
 
     /// The agent's `session/request_permission`.
@@ -826,17 +1085,26 @@ impl Proxy {
             .map(|(tool, args)| {
                 let mut call = Call::new(&tool).with_args(args);
                 call.context = self.context(&session);
-                (tool, self.options.policy.evaluate(&call))
+                let evaluation = self.options.policy.evaluate(&call);
+                (call, evaluation)
             });
-        let Some((mut tool, mut evaluation)) = readings.next() else {
+        let Some((mut call, mut evaluation)) = readings.next() else {
             return Vec::new();
         };
         for (other, reading) in readings {
             if severity(reading.decision) > severity(evaluation.decision) {
-                tool = other;
+                call = other;
                 evaluation = reading;
             }
         }
+        if self.options.daemon {
+            let what = Work::Permission {
+                options: request.options,
+                tool_call_id,
+            };
+            return self.hand_to_daemon(id, &session, what, line, call);
+        }
+        let tool = call.tool.clone();
         let reason = stated(&evaluation);
         let decision = match evaluation.decision {
             Decision::Ask => match self.granted(&session, &tool, &evaluation) {
@@ -864,9 +1132,10 @@ impl Proxy {
                     session,
                     tool,
                     deadline: self.deadline(&details),
-                    details,
+                    details: Some(details),
                     subjects: evaluation.subjects,
                     reason,
+                    deciding: None,
                 };
                 let proxy_id = self.remember(Awaiting::Permission {
                     agent_id: id.clone(),
@@ -957,16 +1226,21 @@ impl Switch for Proxy {
     fn expire(&mut self, now: Instant) -> Vec<Routed> {
         Proxy::expire(self, now)
     }
-    // The proxy judges with its own policy: it hands nothing to the daemon, so the relay never
-    // reports a daemon's answer to it.
-    fn pending(&mut self, _: usize, _: u64, _: &str, _: &str, _: &str) -> Vec<Routed> {
-        Vec::new()
+    fn pending(
+        &mut self,
+        _: usize,
+        key: u64,
+        request: &str,
+        reason: &str,
+        page: &str,
+    ) -> Vec<Routed> {
+        Proxy::pending(self, key, request, reason, page)
     }
-    fn decided(&mut self, _: usize, _: u64, _: &Verdict) -> Vec<Routed> {
-        Vec::new()
+    fn decided(&mut self, _: usize, key: u64, verdict: &Verdict) -> Vec<Routed> {
+        Proxy::decided(self, key, verdict)
     }
     fn abandon_all(&mut self) -> Vec<Routed> {
-        Vec::new()
+        Proxy::abandon_all(self)
     }
 }
 
@@ -1011,7 +1285,10 @@ fn question(
             ("execute", format!("Run {}", command.join(" ")), None)
         }
     };
-    let covers = targets_for(asked.details.grant, &asked.subjects)
+    let covers = asked
+        .details
+        .as_ref()
+        .and_then(|details| targets_for(details.grant, &asked.subjects))
         .map(|targets| {
             targets
                 .iter()
@@ -1107,14 +1384,6 @@ fn severity(decision: Decision) -> u8 {
         Decision::Deny => 2,
         Decision::Ask => 1,
         Decision::Allow => 0,
-    }
-}
-
-/// The stricter of two evaluations (the first when they are as strict).
-fn stricter(first: Evaluation, second: Option<Evaluation>) -> Evaluation {
-    match second {
-        Some(second) if severity(second.decision) > severity(first.decision) => second,
-        _ => first,
     }
 }
 
@@ -1709,6 +1978,152 @@ mod tests {
             json!("session/request_permission"),
             "{outs:?}"
         );
+    }
+
+    /// A proxy whose daemon decides, with a session `s` in a fresh workspace.
+    fn daemon_proxy() -> (Proxy, tempfile::TempDir) {
+        let (mut proxy, dir) = proxy("mode = \"approve-all\"");
+        proxy.options.daemon = true;
+        (proxy, dir)
+    }
+
+    fn handed(outs: &[Routed]) -> (u64, Call) {
+        match outs {
+            [
+                Routed::ToDaemon {
+                    server: 0,
+                    key,
+                    call,
+                },
+            ] => (*key, (**call).clone()),
+            _ => panic!("not handed to the daemon: {outs:?}"),
+        }
+    }
+
+    fn verdict(decision: Option<Decision>) -> Verdict {
+        Verdict {
+            decision,
+            reason: "toolgate (rule): because".into(),
+            body: Value::Null,
+        }
+    }
+
+    #[test]
+    fn with_the_daemon_every_judged_request_is_its_to_decide() {
+        let (mut proxy, dir) = daemon_proxy();
+        let file = format!("{}/a.txt", root(&dir));
+        let read = json!({"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file",
+                          "params": {"sessionId": "s", "path": file}});
+        let (key, call) = handed(&proxy.from_agent(&read.to_string()));
+        assert_eq!(call.tool, "fs/read_text_file");
+        assert_eq!(call.context.session.as_deref(), Some("s"));
+        let outs = proxy.decided(key, &verdict(Some(Decision::Allow)));
+        assert_eq!(to_editor(&outs)[0]["method"], json!("fs/read_text_file"));
+        // No decision (the daemon unreachable, nobody answered): refused.
+        let (key, _) = handed(&proxy.from_agent(&read.to_string()));
+        let outs = proxy.decided(key, &verdict(None));
+        assert!(to_editor(&outs).is_empty());
+        assert_eq!(
+            to_the_agent(&outs)[0]["error"]["message"],
+            json!("toolgate (rule): because")
+        );
+        // A permission the daemon refuses: the agent's reject option, the editor told.
+        let inside = format!("{}/b.rs", root(&dir));
+        let (key, call) = handed(&proxy.from_agent(&permission(2, "edit", &inside, &ALL)));
+        assert_eq!(call.tool, "acp/edit");
+        let outs = proxy.decided(key, &verdict(Some(Decision::Deny)));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-reject_once")
+        );
+        assert_eq!(
+            to_editor(&outs)[0]["params"]["update"]["status"],
+            json!("failed")
+        );
+        // Outside the workspace: still rejected here, at once.
+        let outs = proxy.from_agent(&permission(3, "read", "/etc/passwd", &ALL));
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-reject_once")
+        );
+    }
+
+    #[test]
+    fn a_request_the_daemon_holds_is_asked_in_the_editor_too_and_the_first_answer_decides() {
+        let (mut proxy, dir) = daemon_proxy();
+        let inside = format!("{}/b.rs", root(&dir));
+        // The editor answers first: the agent hears it, the page's request is withdrawn.
+        let (key, _) = handed(&proxy.from_agent(&permission(1, "edit", &inside, &ALL)));
+        let outs = proxy.pending(key, "req-1", "toolgate: asks", "http://page");
+        let relayed = to_editor(&outs);
+        assert_eq!(
+            relayed[0]["params"]["toolCall"]["toolCallId"],
+            json!("call-1")
+        );
+        let outs = proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": relayed[0]["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}}})
+            .to_string(),
+        );
+        assert!(outs.contains(&Routed::Withdraw("req-1".into())));
+        assert_eq!(to_the_agent(&outs)[0]["id"], json!(1));
+        assert!(proxy.decided(key, &verdict(None)).is_empty());
+        // The page answers first: the agent hears it, the editor's question is withdrawn, and
+        // its late answer reaches nobody.
+        let write = json!({"jsonrpc": "2.0", "id": 2, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": inside, "content": "x"}});
+        let (key, _) = handed(&proxy.from_agent(&write.to_string()));
+        let question =
+            to_editor(&proxy.pending(key, "req-2", "toolgate: asks", "http://page"))[0].clone();
+        assert_eq!(question["method"], json!("session/request_permission"));
+        assert!(
+            question["params"]["toolCall"]["title"]
+                .as_str()
+                .unwrap()
+                .contains("http://page")
+        );
+        let outs = proxy.decided(key, &verdict(Some(Decision::Allow)));
+        let editor = to_editor(&outs);
+        assert_eq!(editor[0]["method"], json!("$/cancel_request"));
+        assert_eq!(editor[0]["params"]["requestId"], question["id"]);
+        assert_eq!(editor[1]["method"], json!("fs/write_text_file"));
+        let late = json!({"jsonrpc": "2.0", "id": question["id"],
+                          "result": {"outcome": {"outcome": "selected", "optionId": "reject-once"}}});
+        assert!(proxy.from_editor(&late.to_string()).is_empty());
+    }
+
+    #[test]
+    fn a_request_cancelled_while_the_daemon_decides_is_withdrawn() {
+        let (mut proxy, dir) = daemon_proxy();
+        let inside = format!("{}/b.rs", root(&dir));
+        let cancel = r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}"#;
+        // Before the daemon said anything: the agent hears "cancelled"; what the daemon says
+        // later is withdrawn or ignored.
+        let (key, _) = handed(&proxy.from_agent(&permission(1, "edit", &inside, &ALL)));
+        let outs = proxy.from_agent(cancel);
+        assert_eq!(to_the_agent(&outs)[0]["error"]["code"], json!(CANCELLED));
+        assert_eq!(
+            proxy.pending(key, "req-1", "r", "p"),
+            vec![Routed::Withdraw("req-1".into())]
+        );
+        assert!(
+            proxy
+                .decided(key, &verdict(Some(Decision::Allow)))
+                .is_empty()
+        );
+        // Held on the page with toolgate's question out: both withdrawn.
+        let write = json!({"jsonrpc": "2.0", "id": 1, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": inside, "content": "x"}});
+        let (key, _) = handed(&proxy.from_agent(&write.to_string()));
+        proxy.pending(key, "req-2", "r", "p");
+        let outs = proxy.from_agent(cancel);
+        assert!(outs.contains(&Routed::Withdraw("req-2".into())));
+        assert_eq!(to_editor(&outs)[0]["method"], json!("$/cancel_request"));
+        assert_eq!(to_the_agent(&outs)[0]["error"]["code"], json!(CANCELLED));
+        // The editor goes away: what still waits on the page is withdrawn.
+        let (key, _) = handed(&proxy.from_agent(&write.to_string()));
+        proxy.pending(key, "req-3", "r", "p");
+        assert_eq!(proxy.abandon_all(), vec![Routed::Withdraw("req-3".into())]);
     }
 
     fn frame() -> impl Strategy<Value = String> {

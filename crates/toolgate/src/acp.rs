@@ -11,6 +11,8 @@ use toolgate_policy::{LoadOptions, Mode};
 
 use crate::Failure;
 use crate::args::PolicyArgs;
+use crate::client::ClientArgs;
+use crate::daemon::{DaemonClient, waiting};
 
 /// Runs a coding agent behind toolgate: an editor talks ACP to toolgate over stdio, and the
 /// agent's permission requests, file reads and writes and terminals are judged by the policy
@@ -36,6 +38,22 @@ pub(crate) struct AcpArgs {
     /// under the same policy files.
     #[arg(long)]
     sandbox: bool,
+    /// Let the daemon decide every judged request (`toolgate serve`): its policy, its grants,
+    /// its audit log. A request it holds for a person waits on the approval page and is asked
+    /// in the editor too; the first answer decides, and the other question is withdrawn.
+    #[arg(long)]
+    daemon: bool,
+    /// With --daemon, how long a request waits for a person before it is withdrawn and
+    /// refused (the daemon's own approval timeout may end it sooner).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 600.0,
+        requires = "daemon"
+    )]
+    wait: f64,
+    #[command(flatten)]
+    client: ClientArgs,
     /// The agent's command line, after `--`.
     #[arg(last = true, required = true, value_name = "AGENT")]
     command: Vec<OsString>,
@@ -89,6 +107,7 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
         workspace: Some(folder),
         mode: args.mode,
         timeout,
+        daemon: args.daemon,
         sandbox: if args.sandbox {
             Some(sandbox_command(&args.policy)?)
         } else {
@@ -105,6 +124,12 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
         args: rest.to_vec(),
         ..toolgate_acp::ServerCommand::default()
     };
+    let daemon = if args.daemon {
+        let daemon: Arc<dyn toolgate_mcp::Daemon> = Arc::new(DaemonClient::new(&args.client)?);
+        Some((daemon, waiting(args.wait)))
+    } else {
+        None
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -112,7 +137,7 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
     let relayed = runtime.block_on(toolgate_acp::relay(
         toolgate_acp::Proxy::new(options),
         vec![agent],
-        None,
+        daemon,
     ));
     let code = relayed.map_err(|e| Failure::Message(format!("error: {e}")))?;
     Ok(u8::try_from(code).unwrap_or(1))

@@ -421,3 +421,132 @@ fn the_editors_configurations_in_the_docs_start_the_proxy() {
         assert_eq!(chosen(&results[2]), "opt-reject_once", "{editor}");
     }
 }
+
+/// The daemon's pending requests, once there are `count`.
+fn pending(daemon: &common::DaemonProcess, count: usize) -> Vec<Value> {
+    for _ in 0..300 {
+        let (_, body) = daemon.http("GET", "/api/pending", None).unwrap();
+        let pending = body["pending"].as_array().cloned().unwrap_or_default();
+        if pending.len() == count {
+            return pending;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{count} requests did not come to wait on the page");
+}
+
+#[test]
+fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
+    let Some(peers) = peers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let work = std::fs::canonicalize(dir.path()).unwrap().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), "hello\n").unwrap();
+    let policy = policy(dir.path(), "mode = \"approve-reads\"");
+    let data = tempfile::tempdir().unwrap();
+    let daemon = common::DaemonProcess::start_with_policy(data.path(), &policy, &[]);
+    let url = format!("http://{}", daemon.address);
+    let w = |name: &str| work.join(name).to_string_lossy().into_owned();
+    let script = json!({
+        "sessions": [{"cwd": work, "prompts": [[
+            {"read": w("notes.txt")},
+            permission("edit-1", "edit", &w("main.rs")),
+            {"write": [w("main.rs"), "x"]},
+            permission("edit-2", "edit", &w("lib.rs")),
+        ]]}],
+        // The editor's person answers only the last question; the page answers the others.
+        "answers": ["never", "never", "allow_once"],
+    });
+    let file = dir.path().join("script.json");
+    std::fs::write(&file, script.to_string()).unwrap();
+    let editor = Command::new("timeout")
+        .arg("90")
+        .arg("node")
+        .arg(peers.join("editor.mjs"))
+        .arg(&file)
+        .arg("--")
+        .arg(BIN)
+        .args([
+            "acp",
+            "--isolated",
+            "--policy",
+            &policy,
+            "--daemon",
+            "--url",
+            &url,
+            "--data-dir",
+        ])
+        .arg(data.path())
+        .arg("--")
+        .arg("node")
+        .arg(peers.join("agent.mjs"))
+        .current_dir(&peers)
+        .env_remove("TOOLGATE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let editor = common::Killed(editor);
+    // The page's person allows the edit through AGH's approve route, by its request id …
+    let waiting = pending(&daemon, 1);
+    assert_eq!(
+        waiting[0]["request"]["request"]["tool"],
+        json!("acp/edit"),
+        "{waiting:?}"
+    );
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = daemon
+        .http(
+            "POST",
+            "/api/sessions/session-1/approve",
+            Some(&json!({"request_id": id, "decision": "allow-once"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    // … and refuses the write.
+    let waiting = pending(&daemon, 1);
+    assert_eq!(
+        waiting[0]["request"]["request"]["tool"],
+        json!("fs/write_text_file"),
+        "{waiting:?}"
+    );
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = daemon
+        .http(
+            "POST",
+            "/api/sessions/session-1/approve",
+            Some(&json!({"request_id": id, "decision": "reject-once"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    // The editor's person answers the last first: the page's request is withdrawn.
+    let mut editor = editor;
+    let output = std::mem::replace(&mut editor.0, Command::new("true").spawn().unwrap())
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let results = &seen["results"][0]["results"][0];
+    assert_eq!(results[0]["content"], json!("hello\n"));
+    assert_eq!(chosen(&results[1]), "opt-allow_once");
+    assert_eq!(results[2]["error"]["code"], json!(-32000), "{}", results[2]);
+    assert!(!work.join("main.rs").exists());
+    assert_eq!(chosen(&results[3]), "opt-allow_once");
+    // The editor was asked all three; the two the page answered were withdrawn from it.
+    let cancelled = seen["cancelled"].as_array().unwrap();
+    assert_eq!(cancelled.len(), 2, "{cancelled:?}");
+    assert_eq!(cancelled[0], json!("edit-1"));
+    assert!(cancelled[1].as_str().unwrap().starts_with("toolgate-"));
+    assert!(pending(&daemon, 0).is_empty());
+    // The daemon's audit log has each decision, in the ACP session.
+    let (_, events) = daemon.http("GET", "/api/audit", None).unwrap();
+    let text = events.to_string();
+    assert!(
+        text.contains("acp/edit") && text.contains("fs/write_text_file"),
+        "{text}"
+    );
+}
