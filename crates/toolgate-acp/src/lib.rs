@@ -843,7 +843,7 @@ impl Proxy {
                         &format!("{reason} — too many questions are waiting"),
                     ))];
                 }
-                let offered = offered(&details, &evaluation.subjects);
+                let offered = toolgate_runtime::grants::offered(&details, &evaluation.subjects);
                 let asked = Asked {
                     session: session.to_owned(),
                     tool: method.to_owned(),
@@ -1244,18 +1244,6 @@ impl Switch for Proxy {
     }
 }
 
-/// The answers offered for an ask: the policy's, less the "always" ones when nothing narrower
-/// than the question can be remembered.
-fn offered(details: &AskDetails, subjects: &[toolgate_policy::SubjectOutcome]) -> Vec<Choice> {
-    let remembered = targets_for(details.grant, subjects).is_some();
-    details
-        .choices
-        .iter()
-        .copied()
-        .filter(|c| remembered || !c.is_always())
-        .collect()
-}
-
 /// toolgate's own `session/request_permission` (without its id) about an agent's request.
 fn question(
     tool_call_id: &str,
@@ -1288,14 +1276,7 @@ fn question(
     let covers = asked
         .details
         .as_ref()
-        .and_then(|details| targets_for(details.grant, &asked.subjects))
-        .map(|targets| {
-            targets
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
+        .map(|details| toolgate_runtime::grants::covered(details.grant, &asked.subjects))
         .unwrap_or_default();
     let options: Vec<Value> = offered
         .iter()

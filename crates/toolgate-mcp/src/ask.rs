@@ -42,29 +42,14 @@ pub(crate) fn targets(
     targets_for(details.grant, subjects)
 }
 
-/// The answers offered for an ask: the policy's, less the "always" ones when nothing can be
-/// remembered.
+/// The answers offered for an ask (toolgate-runtime's rule).
 pub(crate) fn offered(details: &AskDetails, subjects: &[SubjectOutcome]) -> Vec<Choice> {
-    let remembered = targets(details, subjects).is_some();
-    details
-        .choices
-        .iter()
-        .copied()
-        .filter(|c| remembered || !c.is_always())
-        .collect()
+    toolgate_runtime::grants::offered(details, subjects)
 }
 
 /// The `elicitation/create` request for a held call.
 pub(crate) fn question(id: &str, server: &str, held: &Held) -> Value {
-    let covers = targets(&held.details, &held.subjects)
-        .map(|targets| {
-            targets
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
+    let covers = toolgate_runtime::grants::covered(held.details.grant, &held.subjects);
     let touches: Vec<String> = held
         .subjects
         .iter()

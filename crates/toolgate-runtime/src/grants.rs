@@ -592,6 +592,35 @@ pub fn targets_for(kind: GrantKind, subjects: &[SubjectOutcome]) -> Option<Vec<G
     (!targets.is_empty()).then_some(targets)
 }
 
+/// What an "always" answer to this ask would cover, as a person reads it (`exactly the command
+/// \`git push\`, the host \`x\``): the targets joined, or `""` when nothing can be remembered.
+pub fn covered(kind: GrantKind, subjects: &[SubjectOutcome]) -> String {
+    targets_for(kind, subjects)
+        .map(|targets| {
+            targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// The answers offered for an ask: the policy's, less the "always" ones when nothing narrower
+/// than the question can be remembered.
+pub fn offered(
+    details: &toolgate_policy::AskDetails,
+    subjects: &[SubjectOutcome],
+) -> Vec<toolgate_policy::Choice> {
+    let remembered = targets_for(details.grant, subjects).is_some();
+    details
+        .choices
+        .iter()
+        .copied()
+        .filter(|c| remembered || !c.is_always())
+        .collect()
+}
+
 /// Shared handle to a store.
 pub type Grants = Arc<dyn GrantStore>;
 

@@ -37,26 +37,35 @@ fn peers() -> Option<PathBuf> {
     None
 }
 
+/// The scripted editor with the script in `file`, in front of `toolgate ACP_ARGS -- node
+/// agent.mjs` (`acp_args` start with `acp`), in `folder`.
+fn editor_command(peers: &Path, file: &Path, acp_args: &[&str], folder: &Path) -> Command {
+    let mut command = Command::new("timeout");
+    command
+        .arg("90")
+        .arg("node")
+        .arg(peers.join("editor.mjs"))
+        .arg(file)
+        .arg("--")
+        .arg(BIN)
+        .args(acp_args)
+        .arg("--")
+        .arg("node")
+        .arg(peers.join("agent.mjs"))
+        .current_dir(folder);
+    command
+}
+
 /// Runs the editor with `script` against `toolgate acp PROXY_ARGS -- node agent.mjs` and returns
 /// what it saw.
 fn run(peers: &Path, script: &Value, proxy_args: &[&str], agent_env: &[(&str, &str)]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("script.json");
     std::fs::write(&file, script.to_string()).unwrap();
-    let mut command = Command::new("timeout");
-    command
-        .arg("90")
-        .arg("node")
-        .arg(peers.join("editor.mjs"))
-        .arg(&file)
-        .arg("--")
-        .arg(BIN)
-        .arg("acp")
-        .args(proxy_args)
-        .arg("--")
-        .arg("node")
-        .arg(peers.join("agent.mjs"))
-        .current_dir(peers);
+    let args: Vec<&str> = std::iter::once("acp")
+        .chain(proxy_args.iter().copied())
+        .collect();
+    let mut command = editor_command(peers, &file, &args, peers);
     for (name, value) in agent_env {
         command.env(name, value);
     }
@@ -394,18 +403,8 @@ fn the_editors_configurations_in_the_docs_start_the_proxy() {
         ]]}]});
         let file = dir.path().join("script.json");
         std::fs::write(&file, script.to_string()).unwrap();
-        let output = Command::new("timeout")
-            .arg("90")
-            .arg("node")
-            .arg(peers.join("editor.mjs"))
-            .arg(&file)
-            .arg("--")
-            .arg(BIN)
-            .args(&words[..split])
-            .arg("--")
-            .arg("node")
-            .arg(peers.join("agent.mjs"))
-            .current_dir(&work)
+        let words: Vec<&str> = words[..split].iter().map(String::as_str).collect();
+        let output = editor_command(&peers, &file, &words, &work)
             .env("TOOLGATE_CONFIG_DIR", config.path())
             .output()
             .unwrap();
@@ -435,6 +434,26 @@ fn pending(daemon: &common::DaemonProcess, count: usize) -> Vec<Value> {
     panic!("{count} requests did not come to wait on the page");
 }
 
+/// Answers the one request waiting on the daemon — a call of `tool` — through AGH's approve
+/// route.
+fn approve(daemon: &common::DaemonProcess, tool: &str, decision: &str) {
+    let waiting = pending(daemon, 1);
+    assert_eq!(
+        waiting[0]["request"]["request"]["tool"],
+        json!(tool),
+        "{waiting:?}"
+    );
+    let id = waiting[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = daemon
+        .http(
+            "POST",
+            "/api/sessions/session-1/approve",
+            Some(&json!({"request_id": id, "decision": decision})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+}
+
 #[test]
 fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     let Some(peers) = peers() else { return };
@@ -459,66 +478,29 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     });
     let file = dir.path().join("script.json");
     std::fs::write(&file, script.to_string()).unwrap();
-    let editor = Command::new("timeout")
-        .arg("90")
-        .arg("node")
-        .arg(peers.join("editor.mjs"))
-        .arg(&file)
-        .arg("--")
-        .arg(BIN)
-        .args([
-            "acp",
-            "--isolated",
-            "--policy",
-            &policy,
-            "--daemon",
-            "--url",
-            &url,
-            "--data-dir",
-        ])
-        .arg(data.path())
-        .arg("--")
-        .arg("node")
-        .arg(peers.join("agent.mjs"))
-        .current_dir(&peers)
+    let data_dir = data.path().to_string_lossy().into_owned();
+    let args = [
+        "acp",
+        "--isolated",
+        "--policy",
+        &policy,
+        "--daemon",
+        "--url",
+        &url,
+        "--data-dir",
+        &data_dir,
+    ];
+    let editor = editor_command(&peers, &file, &args, &peers)
         .env_remove("TOOLGATE_TOKEN")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let editor = common::Killed(editor);
-    // The page's person allows the edit through AGH's approve route, by its request id …
-    let waiting = pending(&daemon, 1);
-    assert_eq!(
-        waiting[0]["request"]["request"]["tool"],
-        json!("acp/edit"),
-        "{waiting:?}"
-    );
-    let id = waiting[0]["id"].as_str().unwrap().to_owned();
-    let (status, body) = daemon
-        .http(
-            "POST",
-            "/api/sessions/session-1/approve",
-            Some(&json!({"request_id": id, "decision": "allow-once"})),
-        )
-        .unwrap();
-    assert_eq!(status, 200, "{body}");
-    // … and refuses the write.
-    let waiting = pending(&daemon, 1);
-    assert_eq!(
-        waiting[0]["request"]["request"]["tool"],
-        json!("fs/write_text_file"),
-        "{waiting:?}"
-    );
-    let id = waiting[0]["id"].as_str().unwrap().to_owned();
-    let (status, body) = daemon
-        .http(
-            "POST",
-            "/api/sessions/session-1/approve",
-            Some(&json!({"request_id": id, "decision": "reject-once"})),
-        )
-        .unwrap();
-    assert_eq!(status, 200, "{body}");
+    // The page's person allows the edit through AGH's approve route, by its request id, and
+    // refuses the write.
+    approve(&daemon, "acp/edit", "allow-once");
+    approve(&daemon, "fs/write_text_file", "reject-once");
     // The editor's person answers the last first: the page's request is withdrawn.
     let mut editor = editor;
     let output = std::mem::replace(&mut editor.0, Command::new("true").spawn().unwrap())

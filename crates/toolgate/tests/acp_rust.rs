@@ -151,7 +151,12 @@ fn an_editor_on_the_rust_sdk_works_through_the_proxy() {
     let meta = meta.unwrap().expect("the agent reports its steps");
     let results = &meta["results"];
     assert_eq!(results[0]["content"], json!("from the rust editor\n"));
-    assert!(results[1]["error"]["message"].as_str().unwrap().contains("outside"));
+    assert!(
+        results[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("outside")
+    );
     assert_eq!(results[2]["outcome"]["optionId"], json!("opt-reject_once"));
     assert_eq!(results[3]["outcome"]["optionId"], json!("opt-reject_once"));
     assert!(
