@@ -27,6 +27,7 @@
 //! The proxy itself does no input or output: [`Proxy`] turns each side's frames into frames for
 //! the other, and the relay of `toolgate-mcp` (one child process, line by line) drives it.
 
+mod events;
 mod permission;
 
 use std::collections::HashMap;
@@ -43,7 +44,10 @@ use toolgate_mcp::{Routed, Switch, Verdict};
 use toolgate_policy::{AskDetails, Call, Choice, Decision, Evaluation, Mode, Origin, Policy};
 use toolgate_runtime::grants::{Effect, Grant, GrantContext, ScopeKind, match_grants, targets_for};
 
+pub use events::EventSink;
 pub use toolgate_mcp::{RelayError, ServerCommand, relay};
+
+use events::{Outcome, Trail, Why};
 
 /// How toolgate's own questions' tool call ids begin (`toolgate-N-NONCE`).
 const QUESTION_PREFIX: &str = "toolgate-";
@@ -85,6 +89,8 @@ pub struct Options {
     /// its audit log; a request it holds for a person is asked on its page and in the editor,
     /// and the first answer decides.
     pub daemon: bool,
+    /// Where every judged request's events go (pending, then resolved), if anywhere.
+    pub events: Option<EventSink>,
     /// Allowed terminals run under `toolgate sandbox`: this program with these arguments,
     /// then `--workspace` and the session's workspace, before `--` and the command.
     pub sandbox: Option<(String, Vec<String>)>,
@@ -100,6 +106,7 @@ impl Options {
             mode: None,
             timeout: None,
             daemon: false,
+            events: None,
             sandbox: None,
         }
     }
@@ -145,6 +152,8 @@ struct Asked {
     deadline: Instant,
     /// The daemon's key for the same request, when its page asks the same question.
     deciding: Option<u64>,
+    /// The request in the event log.
+    trail: Trail,
 }
 
 /// What a request the daemon decides is.
@@ -169,6 +178,8 @@ struct Deciding {
     request: Option<String>,
     /// The editor's question about it (the id the proxy gave it), once asked too.
     question: Option<u64>,
+    /// The request in the event log.
+    trail: Trail,
 }
 
 /// What an answer of the editor's is to, by the id the proxy gave the request.
@@ -362,18 +373,22 @@ impl Proxy {
                     asked,
                 } => {
                     outs.extend(self.settled(&asked));
-                    let (result, _) = permission::outcome(&options, Choice::RejectOnce);
+                    let (result, applied) = permission::outcome(&options, Choice::RejectOnce);
+                    let why = Why::said("timeout", "nobody answered in time");
+                    let outcome = applied.map_or(Outcome::Cancelled, Outcome::Applied);
+                    self.record(&asked.trail, outcome, &why);
                     outs.push(to_agent(&answer(&agent_id, result)));
                 }
                 Awaiting::Question {
                     agent_id, asked, ..
                 } => {
                     outs.extend(self.settled(&asked));
-                    outs.push(to_agent(&error_text(
+                    let reason = format!("{} — nobody answered in time", asked.reason);
+                    outs.extend(self.refuse_work(
                         &agent_id,
-                        REFUSED,
-                        &format!("{} — nobody answered in time", asked.reason),
-                    )));
+                        &asked.trail,
+                        &Why::said("timeout", &reason),
+                    ));
                 }
             }
         }
@@ -450,6 +465,21 @@ impl Proxy {
                 "the editor's person",
             ));
         }
+    }
+
+    /// Records an outcome of a judged request in the event log.
+    fn record(&self, trail: &Trail, outcome: Outcome, why: &Why<'_>) {
+        if let Some(sink) = &self.options.events {
+            sink(trail.event(outcome, why));
+        }
+    }
+
+    /// The applied decision of a permission answer: the selected option's kind.
+    fn applied(options: &[PermissionOption], message: &Map<String, Value>) -> Outcome {
+        selected(message)
+            .and_then(|option| options.iter().find(|o| o.option_id.0.as_ref() == option))
+            .and_then(|o| permission::choice_of(&o.kind))
+            .map_or(Outcome::Cancelled, Outcome::Applied)
     }
 
     fn remember(&mut self, awaiting: Awaiting) -> u64 {
@@ -629,9 +659,17 @@ impl Proxy {
             // may be of kind allow_always.
             // The editor answered first: the daemon's request for the same call is withdrawn.
             Awaiting::Permission {
-                agent_id, asked, ..
+                agent_id,
+                options,
+                asked,
             } => {
                 let mut outs = self.settled(&asked);
+                let outcome = Proxy::applied(&options, message);
+                self.record(
+                    &asked.trail,
+                    outcome,
+                    &Why::said("editor", "the editor's person answered"),
+                );
                 outs.push(to_agent(&with_id(message, agent_id)));
                 outs
             }
@@ -643,24 +681,31 @@ impl Proxy {
             } => {
                 let mut outs = self.settled(&asked);
                 let chosen = selected(message).and_then(|option| option.parse::<Choice>().ok());
+                let by_the_editor = Why::said("editor", "the editor's person answered");
                 outs.extend(match chosen {
                     Some(choice) if choice.allows() => {
                         self.remember_answer(&asked, choice);
+                        self.record(&asked.trail, Outcome::Applied(choice), &by_the_editor);
                         self.pass_on(agent_id, &method, &line)
                     }
                     Some(choice) => {
                         self.remember_answer(&asked, choice);
+                        self.record(&asked.trail, Outcome::Applied(choice), &by_the_editor);
                         vec![to_agent(&error_text(
                             &agent_id,
                             REFUSED,
                             &format!("{} — refused by the person asked", asked.reason),
                         ))]
                     }
-                    None => vec![to_agent(&error_text(
-                        &agent_id,
-                        REFUSED,
-                        &format!("{} — the question was cancelled", asked.reason),
-                    ))],
+                    None => {
+                        let reason = format!("{} — the question was cancelled", asked.reason);
+                        self.record(
+                            &asked.trail,
+                            Outcome::Cancelled,
+                            &Why::said("editor", &reason),
+                        );
+                        vec![to_agent(&error_text(&agent_id, REFUSED, &reason))]
+                    }
                 });
                 outs
             }
@@ -693,6 +738,8 @@ impl Proxy {
                 .find_map(|(key, d)| (d.agent_id == *request).then_some(*key));
             return match key.and_then(|key| self.deciding.remove(&key)) {
                 Some(deciding) => {
+                    let why = Why::said("agent", "the agent cancelled its request");
+                    self.record(&deciding.trail, Outcome::Cancelled, &why);
                     let mut outs: Vec<Routed> =
                         deciding.request.map(Routed::Withdraw).into_iter().collect();
                     outs.push(to_agent(&error_text(request, CANCELLED, "cancelled")));
@@ -703,7 +750,11 @@ impl Proxy {
         };
         if matches!(self.awaiting.get(&id), Some(Awaiting::Question { .. })) {
             let mut outs = match self.take(id) {
-                Some(Awaiting::Question { asked, .. }) => self.settled(&asked),
+                Some(Awaiting::Question { asked, .. }) => {
+                    let why = Why::said("agent", "the agent cancelled its request");
+                    self.record(&asked.trail, Outcome::Cancelled, &why);
+                    self.settled(&asked)
+                }
                 _ => Vec::new(),
             };
             outs.push(Routed::ToClient(cancel_request(id)));
@@ -778,12 +829,10 @@ impl Proxy {
                 &format!("{method}: {e}"),
             ))];
         }
+        let trail = Trail::work(&request_id(id), &session, method, params);
         if !self.sessions.contains_key(&session) {
-            return vec![to_agent(&error_text(
-                id,
-                REFUSED,
-                &unknown_session(&session),
-            ))];
+            let reason = unknown_session(&session);
+            return self.refuse_work(id, &trail, &Why::said("toolgate", &reason));
         }
         let mut call = Call::new(method).with_args(params.clone());
         call.context = self.context(&session);
@@ -813,36 +862,50 @@ impl Proxy {
             _ => (call, evaluation),
         };
         if self.options.daemon {
-            return self.hand_to_daemon(id, &session, Work::Request(method.to_owned()), line, call);
+            let what = Work::Request(method.to_owned());
+            return self.hand_to_daemon(id, &session, what, line, call, trail);
         }
         let reason = stated(&evaluation);
         match evaluation.decision {
-            Decision::Allow => self.pass_on(id.clone(), method, line),
-            Decision::Deny => vec![to_agent(&error_text(id, REFUSED, &reason))],
+            Decision::Allow => {
+                self.record(
+                    &trail,
+                    Outcome::Applied(Choice::AllowOnce),
+                    &Why::of(&evaluation, "policy"),
+                );
+                self.pass_on(id.clone(), method, line)
+            }
+            Decision::Deny => {
+                let why = Why {
+                    reason: &reason,
+                    ..Why::of(&evaluation, "policy")
+                };
+                self.refuse_work(id, &trail, &why)
+            }
             Decision::Ask => {
                 match self.granted(&session, method, &evaluation) {
-                    Some(Effect::Allow) => return self.pass_on(id.clone(), method, line),
+                    Some(Effect::Allow) => {
+                        let why =
+                            Why::said("grant", "allowed by the person's answer for this session");
+                        self.record(&trail, Outcome::Applied(Choice::AllowOnce), &why);
+                        return self.pass_on(id.clone(), method, line);
+                    }
                     Some(Effect::Deny) => {
-                        return vec![to_agent(&error_text(
-                            id,
-                            REFUSED,
-                            &format!(
-                                "{reason} — refused: the person answered \"deny for this session\""
-                            ),
-                        ))];
+                        let reason = format!(
+                            "{reason} — refused: the person answered \"deny for this session\""
+                        );
+                        return self.refuse_work(id, &trail, &Why::said("grant", &reason));
                     }
                     None => {}
                 }
                 let Some(details) = evaluation.ask.clone() else {
-                    return vec![to_agent(&error_text(id, REFUSED, &reason))];
+                    return self.refuse_work(id, &trail, &Why::said("toolgate", &reason));
                 };
                 if self.waiting() >= MAX_WAITING {
-                    return vec![to_agent(&error_text(
-                        id,
-                        REFUSED,
-                        &format!("{reason} — too many questions are waiting"),
-                    ))];
+                    let reason = format!("{reason} — too many questions are waiting");
+                    return self.refuse_work(id, &trail, &Why::said("toolgate", &reason));
                 }
+                self.record(&trail, Outcome::Pending, &Why::of(&evaluation, "policy"));
                 let offered = toolgate_runtime::grants::offered(&details, &evaluation.subjects);
                 let asked = Asked {
                     session: session.to_owned(),
@@ -852,11 +915,25 @@ impl Proxy {
                     subjects: evaluation.subjects,
                     reason: reason.clone(),
                     deciding: None,
+                    trail,
                 };
                 let (_, outs) = self.ask_about_work(id, method, params, line, &offered, asked);
                 outs
             }
         }
+    }
+
+    /// A file or terminal request refused: recorded, and the agent told why.
+    fn refuse_work(&self, id: &Value, trail: &Trail, why: &Why<'_>) -> Vec<Routed> {
+        self.record(trail, Outcome::Applied(Choice::RejectOnce), why);
+        let reason = match why.rule {
+            Some(rule) if !why.reason.starts_with("toolgate") => {
+                format!("toolgate ({rule}): {}", why.reason)
+            }
+            _ if !why.reason.starts_with("toolgate") => format!("toolgate: {}", why.reason),
+            _ => why.reason.to_owned(),
+        };
+        vec![to_agent(&error_text(id, REFUSED, &reason))]
     }
 
     /// toolgate's own question to the editor's person about an agent's request: the id it
@@ -896,15 +973,19 @@ impl Proxy {
         what: Work,
         line: &str,
         call: Call,
+        trail: Trail,
     ) -> Vec<Routed> {
         if self.deciding.len() >= MAX_WAITING {
-            let reason = "toolgate: too many requests wait for the daemon";
+            let why = Why::said(
+                "toolgate",
+                "toolgate: too many requests wait for the daemon",
+            );
             return match what {
                 Work::Permission {
                     options,
                     tool_call_id,
-                } => self.reject(agent_id, session, &tool_call_id, &options, reason),
-                Work::Request(_) => vec![to_agent(&error_text(agent_id, REFUSED, reason))],
+                } => self.reject(agent_id, session, &tool_call_id, &options, &trail, &why),
+                Work::Request(_) => self.refuse_work(agent_id, &trail, &why),
             };
         }
         let key = self.next_key;
@@ -918,6 +999,7 @@ impl Proxy {
                 what,
                 request: None,
                 question: None,
+                trail,
             },
         );
         vec![Routed::ToDaemon {
@@ -935,6 +1017,11 @@ impl Proxy {
             return vec![Routed::Withdraw(request.to_owned())];
         };
         let reason = format!("{reason} — also on the approval page: {page}");
+        self.record(
+            &deciding.trail,
+            Outcome::Pending,
+            &Why::said("daemon", &reason),
+        );
         let asked = Asked {
             session: deciding.session.clone(),
             tool: String::new(),
@@ -944,6 +1031,7 @@ impl Proxy {
             // The daemon's wait ends it (its verdict comes through `decided`).
             deadline: Instant::now() + Duration::from_secs(7 * 24 * 3600),
             deciding: Some(key),
+            trail: deciding.trail.clone(),
         };
         let agent_id = deciding.agent_id.clone();
         let line = deciding.line.clone();
@@ -993,33 +1081,36 @@ impl Proxy {
             outs.push(Routed::ToClient(cancel_request(question)));
         }
         let allowed = verdict.decision == Some(Decision::Allow);
+        let why = Why::said("daemon", &verdict.reason);
         match deciding.what {
             Work::Permission {
                 options,
                 tool_call_id,
             } => {
                 if allowed {
-                    let (result, _) = permission::outcome(&options, Choice::AllowOnce);
-                    outs.push(to_agent(&answer(&deciding.agent_id, result)));
+                    outs.extend(self.allow_permission(
+                        &deciding.agent_id,
+                        &options,
+                        &deciding.trail,
+                        &why,
+                    ));
                 } else {
                     outs.extend(self.reject(
                         &deciding.agent_id,
                         &deciding.session,
                         &tool_call_id,
                         &options,
-                        &verdict.reason,
+                        &deciding.trail,
+                        &why,
                     ));
                 }
             }
             Work::Request(method) => {
                 if allowed {
+                    self.record(&deciding.trail, Outcome::Applied(Choice::AllowOnce), &why);
                     outs.extend(self.pass_on(deciding.agent_id, &method, &deciding.line));
                 } else {
-                    outs.push(to_agent(&error_text(
-                        &deciding.agent_id,
-                        REFUSED,
-                        &verdict.reason,
-                    )));
+                    outs.extend(self.refuse_work(&deciding.agent_id, &deciding.trail, &why));
                 }
             }
         }
@@ -1069,14 +1160,18 @@ impl Proxy {
         };
         let session = request.session_id.0.to_string();
         let tool_call_id = request.tool_call.tool_call_id.0.to_string();
+        let trail = Trail::permission(&permission_request_id(&request), &request);
+        let options = &request.options;
         if !self.sessions.contains_key(&session) {
             let reason = unknown_session(&session);
-            return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+            let why = Why::said("toolgate", &reason);
+            return self.reject(id, &session, &tool_call_id, options, &trail, &why);
         }
         // AGH: a location outside the workspace is refused at once, whatever the mode.
         if let Some(outside) = self.outside(&session, &request) {
             let reason = format!("toolgate: {outside} is outside the session's workspace");
-            return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+            let why = Why::said("toolgate", &reason);
+            return self.reject(id, &session, &tool_call_id, options, &trail, &why);
         }
         // The agent's own tool when it names one, and its kind's reading: the stricter decides
         // (a tool named harmless does not hide a kind that is not).
@@ -1102,32 +1197,35 @@ impl Proxy {
                 options: request.options,
                 tool_call_id,
             };
-            return self.hand_to_daemon(id, &session, what, line, call);
+            return self.hand_to_daemon(id, &session, what, line, call, trail);
         }
         let tool = call.tool.clone();
         let reason = stated(&evaluation);
-        let decision = match evaluation.decision {
+        let (decision, actor) = match evaluation.decision {
             Decision::Ask => match self.granted(&session, &tool, &evaluation) {
-                Some(Effect::Allow) => Decision::Allow,
-                Some(Effect::Deny) => Decision::Deny,
-                None => Decision::Ask,
+                Some(Effect::Allow) => (Decision::Allow, "grant"),
+                Some(Effect::Deny) => (Decision::Deny, "grant"),
+                None => (Decision::Ask, "policy"),
             },
-            decided => decided,
+            decided => (decided, "policy"),
+        };
+        let why = Why {
+            reason: &reason,
+            ..Why::of(&evaluation, actor)
         };
         match decision {
-            Decision::Allow => {
-                let (result, _) = permission::outcome(&request.options, Choice::AllowOnce);
-                vec![to_agent(&answer(id, result))]
-            }
-            Decision::Deny => self.reject(id, &session, &tool_call_id, &request.options, &reason),
+            Decision::Allow => self.allow_permission(id, options, &trail, &why),
+            Decision::Deny => self.reject(id, &session, &tool_call_id, options, &trail, &why),
             Decision::Ask => {
                 let Some(details) = evaluation.ask.clone() else {
-                    return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+                    return self.reject(id, &session, &tool_call_id, options, &trail, &why);
                 };
                 if self.waiting() >= MAX_WAITING {
                     let reason = format!("{reason} — too many questions are waiting");
-                    return self.reject(id, &session, &tool_call_id, &request.options, &reason);
+                    let why = Why::said("toolgate", &reason);
+                    return self.reject(id, &session, &tool_call_id, options, &trail, &why);
                 }
+                self.record(&trail, Outcome::Pending, &why);
                 let asked = Asked {
                     session,
                     tool,
@@ -1136,6 +1234,7 @@ impl Proxy {
                     subjects: evaluation.subjects,
                     reason,
                     deciding: None,
+                    trail,
                 };
                 let proxy_id = self.remember(Awaiting::Permission {
                     agent_id: id.clone(),
@@ -1150,17 +1249,42 @@ impl Proxy {
         }
     }
 
-    /// A permission request refused: the agent hears its reject option (or "cancelled"), and
-    /// the editor's user is told why.
+    /// A permission request allowed: recorded, and the agent hears its allow option (or
+    /// "cancelled").
+    fn allow_permission(
+        &self,
+        id: &Value,
+        options: &[PermissionOption],
+        trail: &Trail,
+        why: &Why<'_>,
+    ) -> Vec<Routed> {
+        let (result, applied) = permission::outcome(options, Choice::AllowOnce);
+        self.record(
+            trail,
+            applied.map_or(Outcome::Cancelled, Outcome::Applied),
+            why,
+        );
+        vec![to_agent(&answer(id, result))]
+    }
+
+    /// A permission request refused: recorded, the agent hears its reject option (or
+    /// "cancelled"), and the editor's user is told why.
     fn reject(
         &self,
         id: &Value,
         session: &str,
         tool_call_id: &str,
         options: &[PermissionOption],
-        reason: &str,
+        trail: &Trail,
+        why: &Why<'_>,
     ) -> Vec<Routed> {
-        let (result, _) = permission::outcome(options, Choice::RejectOnce);
+        let (result, applied) = permission::outcome(options, Choice::RejectOnce);
+        self.record(
+            trail,
+            applied.map_or(Outcome::Cancelled, Outcome::Applied),
+            why,
+        );
+        let reason = why.reason;
         vec![
             Routed::ToClient(
                 json!({
@@ -1308,6 +1432,27 @@ fn question(
         json!({"sessionId": session, "toolCall": tool_call, "options": options}),
     );
     message
+}
+
+/// A permission request's id in the event log (AGH's): its tool call's `_meta.request_id`,
+/// `requestId` or `id`, else its tool call id.
+fn permission_request_id(request: &RequestPermissionRequest) -> String {
+    let meta = request.tool_call.meta.as_ref();
+    ["request_id", "requestId", "id"]
+        .iter()
+        .find_map(|key| meta.and_then(|m| m.get(*key)).and_then(Value::as_str))
+        .map_or_else(
+            || request.tool_call.tool_call_id.0.to_string(),
+            str::to_owned,
+        )
+}
+
+/// A request's id in the event log: the agent's JSON-RPC id, as text.
+fn request_id(id: &Value) -> String {
+    match id {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// Why a request of a session toolgate did not see opened is refused.
@@ -2105,6 +2250,55 @@ mod tests {
         let (key, _) = handed(&proxy.from_agent(&write.to_string()));
         proxy.pending(key, "req-3", "r", "p");
         assert_eq!(proxy.abandon_all(), vec![Routed::Withdraw("req-3".into())]);
+    }
+
+    #[test]
+    fn every_judged_request_is_an_event_with_aghs_fields() {
+        let (mut proxy, dir) = proxy("mode = \"approve-reads\"");
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        proxy.options.events = Some(Arc::new(move |event| sink.lock().unwrap().push(event)));
+        let inside = format!("{}/a.rs", root(&dir));
+        // Decided at once: one event.
+        proxy.from_agent(&permission(1, "read", &inside, &ALL));
+        // Asked: pending, then resolved with the chosen option's kind.
+        let relayed = to_editor(&proxy.from_agent(&permission(2, "edit", &inside, &ALL)));
+        proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": relayed[0]["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "opt-reject_always"}}})
+            .to_string(),
+        );
+        // A write refused: its content is not logged.
+        let write = json!({"jsonrpc": "2.0", "id": 3, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": "/etc/x", "content": "secret"}});
+        proxy.from_agent(&write.to_string());
+        let events = seen.lock().unwrap().clone();
+        assert_eq!(events.len(), 4, "{events:#?}");
+        for event in &events {
+            assert_eq!(event["schema"], json!(toolgate_runtime::EVENT_SCHEMA));
+            assert_eq!(event["type"], json!("permission"));
+            assert_eq!(event["session_id"], json!("s"));
+            assert!(event["timestamp"].as_str().unwrap().ends_with('Z'));
+        }
+        assert_eq!(events[0]["decision"], json!("allow-once"));
+        assert_eq!(events[0]["action"], json!("session/request_permission"));
+        assert_eq!(events[0]["resource"], json!(inside));
+        assert_eq!(events[0]["request_id"], json!("call-1"));
+        assert_eq!(
+            events[0]["raw"]["options"][1]["decision"],
+            json!("allow-always")
+        );
+        assert_eq!(events[0]["raw"]["tool_call"]["kind"], json!("read"));
+        assert_eq!(events[1].get("decision"), None);
+        assert_eq!(events[1]["actor"], json!("policy"));
+        assert_eq!(events[2]["decision"], json!("reject-always"));
+        assert_eq!(events[2]["raw"]["decision"], json!("reject-always"));
+        assert_eq!(events[2]["actor"], json!("editor"));
+        assert_eq!(events[3]["action"], json!("fs/write_text_file"));
+        assert_eq!(events[3]["decision"], json!("reject-once"));
+        assert_eq!(events[3]["rule"], json!("path-outside-workspace"));
+        assert!(!events[3].to_string().contains("secret"));
+        assert_eq!(events[3]["raw"]["tool_input"]["content_bytes"], json!(6));
     }
 
     fn frame() -> impl Strategy<Value = String> {

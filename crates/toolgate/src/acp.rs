@@ -52,6 +52,10 @@ pub(crate) struct AcpArgs {
         requires = "daemon"
     )]
     wait: f64,
+    /// Append every judged request's events to this file, one JSON object a line (toolgate's
+    /// event fields with AGH's permission-event fields): pending, then resolved.
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
     #[command(flatten)]
     client: ClientArgs,
     /// The agent's command line, after `--`.
@@ -83,6 +87,29 @@ fn sandbox_command(policy: &PolicyArgs) -> Result<(String, Vec<String>), Failure
     Ok((exe.to_string_lossy().into_owned(), args))
 }
 
+/// Appends events to `file`, a line each. A line that cannot be written is said on stderr (the
+/// editor's log) and the proxy goes on: the daemon's audit log is the one that may not lose one.
+fn event_log(file: &std::path::Path) -> Result<toolgate_acp::EventSink, Failure> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+        .map_err(|e| Failure::Message(format!("error: {}: cannot open it: {e}", file.display())))?;
+    let log = std::sync::Mutex::new(log);
+    let name = file.display().to_string();
+    Ok(Arc::new(move |event: serde_json::Value| {
+        use std::io::Write;
+        let mut line = event.to_string();
+        line.push('\n');
+        let mut log = log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = log.write_all(line.as_bytes()) {
+            eprintln!("toolgate: cannot write an event to {name}: {e}");
+        }
+    }))
+}
+
 pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
     let folder = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -108,6 +135,10 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
         mode: args.mode,
         timeout,
         daemon: args.daemon,
+        events: match &args.events {
+            Some(file) => Some(event_log(file)?),
+            None => None,
+        },
         sandbox: if args.sandbox {
             Some(sandbox_command(&args.policy)?)
         } else {

@@ -136,8 +136,35 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
         // allows the write once.
         "answers": ["reject_once", "allow_always", "allow_once", "allow_once"],
     });
-    let seen = run(&peers, &script, &["--isolated", "--policy", &policy], &[]);
+    let events = dir.path().join("events.jsonl");
+    let events_arg = events.to_string_lossy().into_owned();
+    let seen = run(
+        &peers,
+        &script,
+        &["--isolated", "--policy", &policy, "--events", &events_arg],
+        &[],
+    );
     let results = &seen["results"][0]["results"][0];
+    // Every judged request is in the event log: the outside edit refused at once, the first
+    // edit pending and then answered with the person's choice.
+    let events: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let of = |id: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["tool_call_id"] == json!(id))
+            .collect()
+    };
+    assert_eq!(of("outside-1").len(), 1, "{events:#?}");
+    assert_eq!(of("outside-1")[0]["decision"], json!("reject-once"));
+    let edit = of("edit-1");
+    assert_eq!(edit.len(), 2, "{events:#?}");
+    assert_eq!(edit[0].get("decision"), None);
+    assert_eq!(edit[1]["decision"], json!("allow-always"));
+    assert_eq!(edit[1]["session_id"], json!("session-1"));
     // The read in the workspace went on to the editor.
     assert_eq!(results[0]["content"], json!("hello\n"));
     // The write outside the workspace never reached the editor.
