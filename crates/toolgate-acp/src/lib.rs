@@ -1193,6 +1193,15 @@ impl Proxy {
             }
         }
         if self.options.daemon {
+            // The daemon's page offers only the answers the agent's options can carry (AGH: an
+            // answer the agent did not offer leaves the request pending).
+            let kinds: Vec<Choice> = options
+                .iter()
+                .filter_map(|o| permission::choice_of(&o.kind))
+                .collect();
+            if !kinds.is_empty() {
+                call.context.choices = Some(kinds);
+            }
             let what = Work::Permission {
                 options: request.options,
                 tool_call_id,

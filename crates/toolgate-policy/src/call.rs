@@ -215,6 +215,10 @@ pub struct Context {
     /// Whether that server's annotations are trusted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted_server: bool,
+    /// The answers the caller can carry out (an ACP agent's permission options): a person is
+    /// offered only those of the policy's, unless it offers none of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<crate::Choice>>,
 }
 
 fn deserialize_mode<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Mode>, D::Error> {

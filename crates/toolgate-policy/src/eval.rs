@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::RuleInfo;
 use crate::call::{Call, CallError, CallErrorKind, Tag};
-use crate::decision::{Access, Decision, GrantKind, Layer, Mode};
+use crate::decision::{Access, Choice, Decision, GrantKind, Layer, Mode};
 use crate::evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, SubjectOutcome};
 use crate::extract::Place;
 use crate::guard::Guard;
@@ -126,7 +126,21 @@ impl Policy {
         let rule = deciding.and_then(|(_, _, rule)| rule);
         self.apply_run(&mut evaluation, call, run, trace);
         if evaluation.decision == Decision::Ask {
-            evaluation.ask = Some(self.ask_details(rule, top.map(|o| &o.subject)));
+            let mut details = self.ask_details(rule, top.map(|o| &o.subject));
+            // Only the answers the caller can carry out are offered (an ACP agent's permission
+            // options), when it can carry out any of the policy's.
+            if let Some(can) = &call.context.choices {
+                let both: Vec<Choice> = details
+                    .choices
+                    .iter()
+                    .copied()
+                    .filter(|c| can.contains(c))
+                    .collect();
+                if !both.is_empty() {
+                    details.choices = both.into();
+                }
+            }
+            evaluation.ask = Some(details);
         }
         evaluation.subjects = outcomes;
         evaluation

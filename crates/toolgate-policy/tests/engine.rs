@@ -1265,3 +1265,36 @@ fn lint_warns_about_rules_their_tools_cannot_meet() {
     );
     assert!(never[2].1.contains("`Task` touches nothing but the call"));
 }
+
+#[test]
+fn a_caller_that_can_carry_out_some_answers_is_offered_only_those() {
+    let policy = Policy::from_toml("p.toml", "version = 1\nmode = \"approve-reads\"\n").unwrap();
+    let ask = |choices: Option<serde_json::Value>| {
+        let mut context = json!({"workspace": "/ws"});
+        if let Some(choices) = choices {
+            context["choices"] = choices;
+        }
+        let call = Call::from_value(json!({"tool": "unknown_tool", "context": context})).unwrap();
+        let evaluation = policy.evaluate(&call);
+        assert_eq!(evaluation.decision, Decision::Ask);
+        evaluation.ask.unwrap().choices.to_vec()
+    };
+    assert_eq!(ask(None).len(), 4);
+    assert_eq!(
+        ask(Some(json!(["allow-once", "reject-once"]))),
+        vec![Choice::AllowOnce, Choice::RejectOnce]
+    );
+    // Nothing in common with the policy's offer: the policy's stands.
+    let policy_two = Policy::from_toml(
+        "p.toml",
+        "version = 1\nmode = \"approve-reads\"\n[approval]\nchoices = [\"allow-once\", \"reject-once\"]\n",
+    )
+    .unwrap();
+    let call = Call::from_value(json!({"tool": "unknown_tool",
+        "context": {"workspace": "/ws", "choices": ["allow-always"]}}))
+    .unwrap();
+    let choices = policy_two.evaluate(&call).ask.unwrap().choices.to_vec();
+    assert_eq!(choices, vec![Choice::AllowOnce, Choice::RejectOnce]);
+    // Not an answer: the call is malformed.
+    assert!(Call::from_value(json!({"tool": "t", "context": {"choices": ["maybe"]}})).is_err());
+}

@@ -249,6 +249,7 @@ impl PermissionMiddleware {
                 mode: None,
                 server: None,
                 trusted_server: false,
+                choices: None,
             },
         };
         let mut options = RunOptions::default().with_full_access(config.full_access);

@@ -499,9 +499,20 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
             permission("edit-1", "edit", &w("main.rs")),
             {"write": [w("main.rs"), "x"]},
             permission("edit-2", "edit", &w("lib.rs")),
+            {"permission": {
+                "toolCall": {"toolCallId": "edit-3", "title": "edit-3", "kind": "edit",
+                             "locations": [{"path": w("mod.rs")}]},
+                "options": [{"optionId": "yes", "name": "Yes", "kind": "allow_once"},
+                            {"optionId": "no", "name": "No", "kind": "reject_once"}],
+            }},
+            {"permission": {
+                "toolCall": {"toolCallId": "edit-4", "title": "edit-4", "kind": "edit",
+                             "locations": [{"path": w("mod.rs")}]},
+                "options": [{"optionId": "only", "name": "Allow", "kind": "allow_once"}],
+            }},
         ]]}],
-        // The editor's person answers only the last question; the page answers the others.
-        "answers": ["never", "never", "allow_once"],
+        // The editor's person answers only the third question; the page answers the others.
+        "answers": ["never", "never", "allow_once", "never", "never"],
     });
     let file = dir.path().join("script.json");
     std::fs::write(&file, script.to_string()).unwrap();
@@ -528,7 +539,25 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     // refuses the write.
     approve(&daemon, "acp/edit", "allow-once");
     approve(&daemon, "fs/write_text_file", "reject-once");
-    // The editor's person answers the last first: the page's request is withdrawn.
+    // The editor's person answers the third first: the page's request is withdrawn. The
+    // fourth offers "allow once" and "reject once": the page offers only those, and its
+    // "allow always" is the agent's "allow once" (AGH's sibling).
+    let waiting = pending(&daemon, 1);
+    assert_eq!(
+        waiting[0]["request"]["request"]["choices"],
+        json!(["allow-once", "reject-once"]),
+        "{waiting:?}"
+    );
+    approve(&daemon, "acp/edit", "allow-always");
+    // The fifth offers only "allow once": a person may still refuse (toolgate always offers
+    // a refusal), and the agent hears "cancelled", the outcome for no option that fits.
+    let waiting = pending(&daemon, 1);
+    assert_eq!(
+        waiting[0]["request"]["request"]["choices"],
+        json!(["allow-once", "reject-once"]),
+        "{waiting:?}"
+    );
+    approve(&daemon, "acp/edit", "reject-once");
     let mut editor = editor;
     let output = std::mem::replace(&mut editor.0, Command::new("true").spawn().unwrap())
         .wait_with_output()
@@ -545,11 +574,14 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     assert_eq!(results[2]["error"]["code"], json!(-32000), "{}", results[2]);
     assert!(!work.join("main.rs").exists());
     assert_eq!(chosen(&results[3]), "opt-allow_once");
-    // The editor was asked all three; the two the page answered were withdrawn from it.
+    assert_eq!(chosen(&results[4]), "yes");
+    assert_eq!(results[5]["outcome"], json!({"outcome": "cancelled"}));
+    // The editor was asked all five; the four the page answered were withdrawn from it.
     let cancelled = seen["cancelled"].as_array().unwrap();
-    assert_eq!(cancelled.len(), 2, "{cancelled:?}");
+    assert_eq!(cancelled.len(), 4, "{cancelled:?}");
     assert_eq!(cancelled[0], json!("edit-1"));
     assert!(cancelled[1].as_str().unwrap().starts_with("toolgate-"));
+    assert_eq!(cancelled[2..], [json!("edit-3"), json!("edit-4")]);
     assert!(pending(&daemon, 0).is_empty());
     // The daemon's audit log has each decision, in the ACP session.
     let (_, events) = daemon.http("GET", "/api/audit", None).unwrap();
