@@ -130,6 +130,10 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
             permission("edit-1", "edit", &w("main.rs")),
             permission("edit-2", "edit", &w("main.rs")),
             {"write": [w("main.rs"), "fn main() {}\n"]},
+            // No options at all: allowed, but nothing to select: "cancelled".
+            {"permission": {"toolCall": {"toolCallId": "none-1", "title": "none-1", "kind": "read",
+                                         "locations": [{"path": w("notes.txt")}]},
+                            "options": []}},
         ]]}],
         // The editor's person: refuses the curl pipe, picks the agent's allow-always for the
         // edit (the agent's to remember: the same edit is asked again, and allowed once), then
@@ -197,6 +201,8 @@ fn an_editor_and_an_agent_on_the_official_sdk_work_through_the_proxy() {
         std::fs::read_to_string(work.join("main.rs")).unwrap(),
         "fn main() {}\n"
     );
+    // No options at all: allowed, nothing to select.
+    assert_eq!(results[9]["outcome"], json!({"outcome": "cancelled"}));
     // What the editor was asked: toolgate's question about the curl pipe, the agent's edits
     // (unchanged), toolgate's question about the write.
     let asked: Vec<&str> = seen["permissions"]
