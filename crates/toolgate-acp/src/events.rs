@@ -99,7 +99,7 @@ impl Trail {
             "session/request_permission",
             &title,
             &resource,
-            fields.raw_input.clone().unwrap_or(Value::Null),
+            redacted(&fields.raw_input.clone().unwrap_or(Value::Null)),
             options(&request.options),
             json!({"id": call.tool_call_id.0, "kind": kind, "title": title, "status": status,
                    "locations": locations}),
@@ -126,13 +126,7 @@ impl Trail {
                 ("execute", line)
             }
         };
-        let mut tool_input = params.clone();
-        if let Some(input) = tool_input.as_object_mut() {
-            // What a file holds is not the log's to keep.
-            if input.remove("content").is_some() {
-                input.insert("content_bytes".into(), json!(field("content").len()));
-            }
-        }
+        let tool_input = redacted(params);
         let title = format!("{method} {resource}");
         let locations = if kind == "execute" {
             json!([])
@@ -211,6 +205,50 @@ impl Trail {
         }
         event
     }
+}
+
+/// Arguments without what files hold: a file's text (`content`, and an edit's `old_string`,
+/// `new_string`, `contents`, `new_source`) becomes its size in bytes (`content_bytes`, …). What
+/// the daemon is sent: it judges what a call touches (the built-in profiles read paths, not
+/// text), and keeps a record of every call.
+pub(crate) fn without_contents(args: &Value) -> Value {
+    redact(args, false)
+}
+
+/// Arguments as the event log keeps them: without what files hold, and an environment (`env`)
+/// with its names only (its values may be secrets).
+pub(crate) fn redacted(args: &Value) -> Value {
+    redact(args, true)
+}
+
+fn redact(args: &Value, env_too: bool) -> Value {
+    let Value::Object(map) = args else {
+        return args.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in map {
+        match (key.as_str(), value) {
+            (
+                "content" | "old_string" | "new_string" | "contents" | "new_source",
+                Value::String(text),
+            ) => {
+                out.insert(format!("{key}_bytes"), json!(text.len()));
+            }
+            ("env", Value::Array(vars)) if env_too => {
+                let names: Vec<Value> =
+                    vars.iter().filter_map(|v| v.get("name").cloned()).collect();
+                out.insert("env_names".into(), Value::Array(names));
+            }
+            ("env", Value::Object(vars)) if env_too => {
+                let names: Vec<Value> = vars.keys().map(|k| json!(k)).collect();
+                out.insert("env_names".into(), Value::Array(names));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// The options offered, as AGH lists them: `{decision, option_id, kind, label}`.

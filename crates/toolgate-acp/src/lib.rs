@@ -853,9 +853,11 @@ impl Proxy {
                 let evaluation = self.options.policy.evaluate(&call);
                 (call, evaluation)
             });
+        // As strict, the joined line is the one kept: it is what the daemon judges, and the
+        // daemon's rules may read it more strictly than this policy does.
         let (call, evaluation) = match joined {
             Some((joined, stricter))
-                if severity(stricter.decision) > severity(evaluation.decision) =>
+                if severity(stricter.decision) >= severity(evaluation.decision) =>
             {
                 (joined, stricter)
             }
@@ -863,6 +865,8 @@ impl Proxy {
         };
         if self.options.daemon {
             let what = Work::Request(method.to_owned());
+            let mut call = call;
+            call.args = events::without_contents(&call.args);
             return self.hand_to_daemon(id, &session, what, line, call, trail);
         }
         let reason = stated(&evaluation);
@@ -1081,7 +1085,16 @@ impl Proxy {
             outs.push(Routed::ToClient(cancel_request(question)));
         }
         let allowed = verdict.decision == Some(Decision::Allow);
-        let why = Why::said("daemon", &verdict.reason);
+        let rule = verdict.body.get("rule").and_then(Value::as_str);
+        let why = Why {
+            rule,
+            layer: verdict
+                .body
+                .get("layer")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            ..Why::said("daemon", &verdict.reason)
+        };
         match deciding.what {
             Work::Permission {
                 options,
@@ -1202,6 +1215,7 @@ impl Proxy {
             if !kinds.is_empty() {
                 call.context.choices = Some(kinds);
             }
+            call.args = events::without_contents(&call.args);
             let what = Work::Permission {
                 options: request.options,
                 tool_call_id,
@@ -2175,6 +2189,18 @@ mod tests {
             to_editor(&outs)[0]["params"]["update"]["status"],
             json!("failed")
         );
+        // A write is sent without what it writes; the terminal's environment with its values
+        // (the daemon judges them).
+        let write = json!({"jsonrpc": "2.0", "id": 4, "method": "fs/write_text_file",
+                           "params": {"sessionId": "s", "path": inside, "content": "secret"}});
+        let (_, call) = handed(&proxy.from_agent(&write.to_string()));
+        assert_eq!(call.args["content_bytes"], json!(6));
+        assert!(!call.args.to_string().contains("secret"));
+        let terminal = json!({"jsonrpc": "2.0", "id": 5, "method": "terminal/create",
+            "params": {"sessionId": "s", "command": "npm", "args": ["test"],
+                       "env": [{"name": "NPM_CONFIG_NODE_OPTIONS", "value": "--require=/x.js"}]}});
+        let (_, call) = handed(&proxy.from_agent(&terminal.to_string()));
+        assert_eq!(call.args["env"][0]["value"], json!("--require=/x.js"));
         // Outside the workspace: still rejected here, at once.
         let outs = proxy.from_agent(&permission(3, "read", "/etc/passwd", &ALL));
         assert_eq!(
@@ -2281,7 +2307,15 @@ mod tests {
         let write = json!({"jsonrpc": "2.0", "id": 3, "method": "fs/write_text_file",
                            "params": {"sessionId": "s", "path": "/etc/x", "content": "secret"}});
         proxy.from_agent(&write.to_string());
-        let events = seen.lock().unwrap().clone();
+        // A terminal asked about: its environment's values are not logged, its names are.
+        let terminal = json!({"jsonrpc": "2.0", "id": 4, "method": "terminal/create",
+            "params": {"sessionId": "s", "command": "sh", "args": ["-c", "curl x | sh"],
+                       "env": [{"name": "TOKEN", "value": "s3cret"}]}});
+        proxy.from_agent(&terminal.to_string());
+        let mut events = seen.lock().unwrap().clone();
+        let last = events.pop().unwrap();
+        assert_eq!(last["raw"]["tool_input"]["env_names"], json!(["TOKEN"]));
+        assert!(!last.to_string().contains("s3cret"));
         assert_eq!(events.len(), 4, "{events:#?}");
         for event in &events {
             assert_eq!(event["schema"], json!(toolgate_runtime::EVENT_SCHEMA));

@@ -14,6 +14,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,8 @@ impl Decoder for Frames {
             .get(self.scanned..)
             .and_then(|rest| rest.iter().position(|b| *b == b'\n'));
         let Some(at) = found.map(|i| i + self.scanned) else {
-            if buf.len() > MAX_LINE {
+            // (A line of the longest length may still have its `\r` before the newline.)
+            if buf.len() > MAX_LINE + 1 {
                 buf.clear();
                 self.discarding = true;
             }
@@ -94,9 +96,15 @@ impl Decoder for Frames {
             return Ok(None);
         }
         // A last line without its newline.
-        let line = buf.split_to(buf.len());
+        let mut line = buf.split_to(buf.len());
         self.scanned = 0;
-        if std::mem::take(&mut self.discarding) {
+        if std::mem::take(&mut self.discarding) || line.len() > MAX_LINE + 1 {
+            return Ok(Some(Frame::TooLong));
+        }
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        if line.len() > MAX_LINE {
             return Ok(Some(Frame::TooLong));
         }
         Ok(Some(match String::from_utf8(line.to_vec()) {
@@ -105,6 +113,9 @@ impl Decoder for Frames {
         }))
     }
 }
+
+/// At most this many frames for the servers wait for room in their full queues at once.
+const MAX_OVERFLOW: usize = 4096;
 
 /// How long a server whose client went away has to exit before it is killed.
 const GRACE: Duration = Duration::from_secs(5);
@@ -262,6 +273,8 @@ struct Shared<S> {
     wait: Duration,
     /// The tasks waiting for the daemon (ended when the relay ends).
     asking: Mutex<JoinSet<()>>,
+    /// Frames for the servers waiting for room in a full queue (see [`Shared::deliver`]).
+    overflow: AtomicUsize,
 }
 
 /// The servers' queues: only the client's task and those asking the daemon hold them, so when
@@ -308,9 +321,20 @@ impl<S: Switch> Shared<S> {
                             let _ = queue.send(text).await;
                         }
                         Err(mpsc::error::TrySendError::Full(text)) => {
+                            // Bounded: a server that reads none of thousands of answers is not
+                            // answered any more.
+                            if self.overflow.fetch_add(1, Ordering::AcqRel) >= MAX_OVERFLOW {
+                                self.overflow.fetch_sub(1, Ordering::AcqRel);
+                                eprintln!(
+                                    "toolgate: a server reads none of its answers; one dropped"
+                                );
+                                continue;
+                            }
                             let queue = queue.clone();
+                            let shared = Arc::clone(self);
                             tokio::spawn(async move {
                                 let _ = queue.send(text).await;
+                                shared.overflow.fetch_sub(1, Ordering::AcqRel);
                             });
                         }
                     }
@@ -621,6 +645,7 @@ pub async fn relay<S: Switch>(
         daemon,
         wait,
         asking: Mutex::new(JoinSet::new()),
+        overflow: AtomicUsize::new(0),
     });
     let (stop, stopping) = tokio::sync::watch::channel(false);
     let mut supervisors = JoinSet::new();
@@ -835,6 +860,11 @@ mod tests {
             ]
         );
         assert_eq!(frames(b""), vec![]);
+        assert_eq!(frames(b"last\r"), vec![Frame::Line("last".into())]);
+        // The longest line, its carriage return arriving before its newline.
+        let mut longest = vec![b'y'; MAX_LINE];
+        longest.extend(b"\r\n");
+        assert!(matches!(frames(&longest).as_slice(), [Frame::Line(l)] if l.len() == MAX_LINE));
         assert_eq!(frames(b"\n"), vec![Frame::Line(String::new())]);
     }
 }

@@ -216,7 +216,7 @@ pub struct Context {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trusted_server: bool,
     /// The answers the caller can carry out (an ACP agent's permission options): a person is
-    /// offered only those of the policy's, unless it offers none of them.
+    /// not offered an "always" answer the caller cannot (the "once" answers always stay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<crate::Choice>>,
 }

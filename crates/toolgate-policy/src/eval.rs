@@ -127,18 +127,18 @@ impl Policy {
         self.apply_run(&mut evaluation, call, run, trace);
         if evaluation.decision == Decision::Ask {
             let mut details = self.ask_details(rule, top.map(|o| &o.subject));
-            // Only the answers the caller can carry out are offered (an ACP agent's permission
-            // options), when it can carry out any of the policy's.
+            // An "always" answer the caller cannot carry out (an ACP agent that offers no such
+            // option) is not offered: it would be remembered for an act the caller cannot
+            // honour. The "once" answers stay: a caller carries those out some way (an ACP
+            // agent's "always" option, or the outcome "cancelled").
             if let Some(can) = &call.context.choices {
-                let both: Vec<Choice> = details
+                let kept: Vec<Choice> = details
                     .choices
                     .iter()
                     .copied()
-                    .filter(|c| can.contains(c))
+                    .filter(|c| !c.is_always() || can.contains(c))
                     .collect();
-                if !both.is_empty() {
-                    details.choices = both.into();
-                }
+                details.choices = kept.into();
             }
             evaluation.ask = Some(details);
         }

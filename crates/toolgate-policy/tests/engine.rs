@@ -1267,7 +1267,7 @@ fn lint_warns_about_rules_their_tools_cannot_meet() {
 }
 
 #[test]
-fn a_caller_that_can_carry_out_some_answers_is_offered_only_those() {
+fn a_caller_is_not_offered_an_always_answer_it_cannot_carry_out() {
     let policy = Policy::from_toml("p.toml", "version = 1\nmode = \"approve-reads\"\n").unwrap();
     let ask = |choices: Option<serde_json::Value>| {
         let mut context = json!({"workspace": "/ws"});
@@ -1284,17 +1284,15 @@ fn a_caller_that_can_carry_out_some_answers_is_offered_only_those() {
         ask(Some(json!(["allow-once", "reject-once"]))),
         vec![Choice::AllowOnce, Choice::RejectOnce]
     );
-    // Nothing in common with the policy's offer: the policy's stands.
-    let policy_two = Policy::from_toml(
-        "p.toml",
-        "version = 1\nmode = \"approve-reads\"\n[approval]\nchoices = [\"allow-once\", \"reject-once\"]\n",
-    )
-    .unwrap();
-    let call = Call::from_value(json!({"tool": "unknown_tool",
-        "context": {"workspace": "/ws", "choices": ["allow-always"]}}))
-    .unwrap();
-    let choices = policy_two.evaluate(&call).ask.unwrap().choices.to_vec();
-    assert_eq!(choices, vec![Choice::AllowOnce, Choice::RejectOnce]);
+    // The "once" answers stay whatever the caller says; only "always" ones go.
+    assert_eq!(
+        ask(Some(json!(["allow-always"]))),
+        vec![Choice::AllowOnce, Choice::AllowAlways, Choice::RejectOnce]
+    );
+    assert_eq!(
+        ask(Some(json!([]))),
+        vec![Choice::AllowOnce, Choice::RejectOnce]
+    );
     // Not an answer: the call is malformed.
     assert!(Call::from_value(json!({"tool": "t", "context": {"choices": ["maybe"]}})).is_err());
 }
