@@ -663,6 +663,10 @@ impl Proxy {
                 options,
                 asked,
             } => {
+                let outcome = Proxy::applied(&options, message);
+                if let Some(outs) = self.answer_on_the_daemon(&asked, outcome) {
+                    return outs;
+                }
                 let mut outs = self.settled(&asked);
                 let outcome = Proxy::applied(&options, message);
                 self.record(
@@ -679,8 +683,12 @@ impl Proxy {
                 method,
                 asked,
             } => {
-                let mut outs = self.settled(&asked);
                 let chosen = selected(message).and_then(|option| option.parse::<Choice>().ok());
+                let outcome = chosen.map_or(Outcome::Cancelled, Outcome::Applied);
+                if let Some(outs) = self.answer_on_the_daemon(&asked, outcome) {
+                    return outs;
+                }
+                let mut outs = self.settled(&asked);
                 let by_the_editor = Why::said("editor", "the editor's person answered");
                 outs.extend(match chosen {
                     Some(choice) if choice.allows() => {
@@ -1136,6 +1144,25 @@ impl Proxy {
             .drain()
             .filter_map(|(_, d)| d.request.map(Routed::Withdraw))
             .collect()
+    }
+
+    /// The editor's person answered a question the daemon's page asks too: the answer goes to
+    /// the daemon, which records it (or keeps the page's, if that came first), and its verdict
+    /// decides (through [`Proxy::decided`]). `None` when the question is not the daemon's, or
+    /// the editor gave no answer (a cancel withdraws the page's request).
+    fn answer_on_the_daemon(&mut self, asked: &Asked, outcome: Outcome) -> Option<Vec<Routed>> {
+        let Outcome::Applied(choice) = outcome else {
+            return None;
+        };
+        let deciding = self.deciding.get_mut(&asked.deciding?)?;
+        let request = deciding.request.clone()?;
+        // The editor's question is answered: nothing to withdraw from it later.
+        deciding.question = None;
+        Some(vec![Routed::Answer {
+            request,
+            choice,
+            by: "the ACP editor".into(),
+        }])
     }
 
     /// The daemon's request about a question the editor answered (or that lapsed), withdrawn.
@@ -2213,7 +2240,7 @@ mod tests {
     fn a_request_the_daemon_holds_is_asked_in_the_editor_too_and_the_first_answer_decides() {
         let (mut proxy, dir) = daemon_proxy();
         let inside = format!("{}/b.rs", root(&dir));
-        // The editor answers first: the agent hears it, the page's request is withdrawn.
+        // The editor answers first: the answer goes to the daemon, whose verdict decides.
         let (key, _) = handed(&proxy.from_agent(&permission(1, "edit", &inside, &ALL)));
         let outs = proxy.pending(key, "req-1", "toolgate: asks", "http://page");
         let relayed = to_editor(&outs);
@@ -2223,11 +2250,37 @@ mod tests {
         );
         let outs = proxy.from_editor(
             &json!({"jsonrpc": "2.0", "id": relayed[0]["id"],
-                    "result": {"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}}})
+                    "result": {"outcome": {"outcome": "selected", "optionId": "opt-reject_always"}}})
             .to_string(),
         );
-        assert!(outs.contains(&Routed::Withdraw("req-1".into())));
-        assert_eq!(to_the_agent(&outs)[0]["id"], json!(1));
+        assert_eq!(
+            outs,
+            vec![Routed::Answer {
+                request: "req-1".into(),
+                choice: Choice::RejectAlways,
+                by: "the ACP editor".into()
+            }]
+        );
+        let outs = proxy.decided(key, &verdict(Some(Decision::Deny)));
+        assert!(
+            to_editor(&outs)
+                .iter()
+                .all(|m| m["method"] != json!("$/cancel_request"))
+        );
+        assert_eq!(
+            to_the_agent(&outs)[0]["result"]["outcome"]["optionId"],
+            json!("opt-reject_once")
+        );
+        // The editor cancels instead: the page's request is withdrawn.
+        let (key, _) = handed(&proxy.from_agent(&permission(9, "edit", &inside, &ALL)));
+        let relayed = to_editor(&proxy.pending(key, "req-9", "r", "p"));
+        let outs = proxy.from_editor(
+            &json!({"jsonrpc": "2.0", "id": relayed[0]["id"],
+                    "result": {"outcome": {"outcome": "cancelled"}}})
+            .to_string(),
+        );
+        assert!(outs.contains(&Routed::Withdraw("req-9".into())));
+        assert_eq!(to_the_agent(&outs)[0]["id"], json!(9));
         assert!(proxy.decided(key, &verdict(None)).is_empty());
         // The page answers first: the agent hears it, the editor's question is withdrawn, and
         // its late answer reaches nobody.

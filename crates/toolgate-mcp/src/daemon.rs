@@ -65,6 +65,14 @@ pub trait Daemon: Send + Sync + 'static {
     /// Withdraws a pending request: nobody waits for its answer any more (a poll still waiting
     /// on it hears a refusal).
     fn withdraw(&self, id: &str);
+    /// Answers a pending request as a person did elsewhere (`by`: where), so the daemon records
+    /// that answer and the poll waiting on the request hears it. An answer that comes after
+    /// another is refused by the daemon, and the first one stands. A daemon that takes no
+    /// answers withdraws the request instead (its waiter hears a refusal).
+    fn answer(&self, id: &str, choice: toolgate_policy::Choice, by: &str) {
+        let _ = (choice, by);
+        self.withdraw(id);
+    }
     /// The approval page's address, where a person answers.
     fn page(&self) -> String;
 }

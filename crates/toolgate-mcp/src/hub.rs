@@ -49,6 +49,16 @@ pub enum Routed {
     },
     /// Withdraw the daemon's request with this id.
     Withdraw(String),
+    /// Answer the daemon's request with this id, as a person did elsewhere (an ACP editor's
+    /// person): the daemon records it, and its waiter hears the verdict.
+    Answer {
+        /// The daemon's request id.
+        request: String,
+        /// The person's answer.
+        choice: toolgate_policy::Choice,
+        /// Where they answered.
+        by: String,
+    },
 }
 
 /// One server behind the hub.

@@ -359,6 +359,16 @@ impl<S: Switch> Shared<S> {
                         tokio::task::spawn_blocking(move || daemon.withdraw(&request));
                     }
                 }
+                Routed::Answer {
+                    request,
+                    choice,
+                    by,
+                } => {
+                    if let Some(daemon) = self.daemon.clone() {
+                        // Not awaited: the task waiting on the request hears the verdict.
+                        tokio::task::spawn_blocking(move || daemon.answer(&request, choice, &by));
+                    }
+                }
             }
         }
         true

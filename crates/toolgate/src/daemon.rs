@@ -153,6 +153,29 @@ impl Daemon for DaemonClient {
         }
     }
 
+    fn answer(&self, id: &str, choice: toolgate_policy::Choice, by: &str) {
+        let path = format!("/api/approvals/{}", encode(id));
+        let body = serde_json::json!({"decision": choice.as_str(), "by": by});
+        match self.client.send("POST", &path, Some(&body)) {
+            // 409: answered already (on the page): that answer stands, and the waiter hears it.
+            Ok(reply) if matches!(reply.status, 200 | 409) => {}
+            Ok(reply) => {
+                eprintln!(
+                    "toolgate: the daemon did not take the answer to `{id}`: {}; withdrawing it",
+                    reply.error()
+                );
+                self.withdraw(id);
+            }
+            Err(e) => {
+                eprintln!(
+                    "toolgate: could not answer request `{id}` on the daemon: {}; withdrawing it",
+                    failure_text(&e)
+                );
+                self.withdraw(id);
+            }
+        }
+    }
+
     fn page(&self) -> String {
         format!("http://{}/", self.client.host())
     }

@@ -596,4 +596,6 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
         text.contains("acp/edit") && text.contains("fs/write_text_file"),
         "{text}"
     );
+    // The answer the editor's person gave is the daemon's record too.
+    assert!(text.contains("the ACP editor"), "{text}");
 }
