@@ -19,22 +19,8 @@ use std::process::Command;
 use common::{BIN, root};
 use serde_json::{Value, json};
 
-/// The peers' folder, or `None` (the test skips, saying so) where they are not installed and
-/// `TOOLGATE_REQUIRE_ACP` is not set.
 fn peers() -> Option<PathBuf> {
-    let folder = root().join("tests/acp");
-    if folder
-        .join("node_modules/@agentclientprotocol/sdk")
-        .is_dir()
-    {
-        return Some(folder);
-    }
-    assert!(
-        std::env::var_os("TOOLGATE_REQUIRE_ACP").is_none(),
-        "the ACP peers are not installed (`npm ci --prefix tests/acp`)"
-    );
-    eprintln!("skipped: the ACP peers are not installed (`npm ci --prefix tests/acp`)");
-    None
+    common::acp_peers()
 }
 
 /// The scripted editor with the script in `file`, in front of `toolgate ACP_ARGS -- node
@@ -69,14 +55,7 @@ fn run(peers: &Path, script: &Value, proxy_args: &[&str], agent_env: &[(&str, &s
     for (name, value) in agent_env {
         command.env(name, value);
     }
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "the editor failed: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    common::editor_saw(&command.output().unwrap(), "the script")
 }
 
 fn policy(dir: &Path, text: &str) -> String {
@@ -85,20 +64,14 @@ fn policy(dir: &Path, text: &str) -> String {
     file.to_string_lossy().into_owned()
 }
 
+const ALL: [&str; 4] = ["allow_once", "allow_always", "reject_once", "reject_always"];
+
 fn options() -> Value {
-    json!(
-        ["allow_once", "allow_always", "reject_once", "reject_always"]
-            .iter()
-            .map(|k| json!({"optionId": format!("opt-{k}"), "name": k, "kind": k}))
-            .collect::<Vec<_>>()
-    )
+    common::acp_options(&ALL)
 }
 
 fn permission(id: &str, kind: &str, path: &str) -> Value {
-    json!({"permission": {
-        "toolCall": {"toolCallId": id, "title": id, "kind": kind, "locations": [{"path": path}]},
-        "options": options(),
-    }})
+    common::acp_permission(id, kind, path, &ALL)
 }
 
 fn chosen(result: &Value) -> &str {
@@ -441,12 +414,7 @@ fn the_editors_configurations_in_the_docs_start_the_proxy() {
             .env("TOOLGATE_CONFIG_DIR", config.path())
             .output()
             .unwrap();
-        assert!(
-            output.status.success(),
-            "{editor}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let seen = common::editor_saw(&output, &editor);
         let results = &seen["results"][0]["results"][0];
         assert_eq!(results[0]["content"], json!("documented"), "{editor}");
         assert_eq!(chosen(&results[1]), "opt-allow_once", "{editor}");
@@ -454,18 +422,7 @@ fn the_editors_configurations_in_the_docs_start_the_proxy() {
     }
 }
 
-/// The daemon's pending requests, once there are `count`.
-fn pending(daemon: &common::DaemonProcess, count: usize) -> Vec<Value> {
-    for _ in 0..300 {
-        let (_, body) = daemon.http("GET", "/api/pending", None).unwrap();
-        let pending = body["pending"].as_array().cloned().unwrap_or_default();
-        if pending.len() == count {
-            return pending;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    panic!("{count} requests did not come to wait on the page");
-}
+use common::pending;
 
 /// Answers the one request waiting on the daemon — a call of `tool` — through AGH's approve
 /// route.
@@ -548,32 +505,22 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     // The editor's person answers the third first: the page's request is withdrawn. The
     // fourth offers "allow once" and "reject once": the page offers only those, and its
     // "allow always" is the agent's "allow once" (AGH's sibling).
-    let waiting = pending(&daemon, 1);
-    assert_eq!(
-        waiting[0]["request"]["request"]["choices"],
-        json!(["allow-once", "reject-once"]),
-        "{waiting:?}"
-    );
-    approve(&daemon, "acp/edit", "allow-always");
     // The fifth offers only "allow once": a person may still refuse (toolgate always offers
     // a refusal), and the agent hears "cancelled", the outcome for no option that fits.
-    let waiting = pending(&daemon, 1);
-    assert_eq!(
-        waiting[0]["request"]["request"]["choices"],
-        json!(["allow-once", "reject-once"]),
-        "{waiting:?}"
-    );
-    approve(&daemon, "acp/edit", "reject-once");
+    for decision in ["allow-always", "reject-once"] {
+        let waiting = pending(&daemon, 1);
+        assert_eq!(
+            waiting[0]["request"]["request"]["choices"],
+            json!(["allow-once", "reject-once"]),
+            "{waiting:?}"
+        );
+        approve(&daemon, "acp/edit", decision);
+    }
     let mut editor = editor;
     let output = std::mem::replace(&mut editor.0, Command::new("true").spawn().unwrap())
         .wait_with_output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let seen = common::editor_saw(&output, "with the daemon");
     let results = &seen["results"][0]["results"][0];
     assert_eq!(results[0]["content"], json!("hello\n"));
     assert_eq!(chosen(&results[1]), "opt-allow_once");

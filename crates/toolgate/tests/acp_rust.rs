@@ -25,8 +25,8 @@ use agent_client_protocol::v1::schema::{
     WriteTextFileResponse,
 };
 use agent_client_protocol::{AcpAgent, Agent, Client};
-use common::{BIN, root};
-use serde_json::{Value, json};
+use common::BIN;
+use serde_json::json;
 
 /// What the Rust editor saw.
 #[derive(Default)]
@@ -38,32 +38,19 @@ struct Seen {
 
 #[test]
 fn an_editor_on_the_rust_sdk_works_through_the_proxy() {
-    let peers = root().join("tests/acp");
-    if !peers.join("node_modules/@agentclientprotocol/sdk").is_dir() {
-        assert!(
-            std::env::var_os("TOOLGATE_REQUIRE_ACP").is_none(),
-            "the ACP peers are not installed (`npm ci --prefix tests/acp`)"
-        );
-        eprintln!("skipped: the ACP peers are not installed (`npm ci --prefix tests/acp`)");
+    let Some(peers) = common::acp_peers() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let work = base.join("work");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("notes.txt"), "from the rust editor\n").unwrap();
-    let policy = base.join("policy.toml");
-    std::fs::write(&policy, "version = 1\nmode = \"approve-reads\"\n").unwrap();
+    };
+    let (_dir, base, work, policy) =
+        common::acp_workspace("from the rust editor\n", "mode = \"approve-reads\"\n");
     let w = |name: &str| work.join(name).to_string_lossy().into_owned();
-    let options: Vec<Value> = ["allow_once", "allow_always", "reject_once", "reject_always"]
-        .iter()
-        .map(|k| json!({"optionId": format!("opt-{k}"), "name": k, "kind": k}))
-        .collect();
     let permission = |id: &str, kind: &str, path: &str| {
-        json!({"permission": {
-            "toolCall": {"toolCallId": id, "title": id, "kind": kind, "locations": [{"path": path}]},
-            "options": options,
-        }})
+        common::acp_permission(
+            id,
+            kind,
+            path,
+            &["allow_once", "allow_always", "reject_once", "reject_always"],
+        )
     };
     let script = json!([
         {"read": w("notes.txt")},

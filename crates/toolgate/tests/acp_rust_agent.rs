@@ -23,7 +23,7 @@ use agent_client_protocol::v1::schema::{
     WriteTextFileRequest,
 };
 use agent_client_protocol::{Agent, Client, Stdio};
-use common::{BIN, root};
+use common::BIN;
 use serde_json::{Value, json};
 
 const AGENT: &str = "TOOLGATE_TEST_ACP_AGENT";
@@ -122,32 +122,15 @@ fn main() {
         return;
     }
     let name = "an_agent_on_the_rust_sdk_works_through_the_proxy";
-    let peers = root().join("tests/acp");
-    if !peers.join("node_modules/@agentclientprotocol/sdk").is_dir() {
-        assert!(
-            std::env::var_os("TOOLGATE_REQUIRE_ACP").is_none(),
-            "the ACP peers are not installed (`npm ci --prefix tests/acp`)"
-        );
+    let Some(peers) = common::acp_peers() else {
         println!("test {name} ... skipped: the ACP peers are not installed");
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let base = std::fs::canonicalize(dir.path()).unwrap();
-    let work = base.join("work");
-    std::fs::create_dir(&work).unwrap();
-    std::fs::write(work.join("notes.txt"), "for the rust agent\n").unwrap();
-    let policy = base.join("policy.toml");
-    std::fs::write(&policy, "version = 1\nmode = \"approve-reads\"\n").unwrap();
+    };
+    let (_dir, base, work, policy) =
+        common::acp_workspace("for the rust agent\n", "mode = \"approve-reads\"\n");
     let w = |name: &str| work.join(name).to_string_lossy().into_owned();
-    let options: Vec<Value> = ["allow_once", "reject_once"]
-        .iter()
-        .map(|k| json!({"optionId": format!("opt-{k}"), "name": k, "kind": k}))
-        .collect();
     let permission = |id: &str, kind: &str, path: &str| {
-        json!({"permission": {
-            "toolCall": {"toolCallId": id, "title": id, "kind": kind, "locations": [{"path": path}]},
-            "options": options,
-        }})
+        common::acp_permission(id, kind, path, &["allow_once", "reject_once"])
     };
     let script = json!({
         "sessions": [{"cwd": work, "prompts": [[
@@ -176,13 +159,7 @@ fn main() {
         .current_dir(&peers)
         .output()
         .unwrap();
-    assert!(
-        output.status.success(),
-        "the editor failed: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let seen = common::editor_saw(&output, name);
     let results = &seen["results"][0]["results"][0];
     assert_eq!(
         results[0]["content"],

@@ -446,18 +446,7 @@ fn until_answer(gate: &mut Session, id: u64) -> (Vec<Value>, Value) {
     }
 }
 
-/// The daemon's pending requests, once `count` wait (at most 30 s).
-fn pending(daemon: &common::DaemonProcess, count: usize) -> Vec<Value> {
-    for _ in 0..300 {
-        let (_, body) = daemon.http("GET", "/api/pending", None).unwrap();
-        let pending = body["pending"].as_array().cloned().unwrap_or_default();
-        if pending.len() == count {
-            return pending;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{count} requests did not come to wait on the page");
-}
+use common::pending;
 
 #[test]
 fn with_the_daemon_its_page_asks_and_its_grants_apply() {

@@ -288,3 +288,79 @@ pub fn outside_scratch() -> tempfile::TempDir {
         .tempdir_in(base)
         .unwrap()
 }
+
+/// The ACP peers' folder (`tests/acp`), or `None` (the caller's test skips, saying so) where they
+/// are not installed and `TOOLGATE_REQUIRE_ACP` is not set (`.ci/run` sets it: there they may not
+/// be missing).
+pub fn acp_peers() -> Option<PathBuf> {
+    let folder = root().join("tests/acp");
+    if folder
+        .join("node_modules/@agentclientprotocol/sdk")
+        .is_dir()
+    {
+        return Some(folder);
+    }
+    assert!(
+        std::env::var_os("TOOLGATE_REQUIRE_ACP").is_none(),
+        "the ACP peers are not installed (`npm ci --prefix tests/acp`)"
+    );
+    eprintln!("skipped: the ACP peers are not installed (`npm ci --prefix tests/acp`)");
+    None
+}
+
+/// A folder for an ACP test: `work/` (the session's workspace) holding `notes.txt` with `notes`,
+/// and `policy.toml` (`version = 1` and `rules`) beside it. Returns the guard, the resolved
+/// folder, the workspace and the policy's path.
+pub fn acp_workspace(notes: &str, rules: &str) -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let base = std::fs::canonicalize(dir.path()).unwrap();
+    let work = base.join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("notes.txt"), notes).unwrap();
+    let policy = base.join("policy.toml");
+    std::fs::write(&policy, format!("version = 1\n{rules}")).unwrap();
+    (dir, base, work, policy)
+}
+
+/// The daemon's pending requests, once there are `count` (bounded: 30 s).
+pub fn pending(daemon: &DaemonProcess, count: usize) -> Vec<Value> {
+    for _ in 0..300 {
+        let (_, body) = daemon.http("GET", "/api/pending", None).unwrap();
+        let pending = body["pending"].as_array().cloned().unwrap_or_default();
+        if pending.len() == count {
+            return pending;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{count} requests did not come to wait on the page");
+}
+
+/// The options `opt-KIND` of these kinds, as an ACP agent offers them.
+pub fn acp_options(kinds: &[&str]) -> Value {
+    Value::Array(
+        kinds
+            .iter()
+            .map(|k| serde_json::json!({"optionId": format!("opt-{k}"), "name": k, "kind": k}))
+            .collect(),
+    )
+}
+
+/// A scripted agent's permission request step (`tests/acp/agent.mjs`): tool call `id` of `kind`
+/// at `path`, offering the options of `kinds`.
+pub fn acp_permission(id: &str, kind: &str, path: &str, kinds: &[&str]) -> Value {
+    serde_json::json!({"permission": {
+        "toolCall": {"toolCallId": id, "title": id, "kind": kind, "locations": [{"path": path}]},
+        "options": acp_options(kinds),
+    }})
+}
+
+/// What the scripted editor saw, once it ended well.
+pub fn editor_saw(output: &Output, what: &str) -> Value {
+    assert!(
+        output.status.success(),
+        "{what}: the editor failed: {}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
