@@ -78,7 +78,9 @@ const MAX_GRANTS: usize = 1024;
 pub struct Options {
     /// The policy every judged request is judged by.
     pub policy: Arc<Policy>,
-    /// The workspace when a session names none (its `cwd` is its workspace).
+    /// The workspace a session's requests fall back on if it has no folder of its own (a
+    /// session's `cwd` is its workspace; requests of a session the proxy did not see opened are
+    /// refused before any workspace is looked at).
     pub workspace: Option<PathBuf>,
     /// The mode every session starts in; `None`: the policy's.
     pub mode: Option<Mode>,

@@ -21,8 +21,9 @@ use crate::daemon::{DaemonClient, waiting};
 pub(crate) struct AcpArgs {
     #[command(flatten)]
     policy: PolicyArgs,
-    /// The workspace of a session that names no folder (each session's `cwd` is its
-    /// workspace); the project's policy is found from it (default: the current folder).
+    /// Where the project's policy is found (default: the current folder). Each session's
+    /// workspace is its own `cwd`; requests of a session not opened through toolgate are
+    /// refused.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// The mode sessions start in (deny-all, approve-reads, approve-all; default: the
