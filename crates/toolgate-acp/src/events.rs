@@ -32,7 +32,7 @@ pub(crate) struct Why<'a> {
     pub(crate) actor: &'a str,
     pub(crate) reason: &'a str,
     pub(crate) rule: Option<&'a str>,
-    pub(crate) layer: Option<String>,
+    pub(crate) layer: Option<&'a str>,
 }
 
 impl<'a> Why<'a> {
@@ -42,9 +42,7 @@ impl<'a> Why<'a> {
             actor,
             reason: &evaluation.reason,
             rule: evaluation.rule_name(),
-            layer: serde_json::to_value(evaluation.layer)
-                .ok()
-                .and_then(|l| l.as_str().map(str::to_owned)),
+            layer: Some(evaluation.layer.as_str()),
         }
     }
 

@@ -349,6 +349,10 @@ impl Proxy {
     /// permission request with its reject option, AGH's timeout), and the editor is told to
     /// drop the question.
     pub fn expire(&mut self, now: Instant) -> Vec<Routed> {
+        // Only questions lapse (the relay asks twice a second; most requests out are relayed).
+        if self.questions == 0 {
+            return Vec::new();
+        }
         let lapsed: Vec<u64> = self
             .awaiting
             .iter()
@@ -940,14 +944,8 @@ impl Proxy {
     /// A file or terminal request refused: recorded, and the agent told why.
     fn refuse_work(&self, id: &Value, trail: &Trail, why: &Why<'_>) -> Vec<Routed> {
         self.record(trail, Outcome::Applied(Choice::RejectOnce), why);
-        let reason = match why.rule {
-            Some(rule) if !why.reason.starts_with("toolgate") => {
-                format!("toolgate ({rule}): {}", why.reason)
-            }
-            _ if !why.reason.starts_with("toolgate") => format!("toolgate: {}", why.reason),
-            _ => why.reason.to_owned(),
-        };
-        vec![to_agent(&error_text(id, REFUSED, &reason))]
+        // Every refusal's reason is stated already (`toolgate (RULE): …`).
+        vec![to_agent(&error_text(id, REFUSED, why.reason))]
     }
 
     /// toolgate's own question to the editor's person about an agent's request: the id it
@@ -1098,11 +1096,7 @@ impl Proxy {
         let rule = verdict.body.get("rule").and_then(Value::as_str);
         let why = Why {
             rule,
-            layer: verdict
-                .body
-                .get("layer")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            layer: verdict.body.get("layer").and_then(Value::as_str),
             ..Why::said("daemon", &verdict.reason)
         };
         match deciding.what {
@@ -1645,10 +1639,7 @@ fn cancel_request(id: u64) -> String {
 
 /// An evaluation's reason as the peers show it: `toolgate (RULE): REASON`.
 fn stated(evaluation: &Evaluation) -> String {
-    match evaluation.rule_name() {
-        Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
-        None => format!("toolgate: {}", evaluation.reason),
-    }
+    toolgate_mcp::stated_reason(evaluation.rule_name(), &evaluation.reason)
 }
 
 #[cfg(test)]

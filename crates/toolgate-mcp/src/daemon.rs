@@ -14,6 +14,15 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use toolgate_policy::{Call, Decision};
 
+/// A decision's reason as peers show it: `toolgate (RULE): REASON`, or `toolgate: REASON` when
+/// no rule decided.
+pub fn stated(rule: Option<&str>, reason: &str) -> String {
+    match rule {
+        Some(rule) => format!("toolgate ({rule}): {reason}"),
+        None => format!("toolgate: {reason}"),
+    }
+}
+
 /// What the daemon said about a call.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {

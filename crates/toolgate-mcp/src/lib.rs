@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 use toolgate_policy::{Call, Decision, Policy};
 use toolgate_runtime::grants::{Effect, GrantContext};
 
-pub use daemon::{Daemon, Submitted, Verdict};
+pub use daemon::{Daemon, Submitted, Verdict, stated as stated_reason};
 pub use hub::{Hub, Routed};
 pub use pins::Pins;
 pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};
@@ -1136,10 +1136,7 @@ impl Gate {
 
 /// An evaluation's reason as the client shows it: `toolgate (RULE): REASON`.
 fn stated(evaluation: &toolgate_policy::Evaluation) -> String {
-    match evaluation.rule_name() {
-        Some(rule) => format!("toolgate ({rule}): {}", evaluation.reason),
-        None => format!("toolgate: {}", evaluation.reason),
-    }
+    daemon::stated(evaluation.rule_name(), &evaluation.reason)
 }
 
 /// The notice that withdraws a question of toolgate's (`question` is its id as JSON text).

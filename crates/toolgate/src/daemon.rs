@@ -17,13 +17,7 @@ pub(crate) struct DaemonClient {
     client: Client,
 }
 
-/// `toolgate (RULE): REASON`, or `toolgate: REASON` when no rule decided.
-pub(crate) fn with_rule(rule: Option<&str>, reason: &str) -> String {
-    match rule {
-        Some(rule) => format!("toolgate ({rule}): {reason}"),
-        None => format!("toolgate: {reason}"),
-    }
-}
+pub(crate) use toolgate_mcp::stated_reason as with_rule;
 
 /// A failure's message.
 pub(crate) fn failure_text(failure: &Failure) -> String {
