@@ -424,10 +424,26 @@ fn the_editors_configurations_in_the_docs_start_the_proxy() {
 
 use common::pending;
 
-/// Answers the one request waiting on the daemon — a call of `tool` — through AGH's approve
-/// route.
-fn approve(daemon: &common::DaemonProcess, tool: &str, decision: &str) {
-    let waiting = pending(daemon, 1);
+/// The daemon's pending requests once the only one is about `file` (an answer the editor gave
+/// reaches the daemon a moment after the proxy has it: its request may still be listed).
+fn waiting_on(daemon: &common::DaemonProcess, file: &str) -> Vec<Value> {
+    for _ in 0..300 {
+        let waiting = pending(daemon, 1);
+        if waiting[0]["request"]["request"]["arguments"]
+            .to_string()
+            .contains(file)
+        {
+            return waiting;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no request about {file} came to wait alone on the page");
+}
+
+/// Answers the one request waiting on the daemon — a call of `tool` about `file` — through
+/// AGH's approve route.
+fn approve(daemon: &common::DaemonProcess, tool: &str, decision: &str, file: &str) {
+    let waiting = waiting_on(daemon, file);
     assert_eq!(
         waiting[0]["request"]["request"]["tool"],
         json!(tool),
@@ -500,21 +516,21 @@ fn with_the_daemon_its_answer_and_the_editors_race_and_the_first_decides() {
     let editor = common::Killed(editor);
     // The page's person allows the edit through AGH's approve route, by its request id, and
     // refuses the write.
-    approve(&daemon, "acp/edit", "allow-once");
-    approve(&daemon, "fs/write_text_file", "reject-once");
+    approve(&daemon, "acp/edit", "allow-once", "main.rs");
+    approve(&daemon, "fs/write_text_file", "reject-once", "main.rs");
     // The editor's person answers the third first: the page's request is withdrawn. The
     // fourth offers "allow once" and "reject once": the page offers only those, and its
     // "allow always" is the agent's "allow once" (AGH's sibling).
     // The fifth offers only "allow once": a person may still refuse (toolgate always offers
     // a refusal), and the agent hears "cancelled", the outcome for no option that fits.
     for decision in ["allow-always", "reject-once"] {
-        let waiting = pending(&daemon, 1);
+        let waiting = waiting_on(&daemon, "mod.rs");
         assert_eq!(
             waiting[0]["request"]["request"]["choices"],
             json!(["allow-once", "reject-once"]),
             "{waiting:?}"
         );
-        approve(&daemon, "acp/edit", decision);
+        approve(&daemon, "acp/edit", decision, "mod.rs");
     }
     let mut editor = editor;
     let output = std::mem::replace(&mut editor.0, Command::new("true").spawn().unwrap())
