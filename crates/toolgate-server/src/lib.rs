@@ -162,6 +162,9 @@ async fn method_not_allowed() -> ApiError {
 /// How long requests in progress may take to finish once the daemon is told to stop.
 pub const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The largest request head (request line and header fields) the daemon reads: 128 KiB.
+pub const MAX_HEAD_BYTES: usize = 128 * 1024;
+
 /// A daemon ready to serve: its store opened, its token loaded, and requests left pending by a
 /// previous run resolved as reject-once.
 #[derive(Debug)]
@@ -229,8 +232,11 @@ impl Server {
     ) -> std::io::Result<()> {
         let closing = self.state.inner.closing.clone();
         let mut http = hyper::server::conn::http1::Builder::new();
+        // A head's size is checked on the whole head, not only while it is partial: without
+        // this, one large read could bring a head past hyper's buffer and have it accepted.
         http.timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(self.state.inner.config.read_timeout);
+            .header_read_timeout(self.state.inner.config.read_timeout)
+            .max_header_size(MAX_HEAD_BYTES);
         // Every connection holds a receiver; when the last is gone, all have ended.
         let (all_ended, alive) = tokio::sync::watch::channel(());
         let connections = connections::Connections::new(connections::budget(

@@ -270,9 +270,7 @@ fn json_refusal(written: &[u8]) -> Option<Vec<u8>> {
         ),
         431 => (
             "headers_too_large",
-            "the request has more than 100 header fields, or its head does not fit the \
-             server's buffer"
-                .to_owned(),
+            "the request has more than 100 header fields, or its head is over 128 KiB".to_owned(),
         ),
         400 => (
             "malformed_http",

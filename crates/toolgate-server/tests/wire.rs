@@ -124,6 +124,18 @@ async fn requests_http_refuses_get_json_errors() {
                 "headers_too_large",
             ),
             (
+                // Over the daemon's 128 KiB, well under hyper's own buffer: refused however the
+                // head arrives (one read or many).
+                "a 140 KB header",
+                format!(
+                    "GET /api/health HTTP/1.1\r\n{host}X: {}\r\n\r\n",
+                    "a".repeat(140_000)
+                )
+                .into_bytes(),
+                431,
+                "headers_too_large",
+            ),
+            (
                 "a 70 KB target",
                 format!(
                     "POST /api/approvals/{id}?{} HTTP/1.1\r\n{host}\r\n",
@@ -191,6 +203,17 @@ async fn requests_http_refuses_get_json_errors() {
                 "{what}: {body}"
             );
         }
+
+        // A head just under the limit is read.
+        let (status, head, _) = exchange(
+            address,
+            format!(
+                "GET /api/health HTTP/1.1\r\n{host}X: {}\r\nConnection: close\r\n\r\n",
+                "a".repeat(120_000)
+            )
+            .as_bytes(),
+        );
+        assert_eq!(status, 200, "a 120 KB header: {head}");
 
         // A chunked body that cannot be read is a malformed request, not a large one.
         for chunk in ["zz", "-1", "ffffffffffffffffffff"] {
