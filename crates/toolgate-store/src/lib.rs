@@ -3,8 +3,9 @@
 //!
 //! [`Store`] is the trait the daemon writes through; every write is committed before it
 //! returns, so whatever the daemon acknowledges survives a crash. [`SqliteStore`] is the
-//! embedded default (one file in WAL mode, with a commit journal in front of it); the trait
-//! keeps to what PostgreSQL offers too. A store is also the runtime's [`GrantStore`].
+//! embedded default (one file in WAL mode, with a commit journal in front of it);
+//! `PostgresStore` (the `postgres` feature, on by default) keeps the same contract on a
+//! PostgreSQL database. A store is also the runtime's [`GrantStore`].
 //!
 //! ```rust,standalone_crate
 //! use toolgate_store::{EventRecord, SqliteStore, Store};
@@ -22,9 +23,13 @@
 
 mod journal;
 mod mapped;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 mod sqlite;
 
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use record::{
     DecisionRow, DecisionStatus, EVENT_NESTING, EventFilter, EventRecord, JsonText, MAX_NESTING,
     PendingRecord, SessionRow, StoreError, nesting, nests_deeper,
@@ -91,11 +96,11 @@ pub enum Committed {
 pub trait Store: GrantStore {
     /// Writes a batch in one transaction.
     ///
-    /// The SQLite store's commit does not yield: a caller's future dropped while it waits (a
-    /// requester hanging up) never leaves a batch committed with the caller's work after it
-    /// undone. The daemon relies on that when it opens a request (its waiter is registered
-    /// first, then the request committed, then its timeout held); a backend whose commit
-    /// yields must have the daemon run that step in a task of its own.
+    /// The SQLite store's commit does not yield; the PostgreSQL store's does (and runs in a
+    /// task of its own, so a dropped caller never leaves a transaction half done). The daemon
+    /// runs the steps that must not stop between a commit and what follows it (opening a
+    /// request: committed, then its timeout held; answering one: recorded, then its waiter
+    /// released) in tasks of their own, so a requester hanging up cannot split them.
     async fn commit(&self, batch: Batch) -> Result<Committed, StoreError>;
 
     /// Appends events to the audit log; returns their sequence numbers (increasing, no gaps).

@@ -1,0 +1,924 @@
+//! The PostgreSQL store: the same contract as the SQLite one, on a database server.
+//!
+//! Every commit is one transaction whose statements carry the batch's conditions (a request is
+//! closed only by the statement that deletes it, a use spent only from a row locked for it), so
+//! what the SQLite store decides under its own lock the database decides here. Events take
+//! their numbers from one counter row, updated last in the transaction: two commits that append
+//! events are ordered by that row's lock, so the numbers have no gaps and a reader that has
+//! seen an event has seen every event numbered before it.
+//!
+//! A commit runs in a task of its own: a caller's future dropped while it waits never leaves a
+//! transaction half done on a pooled connection (the commit still ends, one way or the other).
+//!
+//! One daemon per database: a session-level advisory lock, held by a connection of its own for
+//! as long as the store is open, refuses a second store on the same database (as the SQLite
+//! store's lock file does) until several daemons can share one.
+
+use std::str::FromStr;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use futures_util::TryStreamExt;
+use serde_json::Value;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row};
+use toolgate_runtime::{Grant, GrantStore};
+
+use crate::record::{
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
+    StoreError, from_stored, rfc3339,
+};
+use crate::{Batch, Committed, Pruned, Store};
+
+/// The schema, one migration per entry; applied in order, each in its own transaction. Text
+/// that orders a list (ids, times, sessions) compares byte by byte (`COLLATE "C"`), as in
+/// SQLite, whatever the database's locale.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE events (
+    seq BIGINT PRIMARY KEY,
+    type TEXT NOT NULL,
+    time TEXT COLLATE "C" NOT NULL,
+    session TEXT COLLATE "C",
+    request_id TEXT COLLATE "C",
+    tool_call_id TEXT,
+    body TEXT NOT NULL
+);
+CREATE INDEX events_by_session ON events (session, seq);
+CREATE INDEX events_by_request ON events (request_id);
+CREATE INDEX events_by_time ON events (time);
+CREATE TABLE event_counter (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    last BIGINT NOT NULL
+);
+INSERT INTO event_counter (id, last) VALUES (1, 0);
+CREATE TABLE pending (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    kind TEXT NOT NULL,
+    session TEXT COLLATE "C",
+    created TEXT COLLATE "C" NOT NULL,
+    request TEXT NOT NULL
+);
+CREATE INDEX pending_by_session ON pending (session, created, id);
+CREATE TABLE decisions (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    status TEXT NOT NULL,
+    call TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created TEXT COLLATE "C" NOT NULL,
+    updated TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX decisions_by_status_updated ON decisions (status, updated);
+CREATE TABLE grants (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    tool TEXT NOT NULL,
+    uses_left BIGINT,
+    body TEXT NOT NULL,
+    created TEXT COLLATE "C" NOT NULL
+);
+CREATE INDEX grants_by_tool ON grants (tool);
+CREATE TABLE sessions (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    snapshot TEXT NOT NULL,
+    updated TEXT COLLATE "C" NOT NULL
+);
+"#];
+
+/// The advisory lock key of the store's owner ("toolgate" in ASCII, as a number).
+const OWNER_LOCK: i64 = 0x746f_6f6c_6761_7465;
+/// The advisory lock key migrations take, so two stores opening at once migrate once.
+const MIGRATION_LOCK: i64 = OWNER_LOCK + 1;
+/// How long a store opening waits for the owner before it is refused.
+const OWNER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Connections in the pool.
+const POOL_SIZE: usize = 16;
+/// How many times a commit the database aborted for a deadlock or a serialization failure is
+/// tried again.
+const RETRIES: u32 = 3;
+
+/// The store on a PostgreSQL database.
+pub struct PostgresStore {
+    pool: Pool,
+    /// Where it is, without a password: what messages name.
+    target: String,
+    /// The connection holding the owner's advisory lock (the lock goes with it).
+    owner: Client,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A database error, said with where it happened.
+fn failed(what: &str, error: &tokio_postgres::Error) -> StoreError {
+    match error.as_db_error() {
+        Some(db) => StoreError(format!("{what}: {} ({})", db.message(), db.code().code())),
+        None => StoreError(format!("{what}: {error}")),
+    }
+}
+
+/// Whether the database gave up on a transaction another one was in the way of: tried again.
+fn retryable(error: &tokio_postgres::Error) -> bool {
+    error.code().is_some_and(|code| {
+        *code == tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED
+            || *code == tokio_postgres::error::SqlState::T_R_SERIALIZATION_FAILURE
+    })
+}
+
+fn parse(url: &str) -> Result<tokio_postgres::Config, StoreError> {
+    tokio_postgres::Config::from_str(url).map_err(|error| {
+        StoreError(format!(
+            "the store is not a PostgreSQL connection string ({error}): write \
+             postgres://USER@HOST:PORT/DATABASE"
+        ))
+    })
+}
+
+/// What a connection string names, without its password.
+fn describe(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|host| match host {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    format!(
+        "PostgreSQL database `{}` on {}",
+        config.get_dbname().unwrap_or("(the user's)"),
+        if hosts.is_empty() {
+            "the default host".to_owned()
+        } else {
+            hosts.join(", ")
+        }
+    )
+}
+
+impl PostgresStore {
+    /// What a connection string names, without its password (for messages), or why it is not
+    /// one.
+    pub fn describe(url: &str) -> Result<String, StoreError> {
+        parse(url).map(|config| describe(&config))
+    }
+
+    /// Connects to the database `url` names (a `postgres://` URL or `key=value` pairs, as
+    /// libpq takes them), creating or upgrading its tables, and takes ownership of it.
+    pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
+        let config = parse(url)?;
+        let target = describe(&config);
+        let (owner, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|error| failed(&format!("cannot connect to the {target}"), &error))?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped or the server goes; the next query says so.
+            let _ = connection.await;
+        });
+        // A daemon killed a moment ago holds it until the server sees its connections end:
+        // looked at again for a short, bounded time.
+        let deadline = std::time::Instant::now() + OWNER_WAIT;
+        let locked = loop {
+            let locked: bool = owner
+                .query_one("SELECT pg_try_advisory_lock($1)", &[&OWNER_LOCK])
+                .await
+                .map_err(|error| failed(&format!("cannot lock the {target}"), &error))?
+                .get(0);
+            if locked || std::time::Instant::now() >= deadline {
+                break locked;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        if !locked {
+            return Err(StoreError(format!(
+                "the {target} is in use by another toolgate (one daemon per database for \
+                 now): stop it, or give this one another database"
+            )));
+        }
+        migrate(&owner, &target).await?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .build()
+            .map_err(|error| StoreError(format!("cannot make a pool for the {target}: {error}")))?;
+        Ok(PostgresStore {
+            pool,
+            target,
+            owner,
+        })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|error| StoreError(format!("cannot reach the {}: {error}", self.target)))
+    }
+
+    /// Every row of a query, mapped by `map`.
+    async fn all<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        map: impl Fn(&Row) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(|error| failed("cannot read", &error))?;
+        let rows = client
+            .query(&statement, params)
+            .await
+            .map_err(|error| failed("cannot read", &error))?;
+        rows.iter().map(map).collect()
+    }
+
+    /// The first row of a query, if any, mapped by `map`.
+    async fn first<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        map: impl Fn(&Row) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(sql)
+            .await
+            .map_err(|error| failed("cannot read", &error))?;
+        let row = client
+            .query_opt(&statement, params)
+            .await
+            .map_err(|error| failed("cannot read", &error))?;
+        row.as_ref().map(map).transpose()
+    }
+
+    /// One number a query counts.
+    async fn count(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<i64, StoreError> {
+        Ok(self
+            .first(sql, params, |row| column(row, 0))
+            .await?
+            .unwrap_or(0))
+    }
+
+    async fn select_events(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: u32,
+        newest_first: bool,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        let mut sql = String::from(
+            "SELECT seq, type, time, session, request_id, tool_call_id, body FROM events \
+             WHERE seq > $1",
+        );
+        let mut params: Vec<Box<dyn ToSql + Sync + Send>> = vec![Box::new(after)];
+        let mut and = |sql: &mut String, condition: &str, value: Box<dyn ToSql + Sync + Send>| {
+            params.push(value);
+            sql.push_str(&format!(" AND {condition} ${}", params.len()));
+        };
+        if let Some(session) = &filter.session {
+            and(&mut sql, "session =", Box::new(session.clone()));
+        }
+        if let Some(request) = &filter.request_id {
+            and(&mut sql, "request_id =", Box::new(request.clone()));
+        }
+        if let Some(since) = &filter.since {
+            and(&mut sql, "time >=", Box::new(since.clone()));
+        }
+        if !filter.kinds.is_empty() {
+            and(&mut sql, "type = ANY(", Box::new(filter.kinds.clone()));
+            sql.push(')');
+        }
+        params.push(Box::new(i64::from(limit)));
+        sql.push_str(&format!(
+            " ORDER BY seq {} LIMIT ${}",
+            if newest_first { "DESC" } else { "ASC" },
+            params.len()
+        ));
+        let client = self.client().await?;
+        let statement = client
+            .prepare_cached(&sql)
+            .await
+            .map_err(|error| failed("cannot read the events", &error))?;
+        let rows = client
+            .query_raw(
+                &statement,
+                params.iter().map(|p| &**p as &(dyn ToSql + Sync)),
+            )
+            .await
+            .map_err(|error| failed("cannot read the events", &error))?;
+        let mut rows = std::pin::pin!(rows);
+        // A page ends early once it holds PAGE_BYTES of events (a thousand large calls would
+        // be a gigabyte); the rest of the rows are not read.
+        let (mut events, mut bytes) = (Vec::new(), 0usize);
+        while let Some(row) = rows
+            .try_next()
+            .await
+            .map_err(|error| failed("cannot read the events", &error))?
+        {
+            let event = event_from_row(&row)?;
+            bytes = bytes.saturating_add(event.body.as_str().len());
+            events.push(event);
+            if bytes >= crate::PAGE_BYTES {
+                break;
+            }
+        }
+        Ok(events)
+    }
+}
+
+/// A column's value, or an error naming it.
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    index: impl tokio_postgres::row::RowIndex + std::fmt::Display,
+) -> Result<T, StoreError> {
+    row.try_get(index)
+        .map_err(|error| failed("a stored row cannot be read", &error))
+}
+
+fn json_column(row: &Row, name: &str) -> Result<Value, StoreError> {
+    let text: String = column(row, name)?;
+    Ok(from_stored(text.as_bytes())?)
+}
+
+fn event_from_row(row: &Row) -> Result<EventRecord, StoreError> {
+    Ok(EventRecord {
+        seq: column(row, "seq")?,
+        kind: column(row, "type")?,
+        time: column(row, "time")?,
+        session: column(row, "session")?,
+        request_id: column(row, "request_id")?,
+        tool_call_id: column(row, "tool_call_id")?,
+        body: JsonText::parse(column(row, "body")?)?,
+    })
+}
+
+fn pending_from_row(row: &Row) -> Result<PendingRecord, StoreError> {
+    Ok(PendingRecord {
+        id: column(row, "id")?,
+        kind: column(row, "kind")?,
+        session: column(row, "session")?,
+        created: column(row, "created")?,
+        request: json_column(row, "request")?,
+    })
+}
+
+fn session_from_row(row: &Row) -> Result<SessionRow, StoreError> {
+    Ok(SessionRow {
+        id: column(row, "id")?,
+        snapshot: json_column(row, "snapshot")?,
+        updated: column(row, "updated")?,
+    })
+}
+
+fn grant_from_row(row: &Row) -> Result<Grant, StoreError> {
+    let body: String = column(row, "body")?;
+    let mut grant: Grant = from_stored(body.as_bytes())?;
+    let uses: Option<i64> = column(row, "uses_left")?;
+    grant.uses_left = uses.map(|uses| u32::try_from(uses.max(0)).unwrap_or(u32::MAX));
+    Ok(grant)
+}
+
+async fn migrate(client: &Client, target: &str) -> Result<(), StoreError> {
+    let fail =
+        |error: tokio_postgres::Error| failed(&format!("cannot set up the {target}"), &error);
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(fail)?;
+    let result = async {
+        client
+            .batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations \
+                 (version BIGINT PRIMARY KEY, applied TEXT NOT NULL)",
+            )
+            .await
+            .map_err(fail)?;
+        let applied: i64 = client
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
+        if applied > known {
+            return Err(StoreError(format!(
+                "the database has schema version {applied}, newer than this toolgate knows \
+                 ({known})"
+            )));
+        }
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            let version = i64::try_from(index + 1).unwrap_or(i64::MAX);
+            if version <= applied {
+                continue;
+            }
+            client
+                .batch_execute(&format!(
+                    "BEGIN; {migration}; INSERT INTO schema_migrations (version, applied) \
+                     VALUES ({version}, '{}'); COMMIT;",
+                    rfc3339(SystemTime::now())
+                ))
+                .await
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+    .await;
+    if result.is_err() {
+        // A failed migration leaves its transaction aborted: end it before the lock goes.
+        let _ = client.batch_execute("ROLLBACK").await;
+    }
+    client
+        .execute("SELECT pg_advisory_unlock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(fail)?;
+    result
+}
+
+/// Why a commit wrote nothing: a condition of the batch (answered as it is), or a failure.
+enum Refused {
+    Not(Committed),
+    Failed(StoreError),
+    Database(tokio_postgres::Error),
+}
+
+impl From<tokio_postgres::Error> for Refused {
+    fn from(error: tokio_postgres::Error) -> Refused {
+        Refused::Database(error)
+    }
+}
+
+impl From<serde_json::Error> for Refused {
+    fn from(error: serde_json::Error) -> Refused {
+        Refused::Failed(error.into())
+    }
+}
+
+/// Writes `batch` in `tx`; the caller commits when it returns `Ok`, and rolls back otherwise.
+async fn write(
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &Batch,
+) -> Result<Vec<i64>, Refused> {
+    if let Some(id) = &batch.close {
+        let closed = tx
+            .execute(
+                &tx.prepare_cached("DELETE FROM pending WHERE id = $1")
+                    .await?,
+                &[id],
+            )
+            .await?;
+        if closed == 0 {
+            return Err(Refused::Not(Committed::NotPending));
+        }
+    }
+    if let Some(id) = &batch.revoke {
+        let revoked = tx
+            .execute(
+                &tx.prepare_cached("DELETE FROM grants WHERE id = $1")
+                    .await?,
+                &[id],
+            )
+            .await?;
+        if revoked == 0 {
+            return Err(Refused::Not(Committed::NoGrant));
+        }
+    }
+    if let Some(id) = &batch.spend {
+        let uses: Option<Option<i64>> = tx
+            .query_opt(
+                &tx.prepare_cached("SELECT uses_left FROM grants WHERE id = $1 FOR UPDATE")
+                    .await?,
+                &[id],
+            )
+            .await?
+            .map(|row| row.get(0));
+        match uses {
+            None | Some(Some(..=0)) => return Err(Refused::Not(Committed::NoGrant)),
+            // A grant without a count needs no write.
+            Some(None) => {}
+            Some(Some(_)) => {
+                tx.execute(
+                    &tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = $1")
+                        .await?,
+                    &[id],
+                )
+                .await?;
+            }
+        }
+    }
+    if let Some(request) = &batch.open {
+        let opened = tx
+            .execute(
+                &tx.prepare_cached(
+                    "INSERT INTO pending (id, kind, session, created, request) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                )
+                .await?,
+                &[
+                    &request.id,
+                    &request.kind,
+                    &request.session,
+                    &request.created,
+                    &serde_json::to_string(&request.request)?,
+                ],
+            )
+            .await?;
+        if opened == 0 {
+            return Err(Refused::Failed(StoreError(format!(
+                "request `{}` is already pending",
+                request.id
+            ))));
+        }
+    }
+    for grant in &batch.grants {
+        let inserted = tx
+            .execute(
+                &tx.prepare_cached(
+                    "INSERT INTO grants (id, tool, uses_left, body, created) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                )
+                .await?,
+                &[
+                    &grant.id,
+                    &grant.tool,
+                    &grant.uses_left.map(i64::from),
+                    &serde_json::to_string(grant)?,
+                    &rfc3339(grant.created_at),
+                ],
+            )
+            .await?;
+        if inserted == 0 {
+            return Err(Refused::Failed(StoreError(format!(
+                "grant `{}` is already stored",
+                grant.id
+            ))));
+        }
+    }
+    if let Some(decision) = &batch.decision {
+        tx.execute(
+            &tx.prepare_cached(
+                "INSERT INTO decisions (id, status, call, result, created, updated) \
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
+                 status = excluded.status, result = excluded.result, updated = excluded.updated",
+            )
+            .await?,
+            &[
+                &decision.id,
+                &decision.status.as_str(),
+                &serde_json::to_string(&decision.call)?,
+                &decision.result.as_str(),
+                &decision.created,
+                &decision.updated,
+            ],
+        )
+        .await?;
+    }
+    if let Some(session) = &batch.session {
+        tx.execute(
+            &tx.prepare_cached(
+                "INSERT INTO sessions (id, snapshot, updated) VALUES ($1, $2, $3) \
+                 ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
+                 updated = excluded.updated",
+            )
+            .await?,
+            &[
+                &session.id,
+                &serde_json::to_string(&session.snapshot)?,
+                &session.updated,
+            ],
+        )
+        .await?;
+    }
+    if batch.events.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Last: the counter row stays locked until the commit, and only that long.
+    let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
+    let last: i64 = tx
+        .query_one(
+            &tx.prepare_cached(
+                "UPDATE event_counter SET last = last + $1 WHERE id = 1 RETURNING last",
+            )
+            .await?,
+            &[&count],
+        )
+        .await?
+        .get(0);
+    let seqs: Vec<i64> = (last - count + 1..=last).collect();
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .await?;
+    for (event, seq) in batch.events.iter().zip(&seqs) {
+        tx.execute(
+            &insert,
+            &[
+                seq,
+                &event.kind,
+                &event.time,
+                &event.session,
+                &event.request_id,
+                &event.tool_call_id,
+                &event.body.as_str(),
+            ],
+        )
+        .await?;
+    }
+    Ok(seqs)
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn commit(&self, batch: Batch) -> Result<Committed, StoreError> {
+        if batch == Batch::default() {
+            return Ok(Committed::Written(Vec::new()));
+        }
+        let record = serde_json::to_vec(&batch)?;
+        if let Some(nested) = crate::record::nests_deeper(&record, crate::record::MAX_NESTING) {
+            return Err(StoreError(format!(
+                "the commit nests {nested} levels deep (arrays and objects within each other), \
+                 more than the {} the store keeps",
+                crate::record::MAX_NESTING
+            )));
+        }
+        let pool = self.pool.clone();
+        let target = self.target.clone();
+        // In a task of its own: see the module's documentation.
+        let task = tokio::spawn(async move {
+            let mut client = pool
+                .get()
+                .await
+                .map_err(|error| StoreError(format!("cannot reach the {target}: {error}")))?;
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let tx = client
+                    .transaction()
+                    .await
+                    .map_err(|error| failed("cannot begin a commit", &error))?;
+                let written = write(&tx, &batch).await;
+                let outcome = match written {
+                    Ok(seqs) => tx.commit().await.map(|()| seqs).map_err(Refused::from),
+                    Err(refused) => {
+                        let _ = tx.rollback().await;
+                        Err(refused)
+                    }
+                };
+                match outcome {
+                    Ok(seqs) => return Ok(Committed::Written(seqs)),
+                    Err(Refused::Not(committed)) => return Ok(committed),
+                    Err(Refused::Failed(error)) => return Err(error),
+                    Err(Refused::Database(error)) if retryable(&error) && tries < RETRIES => {}
+                    Err(Refused::Database(error)) => {
+                        return Err(failed("the commit failed", &error));
+                    }
+                }
+            }
+        });
+        task.await
+            .map_err(|error| StoreError(format!("the commit's task failed: {error}")))?
+    }
+
+    async fn events_after(
+        &self,
+        after: i64,
+        filter: &EventFilter,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        self.select_events(after, filter, limit, false).await
+    }
+
+    async fn latest(
+        &self,
+        filter: &EventFilter,
+        limit: u32,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        self.select_events(0, filter, limit, true).await
+    }
+
+    async fn last_seq(&self) -> Result<i64, StoreError> {
+        self.count("SELECT last FROM event_counter WHERE id = 1", &[])
+            .await
+    }
+
+    async fn prunable(&self, before: &str) -> Result<Pruned, StoreError> {
+        let events = self
+            .count("SELECT COUNT(*) FROM events WHERE time < $1", &[&before])
+            .await?;
+        let decisions = self
+            .count(
+                "SELECT COUNT(*) FROM decisions WHERE status = 'decided' AND updated < $1",
+                &[&before],
+            )
+            .await?;
+        Ok(Pruned {
+            events: u64::try_from(events).unwrap_or_default(),
+            decisions: u64::try_from(decisions).unwrap_or_default(),
+        })
+    }
+
+    async fn prune(&self, before: &str, limit: u32) -> Result<Pruned, StoreError> {
+        let mut client = self.client().await?;
+        let fail = |error: tokio_postgres::Error| failed("cannot prune", &error);
+        let tx = client.transaction().await.map_err(fail)?;
+        let limit = i64::from(limit);
+        let events = tx
+            .execute(
+                "DELETE FROM events WHERE seq IN \
+                 (SELECT seq FROM events WHERE time < $1 ORDER BY time LIMIT $2)",
+                &[&before, &limit],
+            )
+            .await
+            .map_err(fail)?;
+        let decisions = tx
+            .execute(
+                "DELETE FROM decisions WHERE id IN (SELECT id FROM decisions \
+                 WHERE status = 'decided' AND updated < $1 ORDER BY updated LIMIT $2)",
+                &[&before, &limit],
+            )
+            .await
+            .map_err(fail)?;
+        tx.commit().await.map_err(fail)?;
+        Ok(Pruned { events, decisions })
+    }
+
+    async fn pending(&self) -> Result<Vec<PendingRecord>, StoreError> {
+        self.all(
+            "SELECT id, kind, session, created, request FROM pending ORDER BY created, id",
+            &[],
+            pending_from_row,
+        )
+        .await
+    }
+
+    async fn pending_page(
+        &self,
+        session: Option<&str>,
+        limit: u32,
+    ) -> Result<(Vec<PendingRecord>, u64), StoreError> {
+        let limit = i64::from(limit);
+        let (page, total) = match session {
+            Some(session) => (
+                self.all(
+                    "SELECT id, kind, session, created, request FROM pending \
+                     WHERE session = $1 ORDER BY created, id LIMIT $2",
+                    &[&session, &limit],
+                    pending_from_row,
+                )
+                .await?,
+                self.count(
+                    "SELECT COUNT(*) FROM pending WHERE session = $1",
+                    &[&session],
+                )
+                .await?,
+            ),
+            None => (
+                self.all(
+                    "SELECT id, kind, session, created, request FROM pending \
+                     ORDER BY created, id LIMIT $1",
+                    &[&limit],
+                    pending_from_row,
+                )
+                .await?,
+                self.count("SELECT COUNT(*) FROM pending", &[]).await?,
+            ),
+        };
+        Ok((page, u64::try_from(total).unwrap_or(0)))
+    }
+
+    async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
+        self.first(
+            "SELECT id, kind, session, created, request FROM pending WHERE id = $1",
+            &[&id],
+            pending_from_row,
+        )
+        .await
+    }
+
+    async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
+        self.first(
+            "SELECT id, status, call, result, created, updated FROM decisions WHERE id = $1",
+            &[&id],
+            |row| {
+                let status: String = column(row, "status")?;
+                Ok(DecisionRow {
+                    id: column(row, "id")?,
+                    status: if status == "pending" {
+                        DecisionStatus::Pending
+                    } else {
+                        DecisionStatus::Decided
+                    },
+                    call: json_column(row, "call")?,
+                    result: JsonText::parse(column(row, "result")?)?,
+                    created: column(row, "created")?,
+                    updated: column(row, "updated")?,
+                })
+            },
+        )
+        .await
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.first(
+            "SELECT id, snapshot, updated FROM sessions WHERE id = $1",
+            &[&id],
+            session_from_row,
+        )
+        .await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.all(
+            "SELECT id, snapshot, updated FROM sessions ORDER BY updated DESC, id",
+            &[],
+            session_from_row,
+        )
+        .await
+    }
+
+    /// Closes the pool and gives up ownership of the database at once (dropping the store
+    /// gives it up too, once the server has seen its connection end).
+    async fn close(&self) {
+        self.pool.close();
+        let _ = self
+            .owner
+            .execute("SELECT pg_advisory_unlock($1)", &[&OWNER_LOCK])
+            .await;
+    }
+}
+
+fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
+    toolgate_runtime::grants::StoreError(error.0)
+}
+
+#[async_trait]
+impl GrantStore for PostgresStore {
+    async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
+        let batch = Batch {
+            grants: vec![grant],
+            ..Batch::default()
+        };
+        self.commit(batch).await.map(|_| ()).map_err(to_grant_error)
+    }
+
+    async fn for_tool(
+        &self,
+        tool: &str,
+    ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
+        self.all(
+            "SELECT uses_left, body FROM grants WHERE tool = $1 ORDER BY created, id",
+            &[&tool],
+            grant_from_row,
+        )
+        .await
+        .map_err(to_grant_error)
+    }
+
+    async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
+        let batch = Batch {
+            spend: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        match self.commit(batch).await.map_err(to_grant_error)? {
+            Committed::Written(_) => Ok(true),
+            Committed::NotPending | Committed::NoGrant => Ok(false),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
+        self.all(
+            "SELECT uses_left, body FROM grants ORDER BY created, id",
+            &[],
+            grant_from_row,
+        )
+        .await
+        .map_err(to_grant_error)
+    }
+
+    async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
+        let batch = Batch {
+            revoke: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        match self.commit(batch).await.map_err(to_grant_error)? {
+            Committed::Written(_) => Ok(true),
+            Committed::NotPending | Committed::NoGrant => Ok(false),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A real PostgreSQL server for tests: a cluster made in a temporary folder (`initdb`), served on
+//! a unix socket in that folder only (no TCP port), stopped and removed when dropped. As root it
+//! runs as `nobody` (PostgreSQL refuses to run as root). Without PostgreSQL installed the tests
+//! that need it skip, unless `TOOLGATE_REQUIRE_POSTGRES` is set.
+
+#![allow(unreachable_pub, dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running cluster.
+pub struct Cluster {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    bin: PathBuf,
+    user: Option<&'static str>,
+}
+
+/// The folder holding `initdb`, `pg_ctl` and `postgres`: on `PATH`, else Debian's.
+fn binaries() -> Option<PathBuf> {
+    if let Ok(path) = std::env::var("PATH") {
+        for dir in std::env::split_paths(&path) {
+            if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+                return Some(dir);
+            }
+        }
+    }
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|entry| Some(entry.ok()?.path().join("bin")))
+        .filter(|bin| bin.join("initdb").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+impl Cluster {
+    /// Starts a cluster; `None` (the caller skips) when PostgreSQL is not installed and not
+    /// required.
+    pub fn start() -> Option<Cluster> {
+        let Some(bin) = binaries() else {
+            assert!(
+                std::env::var_os("TOOLGATE_REQUIRE_POSTGRES").is_none(),
+                "TOOLGATE_REQUIRE_POSTGRES is set but PostgreSQL (initdb, pg_ctl) is not installed"
+            );
+            eprintln!("skipped: PostgreSQL (initdb, pg_ctl) is not installed");
+            return None;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        let uid = |name: Option<&str>| -> u32 {
+            let output = Command::new("id").arg("-u").args(name).output().unwrap();
+            String::from_utf8_lossy(&output.stdout)
+                .trim()
+                .parse()
+                .unwrap()
+        };
+        let root = uid(None) == 0;
+        let user = root.then_some("nobody");
+        if root {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+            std::os::unix::fs::chown(&data, Some(uid(Some("nobody"))), None).unwrap();
+        }
+        let cluster = Cluster {
+            _dir: dir,
+            data,
+            bin,
+            user,
+        };
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &cluster.data.display().to_string(),
+                "-A",
+                "trust",
+                "-U",
+                "toolgate",
+                "-E",
+                "UTF8",
+                "--locale",
+                "C.UTF-8",
+                "--no-sync",
+            ],
+        );
+        let options = format!(
+            "-k {} -c listen_addresses='' -c max_connections=200 -c fsync=on",
+            cluster.data.display()
+        );
+        cluster.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &cluster.data.display().to_string(),
+                "-o",
+                &options,
+                "-l",
+                &cluster.data.join("server.log").display().to_string(),
+                "-w",
+                "-t",
+                "60",
+                "start",
+            ],
+        );
+        Some(cluster)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let program = self.bin.join(program);
+        let mut command = match self.user {
+            Some(user) => {
+                let mut command = Command::new("runuser");
+                command.args(["-u", user, "--"]).arg(&program);
+                command
+            }
+            None => Command::new(&program),
+        };
+        let output = command
+            .args(args)
+            .current_dir(self.data.parent().unwrap_or(Path::new("/")))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{} {args:?}: {}\n{}\nserver log: {}",
+            program.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+            std::fs::read_to_string(self.data.join("server.log")).unwrap_or_default()
+        );
+    }
+
+    /// A connection string for database `name` (which [`Cluster::create`] made).
+    pub fn url(&self, name: &str) -> String {
+        format!(
+            "host={} port=5432 user=toolgate dbname={name}",
+            self.data.display()
+        )
+    }
+
+    /// Makes a new, empty database; returns its connection string.
+    pub async fn create(&self, name: &str) -> String {
+        let (client, connection) =
+            tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls)
+                .await
+                .unwrap();
+        let connection = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .await
+            .unwrap();
+        drop(client);
+        let _ = connection.await;
+        self.url(name)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // Immediate: the test is over, nothing needs to reach the disk.
+        let program = self.bin.join("pg_ctl");
+        let data = self.data.display().to_string();
+        let args = [
+            "-D",
+            data.as_str(),
+            "-m",
+            "immediate",
+            "-w",
+            "-t",
+            "30",
+            "stop",
+        ];
+        let _ = match self.user {
+            Some(user) => Command::new("runuser")
+                .args(["-u", user, "--"])
+                .arg(&program)
+                .args(args)
+                .output(),
+            None => Command::new(&program).args(args).output(),
+        };
+    }
+}

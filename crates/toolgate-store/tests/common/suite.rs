@@ -1,0 +1,455 @@
+//! The store's contract, one case per function, run on every engine: each test file gives an
+//! [`Engine`] (a way to open the same store again) and runs the cases against it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde_json::json;
+use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
+use toolgate_store::{
+    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, Store,
+    StoreError,
+};
+
+/// A store to open, and open again (the same database).
+#[async_trait::async_trait]
+pub trait Engine: Send + Sync {
+    /// Opens the store, or says why not.
+    async fn try_open(&self) -> Result<Arc<dyn Store>, StoreError>;
+
+    /// Opens the store.
+    async fn open(&self) -> Arc<dyn Store> {
+        self.try_open().await.unwrap()
+    }
+}
+
+pub fn event(kind: &str, session: &str) -> EventRecord {
+    EventRecord::new(kind, json!({"session": session, "note": kind}))
+}
+
+pub fn grant(uses: Option<u32>) -> Grant {
+    let mut grant = Grant::new(
+        Effect::Allow,
+        "bash",
+        GrantTarget::Command {
+            prefix: vec!["git".into(), "push".into()],
+            exact: false,
+        },
+        GrantScope::Session {
+            session: "s".into(),
+        },
+        "alice",
+    );
+    grant.uses_left = uses;
+    grant
+}
+
+fn request(id: &str, session: &str, created: &str) -> PendingRecord {
+    PendingRecord {
+        id: id.into(),
+        kind: "decision".into(),
+        session: Some(session.into()),
+        created: created.into(),
+        request: json!({"tool": "pay"}),
+    }
+}
+
+pub async fn events_come_back_in_order_filtered_and_survive_reopening(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let seqs = store
+        .append(&[event("a", "s1"), event("b", "s2"), event("c", "s1")])
+        .await
+        .unwrap();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(store.append(&[event("d", "s2")]).await.unwrap(), [4]);
+    store.close().await;
+    drop(store);
+
+    let store = engine.open().await;
+    assert_eq!(store.last_seq().await.unwrap(), 4);
+    let all = store
+        .events_after(0, &EventFilter::default(), 100)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = all.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["a", "b", "c", "d"]);
+    assert_eq!(
+        all[0].body.to_value().unwrap()["schema"],
+        toolgate_runtime::EVENT_SCHEMA
+    );
+    // Served with its number first, and the body as it was written.
+    let served: serde_json::Value = serde_json::from_str(&all[2].served()).unwrap();
+    let mut expected = all[2].body.to_value().unwrap();
+    expected["seq"] = json!(3);
+    assert_eq!(served, expected);
+    assert!(all[2].served().starts_with(r#"{"seq":3,""#));
+    let s1 = EventFilter {
+        session: Some("s1".into()),
+        ..EventFilter::default()
+    };
+    let after_first = store.events_after(1, &s1, 100).await.unwrap();
+    assert_eq!(after_first.len(), 1);
+    assert_eq!(after_first[0].kind, "c");
+    let kinds = EventFilter {
+        kinds: vec!["b".into(), "d".into()],
+        ..EventFilter::default()
+    };
+    assert_eq!(store.events_after(0, &kinds, 1).await.unwrap()[0].kind, "b");
+}
+
+pub async fn a_request_is_closed_once(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let request = PendingRecord {
+        id: "r1".into(),
+        kind: "permission".into(),
+        session: Some("s".into()),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        request: json!({"tool": "delete"}),
+    };
+    let opened = store
+        .open_request(
+            &request,
+            &EventRecord::new("permission_requested", json!({"id": "r1"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.pending().await.unwrap(),
+        std::slice::from_ref(&request)
+    );
+    assert!(
+        store
+            .open_request(&request, &event("again", "s"))
+            .await
+            .is_err(),
+        "an id is pending once"
+    );
+    let resolved = EventRecord::new("request_resolved", json!({"request_id": "r1"}));
+    let closed = store.close_request("r1", &resolved).await.unwrap();
+    assert_eq!(closed, Some(opened + 1), "the failed open wrote no event");
+    assert_eq!(store.close_request("r1", &resolved).await.unwrap(), None);
+    assert!(store.pending().await.unwrap().is_empty());
+    let by_request = EventFilter {
+        request_id: Some("r1".into()),
+        ..EventFilter::default()
+    };
+    assert_eq!(
+        store.events_after(0, &by_request, 10).await.unwrap().len(),
+        2
+    );
+}
+
+pub async fn decisions_and_sessions_are_upserted(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let mut row = DecisionRow {
+        id: "d1".into(),
+        status: DecisionStatus::Pending,
+        call: json!({"tool": "t"}),
+        result: JsonText::of(&json!({"decision": "ask"})).unwrap(),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        updated: "2026-11-22T00:00:00.000000Z".into(),
+    };
+    store.put_decision(&row).await.unwrap();
+    row.status = DecisionStatus::Decided;
+    row.result = JsonText::of(&json!({"decision": "allow"})).unwrap();
+    row.updated = "2026-11-22T00:00:05.000000Z".into();
+    // An update keeps the call and creation time the decision was created with.
+    let update = DecisionRow {
+        call: serde_json::Value::Null,
+        created: "ignored".into(),
+        ..row.clone()
+    };
+    store.put_decision(&update).await.unwrap();
+    assert_eq!(store.decision("d1").await.unwrap(), Some(row));
+    assert_eq!(store.decision("nope").await.unwrap(), None);
+
+    store
+        .put_session("s1", &json!({"id": "s1", "v": 1}))
+        .await
+        .unwrap();
+    store
+        .put_session("s1", &json!({"id": "s1", "v": 2}))
+        .await
+        .unwrap();
+    store.put_session("s2", &json!({"id": "s2"})).await.unwrap();
+    assert_eq!(store.session("s1").await.unwrap().unwrap().snapshot["v"], 2);
+    assert_eq!(store.sessions().await.unwrap().len(), 2);
+}
+
+pub async fn grants_are_stored_spent_exactly_and_revoked(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let counted = grant(Some(10));
+    let unlimited = grant(None);
+    store.insert(counted.clone()).await.unwrap();
+    store.insert(unlimited.clone()).await.unwrap();
+    assert_eq!(store.for_tool("bash").await.unwrap().len(), 2);
+    assert!(store.for_tool("other").await.unwrap().is_empty());
+
+    let spenders: Vec<_> = (0..40)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            let id = counted.id.clone();
+            tokio::spawn(async move { store.use_once(&id).await.unwrap() })
+        })
+        .collect();
+    let mut spent = 0;
+    for spender in spenders {
+        spent += usize::from(spender.await.unwrap());
+    }
+    assert_eq!(spent, 10, "ten uses, spent exactly once each");
+    assert!(store.use_once(&unlimited.id).await.unwrap());
+    let listed = store.list().await.unwrap();
+    let back = listed.iter().find(|g| g.id == counted.id).unwrap();
+    assert_eq!(back.uses_left, Some(0));
+    assert_eq!(back.target, counted.target);
+    assert_eq!(back.created_by, "alice");
+    assert!(store.revoke(&counted.id).await.unwrap());
+    assert!(!store.revoke(&counted.id).await.unwrap());
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+pub async fn concurrent_appends_get_distinct_gapless_sequence_numbers(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in 0..25 {
+                    seqs.extend(
+                        store
+                            .append(&[event(&format!("w{w}-{i}"), "s")])
+                            .await
+                            .unwrap(),
+                    );
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for writer in writers {
+        all.extend(writer.await.unwrap());
+    }
+    all.sort_unstable();
+    assert_eq!(all, (1..=200).collect::<Vec<i64>>());
+}
+
+pub async fn a_batch_stands_or_falls_together(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let row = DecisionRow {
+        id: "d1".into(),
+        status: DecisionStatus::Decided,
+        call: json!({"tool": "t"}),
+        result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+        created: "2026-11-22T00:00:00.000000Z".into(),
+        updated: "2026-11-22T00:00:00.000000Z".into(),
+    };
+    // Closing a request that is not pending: nothing of the batch is written.
+    let refused = store
+        .commit(toolgate_store::Batch {
+            close: Some("nope".into()),
+            events: vec![event("answered", "s")],
+            decision: Some(row.clone()),
+            grants: vec![grant(None)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(refused, toolgate_store::Committed::NotPending);
+    assert_eq!(store.last_seq().await.unwrap(), 0);
+    assert_eq!(store.decision("d1").await.unwrap(), None);
+    assert!(store.list().await.unwrap().is_empty());
+
+    let written = store
+        .commit(toolgate_store::Batch {
+            events: vec![event("decided", "s"), event("granted", "s")],
+            decision: Some(row.clone()),
+            grants: vec![grant(None)],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(written, toolgate_store::Committed::Written(vec![1, 2]));
+    assert_eq!(store.decision("d1").await.unwrap(), Some(row));
+    assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+/// A page of the pending list is read without the rest, with how many are pending in all.
+pub async fn the_pending_list_is_read_a_page_at_a_time(engine: &dyn Engine) {
+    let store = engine.open().await;
+    for (id, session) in [("r1", "s"), ("r2", "t"), ("r3", "s")] {
+        let request = PendingRecord {
+            id: id.into(),
+            kind: "decision".into(),
+            session: Some(session.into()),
+            created: format!("2026-11-26T00:00:0{}.000000Z", &id[1..]),
+            request: json!({}),
+        };
+        store
+            .open_request(&request, &event("permission_requested", id))
+            .await
+            .unwrap();
+    }
+    let ids = |page: &[PendingRecord]| page.iter().map(|p| p.id.clone()).collect::<Vec<_>>();
+    let (page, total) = store.pending_page(None, 2).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["r1".into(), "r2".into()], 3));
+    let (page, total) = store.pending_page(Some("s"), 1).await.unwrap();
+    assert_eq!((ids(&page), total), (vec!["r1".to_owned()], 2));
+    let (page, total) = store.pending_page(Some("none"), 5).await.unwrap();
+    assert_eq!((page.len(), total), (0, 0));
+}
+
+/// A second store on the same database (another daemon) is refused while the first is open,
+/// and allowed once it is closed.
+pub async fn a_database_has_one_owner_at_a_time(engine: &dyn Engine) {
+    let first = engine.open().await;
+    first.append(&[event("a", "s")]).await.unwrap();
+    let Err(error) = engine.try_open().await else {
+        panic!("a second store opened on the same database");
+    };
+    assert!(
+        error.to_string().contains("in use by another toolgate"),
+        "{error}"
+    );
+    // The first one is untouched.
+    assert_eq!(first.append(&[event("b", "s")]).await.unwrap(), [2]);
+    first.close().await;
+    drop(first);
+    let second = engine.open().await;
+    assert_eq!(second.last_seq().await.unwrap(), 2);
+}
+
+/// Answers raced on one request: exactly one closes it, and only its event is written.
+pub async fn racing_closes_resolve_a_request_once(engine: &dyn Engine) {
+    let store = engine.open().await;
+    for round in 0..5 {
+        let id = format!("r{round}");
+        store
+            .open_request(
+                &request(&id, "s", "2026-11-29T00:00:00.000000Z"),
+                &event("permission_requested", "s"),
+            )
+            .await
+            .unwrap();
+        let before = store.last_seq().await.unwrap();
+        let closers: Vec<_> = (0..16)
+            .map(|i| {
+                let store = Arc::clone(&store);
+                let id = id.clone();
+                tokio::spawn(async move {
+                    store
+                        .close_request(&id, &event(&format!("answer-{i}"), "s"))
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut won = Vec::new();
+        for closer in closers {
+            won.extend(closer.await.unwrap());
+        }
+        assert_eq!(won, [before + 1], "round {round}: one answer wins");
+        assert_eq!(store.last_seq().await.unwrap(), before + 1);
+        assert!(store.pending_request(&id).await.unwrap().is_none());
+    }
+}
+
+/// Pruning removes old events and decided decisions, a limited number at a time, and never a
+/// pending decision.
+pub async fn pruning_removes_what_is_old_a_part_at_a_time(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let old = "2026-01-01T00:00:00.000000Z";
+    let events: Vec<EventRecord> = (0..5)
+        .map(|i| {
+            let mut event = event(&format!("old-{i}"), "s");
+            event.time = old.into();
+            event
+        })
+        .chain([event("new", "s")])
+        .collect();
+    store.append(&events).await.unwrap();
+    for (id, status) in [
+        ("d1", DecisionStatus::Decided),
+        ("d2", DecisionStatus::Pending),
+    ] {
+        store
+            .put_decision(&DecisionRow {
+                id: id.into(),
+                status,
+                call: json!({"tool": "t"}),
+                result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+                created: old.into(),
+                updated: old.into(),
+            })
+            .await
+            .unwrap();
+    }
+    let before = "2026-06-01T00:00:00.000000Z";
+    let prunable = store.prunable(before).await.unwrap();
+    assert_eq!((prunable.events, prunable.decisions), (5, 1));
+    let first = store.prune(before, 3).await.unwrap();
+    assert_eq!((first.events, first.decisions), (3, 1));
+    let second = store.prune(before, 3).await.unwrap();
+    assert_eq!((second.events, second.decisions), (2, 0));
+    let left = store
+        .events_after(0, &EventFilter::default(), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        left.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
+        ["new"]
+    );
+    assert!(store.decision("d1").await.unwrap().is_none());
+    assert!(store.decision("d2").await.unwrap().is_some());
+    // Numbers are never given again.
+    assert_eq!(store.last_seq().await.unwrap(), 6);
+    assert_eq!(store.append(&[event("next", "s")]).await.unwrap(), [7]);
+}
+
+/// The newest events first, filtered, and a page no larger than asked.
+pub async fn the_latest_events_come_newest_first(engine: &dyn Engine) {
+    let store = engine.open().await;
+    store
+        .append(&[event("a", "s1"), event("b", "s2"), event("c", "s1")])
+        .await
+        .unwrap();
+    let s1 = EventFilter {
+        session: Some("s1".into()),
+        ..EventFilter::default()
+    };
+    let latest = store.latest(&s1, 10).await.unwrap();
+    assert_eq!(
+        latest.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [3, 1],
+        "newest first"
+    );
+    assert_eq!(
+        store.latest(&EventFilter::default(), 1).await.unwrap()[0].seq,
+        3
+    );
+}
+
+type Case = for<'a> fn(&'a dyn Engine) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+macro_rules! cases {
+    ($($name:ident),* $(,)?) => {
+        /// Every case, by name.
+        pub const CASES: &[(&str, Case)] = &[$((stringify!($name), |engine| Box::pin($name(engine)))),*];
+    };
+}
+
+cases!(
+    events_come_back_in_order_filtered_and_survive_reopening,
+    a_request_is_closed_once,
+    decisions_and_sessions_are_upserted,
+    grants_are_stored_spent_exactly_and_revoked,
+    concurrent_appends_get_distinct_gapless_sequence_numbers,
+    a_batch_stands_or_falls_together,
+    the_pending_list_is_read_a_page_at_a_time,
+    a_database_has_one_owner_at_a_time,
+    racing_closes_resolve_a_request_once,
+    pruning_removes_what_is_old_a_part_at_a_time,
+    the_latest_events_come_newest_first,
+);
