@@ -152,7 +152,26 @@ pub(crate) async fn no_longer_pending(
 
 /// Answers a pending request: takes the answer from the broker, records it (event, decision,
 /// grants) and only then releases the waiter. A store failure denies the request.
+///
+/// In a task of its own: an answerer hanging up while its answer is recorded (the PostgreSQL
+/// store's commit yields) cannot leave the answer recorded and its waiter told otherwise.
 pub(crate) async fn resolve(
+    state: &AppState,
+    id: &str,
+    answer: Answer,
+    by: &str,
+) -> Result<Vec<Grant>, ApiError> {
+    let (state, id, by) = (state.clone(), id.to_owned(), by.to_owned());
+    tokio::spawn(async move { answer_request(&state, &id, answer, &by).await })
+        .await
+        .map_err(|error| {
+            ApiError::from(toolgate_store::StoreError(format!(
+                "the answer could not be recorded: {error}"
+            )))
+        })?
+}
+
+async fn answer_request(
     state: &AppState,
     id: &str,
     answer: Answer,

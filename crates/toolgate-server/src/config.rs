@@ -73,8 +73,13 @@ pub struct ServerConfig {
     /// reverse proxy forwards, say).
     pub extra_hosts: Vec<String>,
     /// What an acknowledged decision survives (default: the daemon's crash; a power loss costs
-    /// at most the last tenth of a second's, see [`toolgate_store::Durability`]).
+    /// at most the last tenth of a second's, see [`toolgate_store::Durability`]). SQLite's
+    /// setting: on PostgreSQL the database's own (`synchronous_commit`) decides.
     pub durability: toolgate_store::Durability,
+    /// A PostgreSQL database to keep everything in (a `postgres://` connection string, or
+    /// libpq's `key=value` pairs) instead of the SQLite file in the data directory, which
+    /// still holds the token.
+    pub store: Option<String>,
     /// How long a client may take to send a request's head (its line and headers), and then
     /// its body (default: 30 s each). A head that does not arrive closes the connection; a body
     /// that does not is a 408. Keeps half-sent requests from holding connections.
@@ -99,6 +104,7 @@ impl ServerConfig {
             allow_remote: false,
             extra_hosts: Vec::new(),
             durability: toolgate_store::Durability::default(),
+            store: None,
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_anonymous_connections: DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
             retain: None,
@@ -108,6 +114,15 @@ impl ServerConfig {
     /// The database file.
     pub fn database(&self) -> PathBuf {
         self.data_dir.join("toolgate.db")
+    }
+
+    /// Where the store is, as the daemon says it at start (no password).
+    pub fn store_description(&self) -> String {
+        match &self.store {
+            Some(url) => toolgate_store::PostgresStore::describe(url)
+                .unwrap_or_else(|error| error.to_string()),
+            None => format!("SQLite database {}", self.database().display()),
+        }
     }
 
     /// The token file.
@@ -249,6 +264,7 @@ pub fn default_data_dir() -> Option<PathBuf> {
 /// allow_remote = false
 /// hosts = ["toolgate.lan:7811"]    # more `Host` values accepted (a reverse proxy's name)
 /// durability = "full"              # or "process"
+/// store = "postgres://toolgate@db.lan/toolgate"  # PostgreSQL instead of SQLite
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -265,6 +281,8 @@ pub struct ConfigFile {
     pub hosts: Vec<String>,
     /// What an acknowledged decision survives.
     pub durability: Option<toolgate_store::Durability>,
+    /// A PostgreSQL database instead of SQLite (see [`ServerConfig::store`]).
+    pub store: Option<String>,
     /// The most connections held without credentials (see
     /// [`ServerConfig::max_anonymous_connections`]).
     pub max_anonymous_connections: Option<usize>,

@@ -395,26 +395,37 @@ pub(crate) async fn submit(
             state.forget_open(&id);
             ApiError::from(error)
         })?;
-    // (The store's commit does not yield: a requester hanging up cannot leave the request
-    // committed without its waiter held.)
-    let committed = state
-        .commit(Batch {
-            open: Some(pending),
-            events: vec![event],
-            decision: Some(row),
-            ..Batch::default()
-        })
-        .await;
-    if let Err(error) = committed {
-        // Never asked: its waiter goes (as cancelled, which nobody records) with what was kept.
-        drop(ticket);
-        state.forget_open(&id);
-        return Err(error.into());
-    }
-    state
-        .inner
-        .timer
-        .hold(ticket, tokio::time::Instant::now() + offer.timeout);
+    // In a task of its own, so that a requester hanging up cannot leave the request committed
+    // without its waiter held (the PostgreSQL store's commit yields; SQLite's does not).
+    let timeout = offer.timeout;
+    let opening = tokio::spawn({
+        let state = state.clone();
+        async move {
+            let committed = state
+                .commit(Batch {
+                    open: Some(pending),
+                    events: vec![event],
+                    decision: Some(row),
+                    ..Batch::default()
+                })
+                .await;
+            if let Err(error) = committed {
+                // Never asked: its waiter goes (as cancelled, which nobody records) with what
+                // was kept.
+                drop(ticket);
+                state.forget_open(&id);
+                return Err(error);
+            }
+            state
+                .inner
+                .timer
+                .hold(ticket, tokio::time::Instant::now() + timeout);
+            Ok(())
+        }
+    });
+    opening.await.map_err(|error| {
+        toolgate_store::StoreError(format!("the request could not be opened: {error}"))
+    })??;
     Ok(response)
 }
 

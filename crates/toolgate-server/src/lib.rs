@@ -201,10 +201,19 @@ impl Server {
                 ))
             })?;
         let token = config::load_or_create_token(&config.token_file())?;
-        let store = SqliteStore::open_with(&config.database(), config.durability)
-            .await
-            .map_err(|e| ConfigError(e.to_string()))?;
-        let state = AppState::new(config, Arc::new(store), Arc::new(policy), token)
+        let store: Arc<dyn toolgate_store::Store> = match &config.store {
+            Some(url) => Arc::new(
+                toolgate_store::PostgresStore::open(url)
+                    .await
+                    .map_err(|e| ConfigError(e.to_string()))?,
+            ),
+            None => Arc::new(
+                SqliteStore::open_with(&config.database(), config.durability)
+                    .await
+                    .map_err(|e| ConfigError(e.to_string()))?,
+            ),
+        };
+        let state = AppState::new(config, store, Arc::new(policy), token)
             .await
             .map_err(|e| ConfigError(e.to_string()))?;
         let recovered = recover(&state).await.map_err(|e| ConfigError(e.message))?;

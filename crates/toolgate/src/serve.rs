@@ -14,12 +14,12 @@ use crate::{EXIT_OK, Failure};
 /// Runs the daemon: the approval page, the HTTP API, the store.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-The daemon keeps its database (SQLite) and its access token in the data directory; the token file
-is created at first start, readable only by you. API clients send `Authorization: Bearer <token>`;
-the page signs in through the one-time address printed at start. It listens on loopback only
-unless --allow-remote is given. Settings the command line does not give are read from the file
+The daemon keeps its database (SQLite, unless --store names a PostgreSQL one) and its access token
+in the data directory; the token file is created at first start, readable only by you. API clients
+send `Authorization: Bearer <token>`; the page signs in through the one-time address printed at
+start. It listens on loopback only unless --allow-remote is given. Settings the command line does not give are read from the file
 --config names, else $XDG_CONFIG_HOME/toolgate/daemon.toml or ~/.config/toolgate/daemon.toml when
-it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability,
+it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability, store,
 max_anonymous_connections, retain. Stop it with Ctrl-C.")]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
@@ -45,6 +45,17 @@ pub(crate) struct ServeArgs {
     /// slower per decision) [default: process].
     #[arg(long, value_name = "LEVEL", value_parser = parse_durability)]
     pub(crate) durability: Option<toolgate_store::Durability>,
+    /// Keep everything in this PostgreSQL database instead of the SQLite file in the data
+    /// directory (which still holds the token): `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
+    /// or libpq's `key=value` pairs; on PostgreSQL the database's own settings decide
+    /// durability. One daemon per database for now.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "TOOLGATE_STORE",
+        hide_env_values = true
+    )]
+    pub(crate) store: Option<String>,
     /// How long the audit log's events and decided decisions are kept, as `90d`, `12h` or
     /// `2weeks` (at least 1h); older ones are removed at start and every hour, after an
     /// `audit_pruned` event [default: kept for ever].
@@ -84,6 +95,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     config.listen = listen;
     config.allow_remote = args.allow_remote || file.allow_remote.unwrap_or(false);
     config.durability = args.durability.or(file.durability).unwrap_or_default();
+    config.store = args.store.clone().or(file.store);
     config.extra_hosts = file.hosts;
     if let Some(max) = file.max_anonymous_connections {
         config.max_anonymous_connections = max;
@@ -112,7 +124,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         // Which files decide, as Claude Code and Gemini CLI say where their settings come from.
         let files: Vec<String> = policy.files().map(|(name, _)| name.to_owned()).collect();
         let mode = policy.settings().mode;
-        let database = config.database();
+        let store = config.store_description();
         let server = Server::open(config, policy)
             .await
             .map_err(|e| Failure::Message(e.to_string()))?;
@@ -134,7 +146,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
             "  (that address signs you in once; the API token is in {})",
             token_file.display()
         );
-        let _ = writeln!(out, "  store: {}", database.display());
+        let _ = writeln!(out, "  store: {store}");
         if files.is_empty() {
             let _ = writeln!(
                 out,
