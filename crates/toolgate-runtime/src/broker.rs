@@ -48,7 +48,7 @@ use crate::messages;
 use crate::tool::ToolInfo;
 
 /// What an "always" answer would store, shown with the request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlwaysCovers {
     /// The answer (`allow-always` or `reject-always`).
     pub choice: Choice,
@@ -58,8 +58,9 @@ pub struct AlwaysCovers {
     pub scope: ScopeKind,
 }
 
-/// A tool call waiting for a person's approval.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// A tool call waiting for a person's approval (read back as it was published: a daemon
+/// sharing a store answers another's request from its record).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PermissionRequest {
     /// Unique id; answers name it.
     pub id: String,

@@ -191,10 +191,31 @@ async fn answer_request(
     {
         return Err(ApiError::conflict("already_resolved", message));
     }
-    let claim = match state
+    let claimed = match state
         .broker()
         .claim(id, Response::Permission(answer.clone()))
     {
+        // Pending in the store and waited on by another daemon sharing it: answered here all
+        // the same (recorded here; that daemon hears of it and releases its waiter).
+        Err(toolgate_runtime::Conflict::Unknown { .. })
+            if open.is_none() && state.store().shared() =>
+        {
+            match record.as_ref().map(elsewhere) {
+                Some(Ok(request)) if request.choices.contains(&answer.decision) => {
+                    Ok(Claimed::Elsewhere(request))
+                }
+                Some(Ok(request)) => Err(toolgate_runtime::Conflict::NotOffered {
+                    id: id.to_owned(),
+                    choice: answer.decision,
+                    offered: request.choices.clone(),
+                }),
+                Some(Err(error)) => return Err(error),
+                None => Err(toolgate_runtime::Conflict::Unknown { id: id.to_owned() }),
+            }
+        }
+        claimed => claimed.map(Claimed::Here),
+    };
+    let claim = match claimed {
         Ok(claim) => claim,
         // Answered, and not closed yet: that answer is being recorded, or could not be and
         // the request is being refused.
@@ -226,12 +247,18 @@ async fn answer_request(
         }
         Err(conflict) => return Err(conflict.into()),
     };
-    let Some(Request::Permission(request)) = claim.request().cloned() else {
-        claim.fail("the request is not a permission request");
-        return Err(ApiError::conflict(
-            "wrong_request_kind",
-            format!("request `{id}` is not a permission request"),
-        ));
+    let (claim, request) = match claim {
+        Claimed::Here(claim) => {
+            let Some(Request::Permission(request)) = claim.request().cloned() else {
+                claim.fail("the request is not a permission request");
+                return Err(ApiError::conflict(
+                    "wrong_request_kind",
+                    format!("request `{id}` is not a permission request"),
+                ));
+            };
+            (Some(claim), request)
+        }
+        Claimed::Elsewhere(request) => (None, request),
     };
     // Borrowed, not copied: this is the approval's path.
     let fallback;
@@ -306,7 +333,9 @@ async fn answer_request(
     if open.is_none() && record.is_none() {
         // Not a request of this daemon's store (an in-process run's): nothing to close (the
         // run stores what an "always" makes).
-        claim.complete(by);
+        if let Some(claim) = claim {
+            claim.complete(by);
+        }
         return Ok(Vec::new());
     }
     let made: Vec<Grant> = grants.iter().chain(&already).cloned().collect();
@@ -338,7 +367,7 @@ async fn answer_request(
             // The released call first: it is what the requester waits for.
             let served = state.announce_decided(id, result);
             let recorded = Recorded {
-                claim: Some(claim),
+                claim,
                 state,
                 id,
                 by,
@@ -351,7 +380,9 @@ async fn answer_request(
         }
         // (A batch that closes a request revokes and spends nothing.)
         Ok((Committed::NotPending | Committed::NoGrant, _)) => {
-            claim.fail("the request was resolved elsewhere");
+            if let Some(claim) = claim {
+                claim.fail("the request was resolved elsewhere");
+            }
             state.inner.timer.release(id);
             Err(ApiError::conflict(
                 "already_resolved",
@@ -360,6 +391,10 @@ async fn answer_request(
         }
         Err(error) => {
             let message = "the answer could not be recorded, so the request is refused";
+            let Some(claim) = claim else {
+                // Another daemon's waiter keeps waiting: nothing was recorded.
+                return Err(error);
+            };
             claim.fail(message);
             state.inner.timer.release(id);
             // Try to record the refusal (the store may be back); the waiting call hears of it.
@@ -406,6 +441,31 @@ impl Drop for Recorded<'_> {
         }
         self.state.inner.timer.release(self.id);
     }
+}
+
+/// An answer taken: from this daemon's broker, or for a request another daemon waits on.
+/// (Held for one answer, on the stack: not boxed.)
+#[allow(clippy::large_enum_variant)]
+enum Claimed {
+    Here(toolgate_runtime::Claim),
+    Elsewhere(std::sync::Arc<toolgate_runtime::PermissionRequest>),
+}
+
+/// The request another daemon sharing the store waits on, as its record holds it.
+fn elsewhere(
+    record: &PendingRecord,
+) -> Result<std::sync::Arc<toolgate_runtime::PermissionRequest>, ApiError> {
+    record
+        .request
+        .get("request")
+        .and_then(|request| serde_json::from_value(request.clone()).ok())
+        .map(std::sync::Arc::new)
+        .ok_or_else(|| {
+            ApiError::conflict(
+                "wrong_request_kind",
+                format!("request `{}` is not a permission request", record.id),
+            )
+        })
 }
 
 fn facts_of(record: &PendingRecord) -> Facts {

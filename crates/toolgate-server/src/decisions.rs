@@ -705,8 +705,9 @@ pub(crate) async fn get(
         // Interest first: a change while the row is read still wakes this poll.
         let mut watch = state.watch_decision(&id);
         // Pending, and opened by this process: as it stands, without reading the store (it is
-        // remembered once committed, and forgotten before its end is announced).
-        let open = state.open_request(&id);
+        // remembered once committed, and forgotten before its end is announced) — unless other
+        // daemons share the store, where an answer given on another is there first.
+        let open = state.open_request(&id).filter(|_| !state.store().shared());
         let stored = match open {
             Some(_) => None,
             None => Some(

@@ -22,6 +22,7 @@ mod grants;
 mod hosted;
 mod outcome;
 mod page;
+mod replicas;
 mod repoll;
 mod retention;
 pub mod security;
@@ -59,6 +60,10 @@ pub use state::{
 /// The reason a request gets when the daemon stopped before anyone answered it.
 pub const ABANDONED: &str =
     "The daemon restarted before this request was answered; it is refused (reject-once).";
+
+/// Why a request is refused that another daemon sharing the store held when it stopped.
+pub const ORPHANED: &str = "The daemon that held this request stopped before it was answered; \
+                            it is refused (reject-once).";
 
 /// The OpenAPI document of the API (committed as `openapi.json`; a test fails when it and the
 /// routes drift apart).
@@ -216,8 +221,11 @@ impl Server {
         let state = AppState::new(config, store, Arc::new(policy), token)
             .await
             .map_err(|e| ConfigError(e.to_string()))?;
-        let recovered = recover(&state).await.map_err(|e| ConfigError(e.message))?;
+        let recovered = recover(&state, ABANDONED)
+            .await
+            .map_err(|e| ConfigError(e.message))?;
         retention::start(&state);
+        replicas::start(&state);
         Ok(Server { state, recovered })
     }
 
@@ -310,8 +318,10 @@ impl Server {
 }
 
 /// Refuses every request a previous run left pending (its waiter is gone), with its event.
-async fn recover(state: &AppState) -> Result<usize, ApiError> {
-    let pending = state.store().pending().await?;
+/// Refuses the requests no running daemon waits on: at a start, those a previous run left; with
+/// a shared store, also those of another daemon that stopped (see [`replicas`]).
+pub(crate) async fn recover(state: &AppState, reason: &str) -> Result<usize, ApiError> {
+    let pending = state.store().orphaned().await?;
     let mut recovered = 0;
     for record in pending {
         let facts: decisions::Facts = record
@@ -324,7 +334,7 @@ async fn recover(state: &AppState) -> Result<usize, ApiError> {
             &record.id,
             &facts,
             Decision::Deny,
-            ABANDONED,
+            reason,
             Layer::Timeout,
             "daemon",
             None,

@@ -321,15 +321,26 @@ impl AppState {
         if let Committed::Written(seqs) = &committed
             && let Some(last) = seqs.iter().max()
         {
-            self.inner.last_seq.send_if_modified(|seq| {
-                let newer = *last > *seq;
-                if newer {
-                    *seq = *last;
-                }
-                newer
-            });
+            self.advance(*last);
         }
         Ok(committed)
+    }
+
+    /// Wakes the event streams when the log reaches past where they are (an event this daemon
+    /// or another sharing the store wrote).
+    pub(crate) fn advance(&self, last: i64) {
+        self.inner.last_seq.send_if_modified(|seq| {
+            let newer = last > *seq;
+            if newer {
+                *seq = last;
+            }
+            newer
+        });
+    }
+
+    /// The requests polls here wait on.
+    pub(crate) fn watched_decisions(&self) -> Vec<String> {
+        lock(&self.inner.decided).keys().cloned().collect()
     }
 
     /// A new one-time login code for the page.

@@ -91,6 +91,22 @@ pub enum Committed {
     NoGrant,
 }
 
+/// What another daemon sharing the store did (see [`Store::changes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// It committed: the highest event number it wrote (0 when none), and the request it
+    /// closed, if any.
+    Committed {
+        /// The highest event number written.
+        seq: i64,
+        /// The request closed.
+        closed: Option<String>,
+    },
+    /// Changes may have been missed (the connection that hears them was lost, and is back):
+    /// whatever is waited on is to be looked at again.
+    Resync,
+}
+
 /// What the daemon keeps. Every method commits before it returns.
 #[async_trait]
 pub trait Store: GrantStore {
@@ -242,4 +258,34 @@ pub trait Store: GrantStore {
     /// Called once when the daemon stops: a backend folds or flushes what it keeps (nothing is
     /// lost without it).
     async fn close(&self) {}
+
+    /// The changes other daemons sharing this store commit, as they commit them; `None` for a
+    /// store no other daemon writes (SQLite's). A receiver that falls behind hears
+    /// [`Change::Resync`] in place of what it missed.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<Change>> {
+        None
+    }
+
+    /// Whether other daemons may share this store (what one daemon keeps in memory about its
+    /// own requests may then be behind the store).
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// The pending requests no running daemon waits on (those of a daemon that stopped or was
+    /// killed), oldest first: all of them when no other daemon shares the store.
+    async fn orphaned(&self) -> Result<Vec<PendingRecord>, StoreError> {
+        self.pending().await
+    }
+
+    /// Which of `ids` are still pending.
+    async fn still_pending(&self, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        let mut pending = Vec::new();
+        for id in ids {
+            if self.pending_request(id).await?.is_some() {
+                pending.push(id.clone());
+            }
+        }
+        Ok(pending)
+    }
 }

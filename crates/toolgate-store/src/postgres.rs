@@ -10,17 +10,23 @@
 //! A commit runs in a task of its own: a caller's future dropped while it waits never leaves a
 //! transaction half done on a pooled connection (the commit still ends, one way or the other).
 //!
-//! One daemon per database: a session-level advisory lock, held by a connection of its own for
-//! as long as the store is open, refuses a second store on the same database (as the SQLite
-//! store's lock file does) until several daemons can share one.
+//! Any number of daemons share one database. Each store is a replica with a number of its own
+//! (from a sequence), held as a session-level advisory lock by a connection of its own for as
+//! long as it runs: the requests it opened carry that number, so those of a replica that stopped
+//! or was killed are told from those a live one waits on ([`Store::orphaned`]). That connection
+//! also listens: every commit that writes events or closes a request notifies the others
+//! (`pg_notify`, delivered when the transaction commits), and [`Store::changes`] hands those
+//! notices on; when the connection is lost it is made again, and the loss is said as
+//! [`Change::Resync`] so nothing missed goes unlooked at.
 
 use std::str::FromStr;
 use std::time::SystemTime;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row};
 use toolgate_runtime::{Grant, GrantStore};
@@ -29,12 +35,13 @@ use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
     StoreError, from_stored, rfc3339,
 };
-use crate::{Batch, Committed, Pruned, Store};
+use crate::{Batch, Change, Committed, Pruned, Store};
 
 /// The schema, one migration per entry; applied in order, each in its own transaction. Text
 /// that orders a list (ids, times, sessions) compares byte by byte (`COLLATE "C"`), as in
 /// SQLite, whatever the database's locale.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE events (
     seq BIGINT PRIMARY KEY,
     type TEXT NOT NULL,
@@ -82,16 +89,27 @@ CREATE TABLE sessions (
     snapshot TEXT NOT NULL,
     updated TEXT COLLATE "C" NOT NULL
 );
-"#];
+"#,
+    // Several daemons on one database: each a replica with its own number, which the requests
+    // it opens carry.
+    r#"
+CREATE SEQUENCE replicas;
+ALTER TABLE pending ADD COLUMN owner BIGINT;
+"#,
+];
 
-/// The advisory lock key of the store's owner ("toolgate" in ASCII, as a number).
-const OWNER_LOCK: i64 = 0x746f_6f6c_6761_7465;
-/// The advisory lock key migrations take, so two stores opening at once migrate once.
-const MIGRATION_LOCK: i64 = OWNER_LOCK + 1;
-/// How long a store opening waits for the owner before it is refused.
-const OWNER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// The advisory lock key migrations take, so two stores opening at once migrate once ("toolgate"
+/// in ASCII, as a number; replicas' keys are small numbers from a sequence).
+const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
+/// The channel commits notify on.
+const CHANNEL: &str = "toolgate_changes";
 /// Connections in the pool.
 const POOL_SIZE: usize = 16;
+/// Changes held for a receiver that has not read them; one that falls further behind hears
+/// [`Change::Resync`].
+const CHANGES_HELD: usize = 4096;
+/// The longest wait between two tries to make the listening connection again.
+const RECONNECT_MOST: std::time::Duration = std::time::Duration::from_secs(2);
 /// How many times a commit the database aborted for a deadlock or a serialization failure is
 /// tried again.
 const RETRIES: u32 = 3;
@@ -101,15 +119,27 @@ pub struct PostgresStore {
     pool: Pool,
     /// Where it is, without a password: what messages name.
     target: String,
-    /// The connection holding the owner's advisory lock (the lock goes with it).
-    owner: Client,
+    /// This replica's number, which the requests it opens carry.
+    replica: i64,
+    /// What other replicas commit.
+    changes: broadcast::Sender<Change>,
+    /// The connection holding this replica's advisory lock and listening for the others'
+    /// changes (the lock goes with it).
+    listener: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresStore")
             .field("target", &self.target)
+            .field("replica", &self.replica)
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
     }
 }
 
@@ -172,37 +202,8 @@ impl PostgresStore {
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let config = parse(url)?;
         let target = describe(&config);
-        let (owner, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|error| failed(&format!("cannot connect to the {target}"), &error))?;
-        tokio::spawn(async move {
-            // Ends when the client is dropped or the server goes; the next query says so.
-            let _ = connection.await;
-        });
-        // A daemon killed a moment ago holds it until the server sees its connections end:
-        // looked at again for a short, bounded time.
-        let deadline = std::time::Instant::now() + OWNER_WAIT;
-        let locked = loop {
-            let locked: bool = owner
-                .query_one("SELECT pg_try_advisory_lock($1)", &[&OWNER_LOCK])
-                .await
-                .map_err(|error| failed(&format!("cannot lock the {target}"), &error))?
-                .get(0);
-            if locked || std::time::Instant::now() >= deadline {
-                break locked;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        };
-        if !locked {
-            return Err(StoreError(format!(
-                "the {target} is in use by another toolgate (one daemon per database for \
-                 now): stop it, or give this one another database"
-            )));
-        }
-        migrate(&owner, &target).await?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -212,11 +213,35 @@ impl PostgresStore {
             .max_size(POOL_SIZE)
             .build()
             .map_err(|error| StoreError(format!("cannot make a pool for the {target}: {error}")))?;
+        let client = pool
+            .get()
+            .await
+            .map_err(|error| StoreError(format!("cannot connect to the {target}: {error}")))?;
+        migrate(&client, &target).await?;
+        let replica: i64 = client
+            .query_one("SELECT nextval('replicas')", &[])
+            .await
+            .map_err(|error| failed(&format!("cannot join the {target}"), &error))?
+            .get(0);
+        drop(client);
+        let (changes, _) = broadcast::channel(CHANGES_HELD);
+        let (ready, started) = oneshot::channel();
+        let listener = tokio::spawn(listen(config, replica, changes.clone(), ready));
+        started
+            .await
+            .map_err(|_| StoreError(format!("cannot listen to the {target}")))??;
         Ok(PostgresStore {
             pool,
             target,
-            owner,
+            replica,
+            changes,
+            listener,
         })
+    }
+
+    /// This replica's number (the requests it opens carry it).
+    pub fn replica(&self) -> i64 {
+        self.replica
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
@@ -391,6 +416,94 @@ fn grant_from_row(row: &Row) -> Result<Grant, StoreError> {
     Ok(grant)
 }
 
+/// Holds this replica's lock and hands on the other replicas' changes, making its connection
+/// again whenever it is lost (waits doubling up to [`RECONNECT_MOST`]), for as long as the
+/// store runs. `ready` hears how the first connection went.
+async fn listen(
+    config: tokio_postgres::Config,
+    replica: i64,
+    changes: broadcast::Sender<Change>,
+    ready: oneshot::Sender<Result<(), StoreError>>,
+) {
+    let mut ready = Some(ready);
+    let mut wait = std::time::Duration::from_millis(50);
+    loop {
+        match listening(&config, replica).await {
+            Ok((client, mut notices)) => {
+                match ready.take() {
+                    Some(ready) => {
+                        let _ = ready.send(Ok(()));
+                    }
+                    // Whatever was committed while it was gone is to be looked at.
+                    None => {
+                        let _ = changes.send(Change::Resync);
+                    }
+                }
+                wait = std::time::Duration::from_millis(50);
+                while let Some(payload) = notices.recv().await {
+                    if let Some(change) = change_of(&payload, replica) {
+                        let _ = changes.send(change);
+                    }
+                }
+                drop(client);
+            }
+            Err(error) => {
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Err(error));
+                    return;
+                }
+            }
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(RECONNECT_MOST);
+    }
+}
+
+/// A connection that holds `replica`'s lock and listens; its notices' payloads come on the
+/// receiver until it is lost.
+async fn listening(
+    config: &tokio_postgres::Config,
+    replica: i64,
+) -> Result<(Client, mpsc::UnboundedReceiver<String>), StoreError> {
+    let target = describe(config);
+    let (client, mut connection) = config
+        .connect(NoTls)
+        .await
+        .map_err(|error| failed(&format!("cannot connect to the {target}"), &error))?;
+    let (notices, received) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let tokio_postgres::AsyncMessage::Notification(notice) = message
+                && notices.send(notice.payload().to_owned()).is_err()
+            {
+                break;
+            }
+        }
+    });
+    client
+        .batch_execute(&format!(
+            "SELECT pg_advisory_lock({replica}); LISTEN {CHANNEL}"
+        ))
+        .await
+        .map_err(|error| failed(&format!("cannot listen to the {target}"), &error))?;
+    Ok((client, received))
+}
+
+/// What a notice says, unless this replica sent it: `REPLICA SEQ CLOSED` (the id closed, empty
+/// when none, may hold spaces).
+fn change_of(payload: &str, replica: i64) -> Option<Change> {
+    let (from, rest) = payload.split_once(' ')?;
+    if from.parse::<i64>().ok()? == replica {
+        return None;
+    }
+    let (seq, closed) = rest.split_once(' ')?;
+    Some(Change::Committed {
+        seq: seq.parse().ok()?,
+        closed: Some(closed.to_owned()).filter(|id| !id.is_empty()),
+    })
+}
+
 async fn migrate(client: &Client, target: &str) -> Result<(), StoreError> {
     let fail =
         |error: tokio_postgres::Error| failed(&format!("cannot set up the {target}"), &error);
@@ -472,6 +585,7 @@ impl From<serde_json::Error> for Refused {
 async fn write(
     tx: &deadpool_postgres::Transaction<'_>,
     batch: &Batch,
+    replica: i64,
 ) -> Result<Vec<i64>, Refused> {
     if let Some(id) = &batch.close {
         let closed = tx
@@ -524,8 +638,8 @@ async fn write(
         let opened = tx
             .execute(
                 &tx.prepare_cached(
-                    "INSERT INTO pending (id, kind, session, created, request) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO pending (id, kind, session, created, request, owner) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
                 )
                 .await?,
                 &[
@@ -534,6 +648,7 @@ async fn write(
                     &request.session,
                     &request.created,
                     &serde_json::to_string(&request.request)?,
+                    &replica,
                 ],
             )
             .await?;
@@ -603,11 +718,34 @@ async fn write(
         )
         .await?;
     }
-    if batch.events.is_empty() {
-        return Ok(Vec::new());
+    let seqs = if batch.events.is_empty() {
+        Vec::new()
+    } else {
+        append(tx, &batch.events).await?
+    };
+    // Delivered to the other replicas when (and only if) the transaction commits.
+    if !seqs.is_empty() || batch.close.is_some() {
+        let notice = format!(
+            "{replica} {} {}",
+            seqs.last().copied().unwrap_or(0),
+            batch.close.as_deref().unwrap_or_default()
+        );
+        tx.execute(
+            &tx.prepare_cached("SELECT pg_notify($1, $2)").await?,
+            &[&CHANNEL, &notice],
+        )
+        .await?;
     }
-    // Last: the counter row stays locked until the commit, and only that long.
-    let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
+    Ok(seqs)
+}
+
+/// Numbers and inserts events. Last in a commit: the counter row stays locked until the
+/// commit, and only that long.
+async fn append(
+    tx: &deadpool_postgres::Transaction<'_>,
+    events: &[EventRecord],
+) -> Result<Vec<i64>, Refused> {
+    let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
     let last: i64 = tx
         .query_one(
             &tx.prepare_cached(
@@ -625,7 +763,7 @@ async fn write(
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .await?;
-    for (event, seq) in batch.events.iter().zip(&seqs) {
+    for (event, seq) in events.iter().zip(&seqs) {
         tx.execute(
             &insert,
             &[
@@ -659,6 +797,7 @@ impl Store for PostgresStore {
         }
         let pool = self.pool.clone();
         let target = self.target.clone();
+        let replica = self.replica;
         // In a task of its own: see the module's documentation.
         let task = tokio::spawn(async move {
             let mut client = pool
@@ -672,7 +811,7 @@ impl Store for PostgresStore {
                     .transaction()
                     .await
                     .map_err(|error| failed("cannot begin a commit", &error))?;
-                let written = write(&tx, &batch).await;
+                let written = write(&tx, &batch, replica).await;
                 let outcome = match written {
                     Ok(seqs) => tx.commit().await.map(|()| seqs).map_err(Refused::from),
                     Err(refused) => {
@@ -852,14 +991,44 @@ impl Store for PostgresStore {
         .await
     }
 
-    /// Closes the pool and gives up ownership of the database at once (dropping the store
-    /// gives it up too, once the server has seen its connection end).
+    /// Closes the pool and leaves: the replica's lock goes with its connection.
     async fn close(&self) {
         self.pool.close();
-        let _ = self
-            .owner
-            .execute("SELECT pg_advisory_unlock($1)", &[&OWNER_LOCK])
-            .await;
+        self.listener.abort();
+    }
+
+    fn changes(&self) -> Option<broadcast::Receiver<Change>> {
+        Some(self.changes.subscribe())
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn orphaned(&self) -> Result<Vec<PendingRecord>, StoreError> {
+        // A replica is running while its lock is held (a single-number advisory lock is listed
+        // with the number's high half as `classid`, its low half as `objid`, and `objsubid` 1).
+        self.all(
+            "SELECT id, kind, session, created, request FROM pending p \
+             WHERE p.owner IS NULL OR NOT EXISTS (SELECT 1 FROM pg_locks l \
+               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+               AND l.classid::bigint = (p.owner >> 32) \
+               AND l.objid::bigint = (p.owner & 4294967295)) \
+             ORDER BY created, id",
+            &[],
+            pending_from_row,
+        )
+        .await
+    }
+
+    async fn still_pending(&self, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        self.all(
+            "SELECT id FROM pending WHERE id = ANY($1)",
+            &[&ids],
+            |row| column(row, 0),
+        )
+        .await
     }
 }
 

@@ -85,3 +85,116 @@ async fn the_store_contract_holds_on_postgresql() {
         "{error}"
     );
 }
+
+/// Two replicas on one database: each sees what the other wrote, hears the other's changes as
+/// they commit (not its own), closes a request the other opened exactly once between them, and
+/// tells a stopped replica's requests from a running one's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_one_database() {
+    use toolgate_store::{Change, PendingRecord};
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let url = cluster.create("shared").await;
+    let a = PostgresStore::open(&url).await.unwrap();
+    let b = PostgresStore::open(&url).await.unwrap();
+    assert_ne!(a.replica(), b.replica());
+    let mut heard_by_a = a.changes().unwrap();
+    let mut heard_by_b = b.changes().unwrap();
+    let next = |receiver: &mut tokio::sync::broadcast::Receiver<Change>| {
+        let mut receiver = receiver.resubscribe();
+        async move {
+            tokio::time::timeout(std::time::Duration::from_secs(10), receiver.recv())
+                .await
+                .expect("a change is heard")
+                .unwrap()
+        }
+    };
+    let request = |id: &str| PendingRecord {
+        id: id.into(),
+        kind: "decision".into(),
+        session: Some("s".into()),
+        created: "2026-11-29T00:00:00.000000Z".into(),
+        request: serde_json::json!({"tool": "pay"}),
+    };
+
+    // Opened on A: B hears it, and lists it.
+    let hearing = next(&mut heard_by_b);
+    let seq = a
+        .open_request(&request("r1"), &event("permission_requested", "s"))
+        .await
+        .unwrap();
+    assert_eq!(hearing.await, Change::Committed { seq, closed: None });
+    assert_eq!(b.pending().await.unwrap().len(), 1);
+    assert_eq!(
+        b.still_pending(&["r1".into(), "nope".into()])
+            .await
+            .unwrap(),
+        ["r1"]
+    );
+    // A running replica's request is nobody's orphan.
+    assert!(b.orphaned().await.unwrap().is_empty());
+
+    // Closed on B, raced by A: one wins; A hears B's close (and not its own commits).
+    let hearing = next(&mut heard_by_a);
+    let (by_a, by_b) = (event("resolved-a", "s"), event("resolved-b", "s"));
+    let (on_a, on_b) = tokio::join!(a.close_request("r1", &by_a), b.close_request("r1", &by_b),);
+    let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
+    assert_eq!(
+        usize::from(on_a.is_some()) + usize::from(on_b.is_some()),
+        1,
+        "one close wins: {on_a:?} {on_b:?}"
+    );
+    if let Some(seq) = on_b {
+        assert_eq!(
+            hearing.await,
+            Change::Committed {
+                seq,
+                closed: Some("r1".into())
+            }
+        );
+    }
+    assert!(a.still_pending(&["r1".into()]).await.unwrap().is_empty());
+
+    // Both append at once: one log, no gaps.
+    let (x, y) = tokio::join!(
+        async {
+            let mut seqs = Vec::new();
+            for i in 0..50 {
+                seqs.extend(a.append(&[event(&format!("a{i}"), "s")]).await.unwrap());
+            }
+            seqs
+        },
+        async {
+            let mut seqs = Vec::new();
+            for i in 0..50 {
+                seqs.extend(b.append(&[event(&format!("b{i}"), "s")]).await.unwrap());
+            }
+            seqs
+        },
+    );
+    let mut all: Vec<i64> = x.into_iter().chain(y).collect();
+    all.sort_unstable();
+    let first = all[0];
+    assert_eq!(all, (first..first + 100).collect::<Vec<_>>());
+
+    // B stops with a request waiting: it is an orphan to A once B's connection is gone.
+    b.open_request(&request("r2"), &event("permission_requested", "s"))
+        .await
+        .unwrap();
+    assert!(a.orphaned().await.unwrap().is_empty());
+    b.close().await;
+    drop(b);
+    let mut orphans = Vec::new();
+    for _ in 0..200 {
+        orphans = a.orphaned().await.unwrap();
+        if !orphans.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        orphans.iter().map(|p| p.id.as_str()).collect::<Vec<_>>(),
+        ["r2"]
+    );
+}

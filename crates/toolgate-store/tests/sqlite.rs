@@ -61,7 +61,6 @@ on_sqlite!(
     concurrent_appends_get_distinct_gapless_sequence_numbers,
     a_batch_stands_or_falls_together,
     the_pending_list_is_read_a_page_at_a_time,
-    a_database_has_one_owner_at_a_time,
     racing_closes_resolve_a_request_once,
     pruning_removes_what_is_old_a_part_at_a_time,
     the_latest_events_come_newest_first,

@@ -48,7 +48,7 @@ pub(crate) struct ServeArgs {
     /// Keep everything in this PostgreSQL database instead of the SQLite file in the data
     /// directory (which still holds the token): `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`,
     /// or libpq's `key=value` pairs; on PostgreSQL the database's own settings decide
-    /// durability. One daemon per database for now.
+    /// durability. Daemons given the same database share one approval queue.
     #[arg(
         long,
         value_name = "URL",

@@ -243,26 +243,7 @@ fn killed_while_writing(arguments: &[&str]) {
 #[test]
 fn a_second_daemon_on_the_same_data_directory_refuses_to_start() {
     let data = tempfile::tempdir().unwrap();
-    a_second_daemon_is_refused(data.path(), data.path(), &[]);
-}
-
-/// One daemon per PostgreSQL database, whatever their data directories.
-#[test]
-fn a_second_daemon_on_the_same_postgresql_database_refuses_to_start() {
-    let Some(cluster) = postgres::Cluster::start() else {
-        return;
-    };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let url = runtime.block_on(cluster.create("owned"));
-    let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    a_second_daemon_is_refused(first.path(), second.path(), &["--store", &url]);
-}
-
-fn a_second_daemon_is_refused(first: &std::path::Path, second: &std::path::Path, more: &[&str]) {
-    let first = DaemonProcess::start_with(first, more);
+    let first = DaemonProcess::start(data.path());
     let (status, body) = first
         .http("POST", "/api/decisions", Some(&call("./release.sh all")))
         .unwrap();
@@ -271,9 +252,8 @@ fn a_second_daemon_is_refused(first: &std::path::Path, second: &std::path::Path,
 
     let second = std::process::Command::new(common::BIN)
         .args(["serve", "--isolated", "--policy", "examples/policy.toml"])
-        .args(more)
         .current_dir(common::root())
-        .env("TOOLGATE_DATA_DIR", second)
+        .env("TOOLGATE_DATA_DIR", data.path())
         .env("TOOLGATE_LISTEN", "127.0.0.1:0")
         .output()
         .unwrap();

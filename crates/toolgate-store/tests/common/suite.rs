@@ -301,26 +301,6 @@ pub async fn the_pending_list_is_read_a_page_at_a_time(engine: &dyn Engine) {
     assert_eq!((page.len(), total), (0, 0));
 }
 
-/// A second store on the same database (another daemon) is refused while the first is open,
-/// and allowed once it is closed.
-pub async fn a_database_has_one_owner_at_a_time(engine: &dyn Engine) {
-    let first = engine.open().await;
-    first.append(&[event("a", "s")]).await.unwrap();
-    let Err(error) = engine.try_open().await else {
-        panic!("a second store opened on the same database");
-    };
-    assert!(
-        error.to_string().contains("in use by another toolgate"),
-        "{error}"
-    );
-    // The first one is untouched.
-    assert_eq!(first.append(&[event("b", "s")]).await.unwrap(), [2]);
-    first.close().await;
-    drop(first);
-    let second = engine.open().await;
-    assert_eq!(second.last_seq().await.unwrap(), 2);
-}
-
 /// Answers raced on one request: exactly one closes it, and only its event is written.
 pub async fn racing_closes_resolve_a_request_once(engine: &dyn Engine) {
     let store = engine.open().await;
@@ -448,7 +428,6 @@ cases!(
     concurrent_appends_get_distinct_gapless_sequence_numbers,
     a_batch_stands_or_falls_together,
     the_pending_list_is_read_a_page_at_a_time,
-    a_database_has_one_owner_at_a_time,
     racing_closes_resolve_a_request_once,
     pruning_removes_what_is_old_a_part_at_a_time,
     the_latest_events_come_newest_first,

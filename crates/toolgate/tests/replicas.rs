@@ -1,0 +1,245 @@
+//! Several `toolgate serve` on one PostgreSQL database share one approval queue: a request
+//! pending on one is listed and answered on another, its caller released where it waits;
+//! answers raced across daemons are recorded once each; the requests of a daemon killed with
+//! `kill -9` are refused by the others, and its callers hear so from them by id.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+mod common;
+#[path = "../../toolgate-store/tests/common/postgres.rs"]
+mod postgres;
+
+use common::{DaemonProcess, http};
+
+fn call(command: &str) -> Value {
+    json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "replicas"}})
+}
+
+/// Daemons on database `url`, each with a data directory of its own holding the first one's
+/// token (replicas share their token: copy the file, or share the folder).
+fn replicas(url: &str, count: usize) -> (Vec<tempfile::TempDir>, Vec<DaemonProcess>) {
+    let mut dirs = Vec::new();
+    let mut daemons: Vec<DaemonProcess> = Vec::new();
+    for _ in 0..count {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(first) = daemons.first() {
+            copy_token(&first.data, dir.path());
+        }
+        daemons.push(DaemonProcess::start_with(dir.path(), &["--store", url]));
+        dirs.push(dir);
+    }
+    (dirs, daemons)
+}
+
+fn copy_token(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let token = to.join("token");
+    std::fs::copy(from.join("token"), &token).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+fn ask(daemon: &DaemonProcess, command: &str) -> String {
+    let (status, body) = daemon
+        .http("POST", "/api/decisions", Some(&call(command)))
+        .unwrap();
+    assert_eq!(status, 202, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+fn pending_ids(daemon: &DaemonProcess) -> Vec<String> {
+    let (status, body) = daemon.http("GET", "/api/pending", None).unwrap();
+    assert_eq!(status, 200);
+    body["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A long poll on `daemon` for `id`, in a thread (at most `seconds`).
+fn poll(daemon: &DaemonProcess, id: &str, seconds: u32) -> std::thread::JoinHandle<Value> {
+    let (address, token) = (daemon.address.clone(), daemon.token());
+    let path = format!("/api/decisions/{id}?wait={seconds}");
+    std::thread::spawn(move || {
+        let (status, body) = http(&address, &token, "GET", &path, None).unwrap();
+        assert_eq!(status, 200, "{body}");
+        body
+    })
+}
+
+fn cluster_database(name: &str) -> Option<(postgres::Cluster, String)> {
+    let cluster = postgres::Cluster::start()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = runtime.block_on(cluster.create(name));
+    Some((cluster, url))
+}
+
+#[test]
+fn a_request_pending_on_one_daemon_is_answered_on_another() {
+    let Some((_cluster, url)) = cluster_database("queue") else {
+        return;
+    };
+    let (_dirs, daemons) = replicas(&url, 3);
+    let [a, b, c] = daemons.as_slice() else {
+        unreachable!()
+    };
+
+    // Asked on A: listed on all three.
+    let id = ask(a, "./release.sh one");
+    for daemon in [a, b, c] {
+        assert_eq!(pending_ids(daemon), std::slice::from_ref(&id));
+    }
+    // A's caller waits on A, a poll on C waits too; answered on B: both released.
+    let on_a = poll(a, &id, 30);
+    let on_c = poll(c, &id, 30);
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, body) = b
+        .http(
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(&json!({"decision": "allow-once", "by": "bob"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    for (poll, on) in [(on_a, "A"), (on_c, "C")] {
+        let decided = poll.join().unwrap();
+        assert_eq!(decided["decision"], "allow", "on {on}: {decided}");
+        assert_eq!(decided["layer"], "handler", "on {on}: {decided}");
+    }
+    for daemon in [a, b, c] {
+        assert!(pending_ids(daemon).is_empty());
+    }
+    // The audit log, one for all: one request, one resolution, by bob.
+    let (_, audit) = c
+        .http("GET", &format!("/api/audit?request_id={id}"), None)
+        .unwrap();
+    let events = audit["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["permission_requested", "permission_resolved"]);
+    assert_eq!(events[1]["actor"], "bob");
+
+    // An answer the request was not offered is refused on another daemon as on its own.
+    let other = ask(c, "./release.sh two");
+    let (status, body) = a
+        .http(
+            "POST",
+            &format!("/api/approvals/{other}"),
+            Some(&json!({"decision": "maybe"})),
+        )
+        .unwrap();
+    assert_eq!(status, 400, "{body}");
+    // And a refusal given on A reaches the caller waiting on C, with its reason.
+    let on_c = poll(c, &other, 30);
+    std::thread::sleep(Duration::from_millis(200));
+    let (status, body) = a
+        .http(
+            "POST",
+            &format!("/api/approvals/{other}"),
+            Some(&json!({"decision": "reject-once", "reason": "not today"})),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let decided = on_c.join().unwrap();
+    assert_eq!(decided["decision"], "deny", "{decided}");
+    assert_eq!(decided["reason"], "not today", "{decided}");
+}
+
+#[test]
+fn answers_raced_across_daemons_are_recorded_once_each() {
+    let Some((_cluster, url)) = cluster_database("race") else {
+        return;
+    };
+    let (_dirs, daemons) = replicas(&url, 2);
+    let ids: Vec<String> = (0..40)
+        .map(|i| ask(&daemons[i % 2], &format!("./release.sh race-{i}")))
+        .collect();
+    let answering: Vec<_> = [0, 1]
+        .into_iter()
+        .map(|side| {
+            let (address, token) = (daemons[side].address.clone(), daemons[side].token());
+            let ids = ids.clone();
+            std::thread::spawn(move || {
+                ids.iter()
+                    .map(|id| {
+                        let decision = if side == 0 {
+                            "allow-once"
+                        } else {
+                            "reject-once"
+                        };
+                        let (status, _) = http(
+                            &address,
+                            &token,
+                            "POST",
+                            &format!("/api/approvals/{id}"),
+                            Some(&json!({"decision": decision})),
+                        )
+                        .unwrap();
+                        status
+                    })
+                    .collect::<Vec<u16>>()
+            })
+        })
+        .collect();
+    let statuses: Vec<Vec<u16>> = answering.into_iter().map(|t| t.join().unwrap()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let pair = (statuses[0][i], statuses[1][i]);
+        assert!(
+            pair == (200, 409) || pair == (409, 200),
+            "{id}: one answer wins, the other hears 409: {pair:?}"
+        );
+        let winner = if pair.0 == 200 { "allow" } else { "deny" };
+        for daemon in &daemons {
+            let (_, body) = daemon
+                .http("GET", &format!("/api/decisions/{id}"), None)
+                .unwrap();
+            assert_eq!(body["decision"], winner, "{id}: {body}");
+        }
+        let (_, audit) = daemons[0]
+            .http("GET", &format!("/api/audit?request_id={id}"), None)
+            .unwrap();
+        let resolved = audit["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "permission_resolved")
+            .count();
+        assert_eq!(resolved, 1, "{id}");
+    }
+}
+
+#[test]
+fn the_requests_of_a_killed_daemon_are_refused_by_the_others() {
+    let Some((_cluster, url)) = cluster_database("killed") else {
+        return;
+    };
+    let (_dirs, mut daemons) = replicas(&url, 2);
+    let id = ask(&daemons[0], "./release.sh orphan");
+    let survivor_sees = ask(&daemons[1], "./release.sh stays");
+    daemons[0].kill();
+    // Its caller comes back by id to the other daemon, which refuses the request once it sees
+    // its daemon gone (at its next look, every few seconds).
+    let decided = poll(&daemons[1], &id, 30).join().unwrap();
+    assert_eq!(decided["decision"], "deny", "{decided}");
+    assert_eq!(decided["layer"], "timeout", "{decided}");
+    assert_eq!(
+        decided["reason"],
+        "The daemon that held this request stopped before it was answered; it is refused \
+         (reject-once)."
+    );
+    // The survivor's own request still waits.
+    assert_eq!(pending_ids(&daemons[1]), [survivor_sees]);
+}
