@@ -781,6 +781,13 @@ impl Claim {
         self.deliver(resolution);
     }
 
+    /// Delivers another answer than the one claimed: the one recorded first elsewhere (another
+    /// daemon sharing the store answered the same request first).
+    pub fn complete_with(mut self, response: Response, by: &str) {
+        self.response = response;
+        self.complete(by);
+    }
+
     /// Ends the request without the answer (it could not be recorded): the waiter is denied.
     pub fn fail(mut self, message: impl Into<String>) {
         let resolution = Resolution::Failed {

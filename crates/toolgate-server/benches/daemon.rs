@@ -22,9 +22,15 @@
 //! before it returns) and `Durability::Process`, the default (commits survive the daemon's
 //! crash; the journal is flushed off their path, so a power loss costs the last moment's).
 //!
+//! Then once more on PostgreSQL (a server the bench starts in a temporary folder, as the tests
+//! do; skipped when PostgreSQL is not installed): the round trip is compared with a trivial
+//! request plus one bare commit of the same engine (a one-row insert in autocommit, after the
+//! same pause), and sustained decisions are measured on one daemon and across two daemons
+//! sharing the database.
+//!
 //! Run with `cargo bench -p toolgate-server --bench daemon`; `TOOLGATE_BENCH_DURABILITY=process`
-//! (or `full`) measures one durability only; `TOOLGATE_BENCH_ROUND_TRIP_ONLY=1` stops after the
-//! round trips.
+//! (or `full`) measures one SQLite durability only, `TOOLGATE_BENCH_STORE=sqlite` (or
+//! `postgres`) one engine only; `TOOLGATE_BENCH_ROUND_TRIP_ONLY=1` stops after the round trips.
 
 #![allow(
     clippy::unwrap_used,
@@ -42,6 +48,17 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use toolgate_policy::Policy;
 use toolgate_server::{Server, ServerConfig};
+
+#[path = "../../toolgate-store/tests/common/postgres.rs"]
+mod postgres;
+
+/// What the daemon keeps its store on.
+#[derive(Clone, Debug, PartialEq)]
+enum Engine {
+    Sqlite(toolgate_store::Durability),
+    /// A PostgreSQL connection string.
+    Postgres(String),
+}
 
 const POLICY: &str = r#"
 version = 1
@@ -128,6 +145,68 @@ impl Connection {
     }
 }
 
+/// Decisions the policy makes at once, posted by `clients` clients spread over `addresses`,
+/// each committed before it is answered.
+async fn sustained(
+    addresses: &[String],
+    token: &str,
+    clients: usize,
+    per_client: usize,
+    said: &str,
+) {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (address, token) = (addresses[c % addresses.len()].clone(), token.to_owned());
+            tokio::spawn(async move {
+                let mut connection = Connection::open(&address, &token).await;
+                for i in 0..per_client {
+                    let call = json!({"tool": "read", "args": {"c": c, "i": i}, "context": {"session": "bench"}});
+                    let (status, _) = connection.send("POST", "/api/decisions", Some(&call)).await;
+                    assert_eq!(status, 200);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let elapsed = started.elapsed();
+    let decisions = (clients * per_client) as f64;
+    println!(
+        "  durable decisions, {clients} clients{said:<17} {:>8.0} /s   ({} in {:.2} s)",
+        decisions / elapsed.as_secs_f64(),
+        clients * per_client,
+        elapsed.as_secs_f64()
+    );
+}
+
+/// The p50 of a one-row insert in autocommit on a connection of its own, each after a 1 ms
+/// pause: the least a commit costs on that database.
+async fn bare_commit(url: &str) -> Duration {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("CREATE TABLE bare (id BIGSERIAL PRIMARY KEY, body TEXT)")
+        .await
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO bare (body) VALUES ($1)")
+        .await
+        .unwrap();
+    let mut commits = Vec::new();
+    for i in 0..500 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let body = format!("{{\"i\": {i}}}");
+        let started = Instant::now();
+        client.execute(&insert, &[&body]).await.unwrap();
+        commits.push(started.elapsed());
+    }
+    median(commits)
+}
+
 /// The p50 of a 1 KiB `pwrite` and `fdatasync` into a file allocated ahead (as the journal is),
 /// each after a 1 ms pause.
 async fn bare_flush(dir: &std::path::Path) -> Duration {
@@ -174,53 +253,90 @@ fn main() {
     let only: Option<toolgate_store::Durability> = std::env::var("TOOLGATE_BENCH_DURABILITY")
         .ok()
         .map(|d| d.parse().unwrap());
-    for durability in [
-        toolgate_store::Durability::Full,
-        toolgate_store::Durability::Process,
-    ] {
-        if only.is_some_and(|only| only != durability) {
-            continue;
+    let store = std::env::var("TOOLGATE_BENCH_STORE").ok();
+    if store.as_deref() != Some("postgres") {
+        for durability in [
+            toolgate_store::Durability::Full,
+            toolgate_store::Durability::Process,
+        ] {
+            if only.is_some_and(|only| only != durability) {
+                continue;
+            }
+            bench(&Engine::Sqlite(durability));
         }
-        let dir = tempfile::tempdir().unwrap();
-        // The daemon on a runtime of its own, built as `toolgate serve` builds it: its clients
-        // are other programs, whose threads it does not share.
-        let daemon = tokio::runtime::Builder::new_multi_thread()
-            .thread_name("toolgate-daemon")
+    }
+    if store.as_deref() != Some("sqlite") {
+        let Some(cluster) = postgres::Cluster::start() else {
+            return;
+        };
+        let setup = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let address = daemon.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let address = listener.local_addr().unwrap();
-            let mut config = ServerConfig::new(dir.path());
-            config.listen = address;
-            config.durability = durability;
-            let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
-            let server = Server::open(config, policy).await.unwrap();
-            tokio::spawn(server.serve(listener, std::future::pending()));
-            address
-        });
-        let token = std::fs::read_to_string(dir.path().join("token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        let clients = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        clients.block_on(run(durability, address.to_string(), token, dir.path()));
-        daemon.shutdown_background();
+        let url = setup.block_on(cluster.create("bench"));
+        bench(&Engine::Postgres(url));
     }
 }
 
-async fn run(
-    durability: toolgate_store::Durability,
-    address: String,
-    token: String,
+/// A daemon on `engine`, on a runtime of its own, built as `toolgate serve` builds it: its
+/// clients are other programs, whose threads it does not share. Returns its address, its token
+/// and the runtime (which must be kept).
+fn daemon(
+    engine: &Engine,
     dir: &std::path::Path,
-) {
-    println!("daemon benchmarks, durability {durability:?} (one run; compare within it)");
+) -> (std::net::SocketAddr, String, tokio::runtime::Runtime) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_name("toolgate-daemon")
+        .enable_all()
+        .build()
+        .unwrap();
+    let address = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut config = ServerConfig::new(dir);
+        config.listen = address;
+        match engine {
+            Engine::Sqlite(durability) => config.durability = *durability,
+            Engine::Postgres(url) => config.store = Some(url.clone()),
+        }
+        let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
+        let server = Server::open(config, policy).await.unwrap();
+        tokio::spawn(server.serve(listener, std::future::pending()));
+        address
+    });
+    let token = std::fs::read_to_string(dir.join("token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    (address, token, runtime)
+}
+
+fn bench(engine: &Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let (address, token, daemon_runtime) = daemon(engine, dir.path());
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    clients.block_on(run(engine, address.to_string(), token, dir.path()));
+    daemon_runtime.shutdown_background();
+}
+
+async fn run(engine: &Engine, address: String, token: String, dir: &std::path::Path) {
+    match engine {
+        Engine::Sqlite(durability) => {
+            println!(
+                "daemon benchmarks, SQLite, durability {durability:?} (one run; compare within it)"
+            );
+        }
+        Engine::Postgres(_) => {
+            println!(
+                "daemon benchmarks, PostgreSQL 15 on a Unix socket (one run; compare within it)"
+            );
+        }
+    }
+    let full = *engine == Engine::Sqlite(toolgate_store::Durability::Full);
 
     // The baseline: a trivial request.
     let mut plain = Connection::open(&address, &token).await;
@@ -306,7 +422,16 @@ async fn run(
         micros(answered),
         answered.as_secs_f64() / paused.as_secs_f64()
     );
-    if durability == toolgate_store::Durability::Full {
+    if let Engine::Postgres(url) = engine {
+        // The engine's own floor: one bare commit, after the same pause.
+        let commit = bare_commit(url).await;
+        println!(
+            "  a bare one-row commit (autocommit)    p50 {:>8.1} µs   (round trip = {:.2}× trivial + commit)",
+            micros(commit),
+            round_trip.as_secs_f64() / (paused + commit).as_secs_f64()
+        );
+    }
+    if full {
         // What the disk alone costs the round trip: a journal-sized write and its flush, after
         // the same pause, on the same file system.
         let flush = bare_flush(dir).await;
@@ -323,31 +448,28 @@ async fn run(
     // Sustained decisions, each durable before it is acknowledged.
     let clients = 8;
     let per_client = 400;
-    let started = Instant::now();
-    let tasks: Vec<_> = (0..clients)
-        .map(|c| {
-            let (address, token) = (address.clone(), token.clone());
-            tokio::spawn(async move {
-                let mut connection = Connection::open(&address, &token).await;
-                for i in 0..per_client {
-                    let call = json!({"tool": "read", "args": {"c": c, "i": i}, "context": {"session": "bench"}});
-                    let (status, _) = connection.send("POST", "/api/decisions", Some(&call)).await;
-                    assert_eq!(status, 200);
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        task.await.unwrap();
+    sustained(std::slice::from_ref(&address), &token, clients, per_client, "").await;
+    if let Engine::Postgres(_) = engine {
+        // The same across two daemons sharing the database, half the clients on each.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::copy(dir.join("token"), other.path().join("token")).unwrap();
+        let engine = engine.clone();
+        let path = other.path().to_owned();
+        let (second, _, runtime) = tokio::task::spawn_blocking(move || daemon(&engine, &path))
+            .await
+            .unwrap();
+        sustained(
+            &[address.clone(), second.to_string()],
+            &token,
+            clients,
+            per_client,
+            " across 2 daemons",
+        )
+        .await;
+        tokio::task::spawn_blocking(move || runtime.shutdown_background())
+            .await
+            .unwrap();
     }
-    let elapsed = started.elapsed();
-    let decisions = f64::from(clients * per_client);
-    println!(
-        "  durable decisions, {clients} clients           {:>8.0} /s   ({} in {:.2} s)",
-        decisions / elapsed.as_secs_f64(),
-        clients * per_client,
-        elapsed.as_secs_f64()
-    );
 
     // 10,000 pending requests.
     let before = rss_kib();
@@ -382,9 +504,7 @@ async fn run(
         opened.as_secs_f64()
     );
     // Only the first run starts from a fresh heap: later runs reuse what the first freed.
-    if let (Some(before), Some(after), toolgate_store::Durability::Full) =
-        (before, after, durability)
-    {
+    if let (Some(before), Some(after), true) = (before, after, full) {
         println!(
             "  memory per pending request             {:>8.0} bytes (resident {} → {} KiB)",
             (after.saturating_sub(before) * 1024) as f64 / held as f64,

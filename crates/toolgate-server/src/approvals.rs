@@ -380,8 +380,13 @@ async fn answer_request(
         }
         // (A batch that closes a request revokes and spends nothing.)
         Ok((Committed::NotPending | Committed::NoGrant, _)) => {
-            if let Some(claim) = claim {
-                claim.fail("the request was resolved elsewhere");
+            match claim {
+                // Another daemon's answer was recorded first: the waiter here hears that one.
+                Some(claim) if state.store().shared() => {
+                    crate::replicas::deliver_recorded(state, id, claim).await;
+                }
+                Some(claim) => claim.fail("the request was resolved elsewhere"),
+                None => {}
             }
             state.inner.timer.release(id);
             Err(ApiError::conflict(

@@ -509,7 +509,7 @@ async fn record_ending(
     facts: &Facts,
     ending: &Ending,
 ) -> Result<(), ApiError> {
-    let (_, result) = close(
+    let (committed, result) = close(
         state,
         id,
         facts,
@@ -520,8 +520,15 @@ async fn record_ending(
         None,
     )
     .await?;
-    // Nobody waits for this ending's response: the polls answer when they run.
-    drop(state.announce_decided(id, result));
+    match committed {
+        // Nobody waits for this ending's response: the polls answer when they run.
+        Committed::Written(_) => drop(state.announce_decided(id, result)),
+        // Ended first otherwise (an answer, here or on another daemon sharing the store): the
+        // polls hear what was recorded.
+        Committed::NotPending | Committed::NoGrant => {
+            crate::replicas::announce_recorded(state, id).await;
+        }
+    }
     Ok(())
 }
 

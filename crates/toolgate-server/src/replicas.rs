@@ -107,14 +107,90 @@ async fn recheck_all(state: &AppState) {
     }
 }
 
+/// How a request ended, as its `permission_resolved` event recorded it.
+struct Recorded {
+    /// A person's answer, when one ended it.
+    answer: Option<Choice>,
+    /// Who ended it.
+    by: String,
+    /// Why.
+    reason: Option<String>,
+}
+
+impl Recorded {
+    /// The response a waiter hears for it, when a person's answer ended it.
+    fn response(&self) -> Option<Response> {
+        self.answer.map(|decision| {
+            Response::Permission(Answer {
+                decision,
+                reason: self.reason.clone().filter(|_| !decision.allows()),
+            })
+        })
+    }
+}
+
+/// How request `id` ended, as recorded; `None` when it has not ended (or its end cannot be read
+/// now).
+async fn recorded(state: &AppState, id: &str) -> Option<Recorded> {
+    let filter = EventFilter {
+        request_id: Some(id.to_owned()),
+        kinds: vec!["permission_resolved".into()],
+        ..EventFilter::default()
+    };
+    let events = state.store().latest(&filter, 1).await.ok()?;
+    let ended = events.first()?.body.to_value().ok()?;
+    let said = |key: &str| ended.get(key).and_then(Value::as_str).map(str::to_owned);
+    Some(Recorded {
+        answer: ended
+            .get("answer")
+            .and_then(|answer| serde_json::from_value(answer.clone()).ok()),
+        by: said("actor").unwrap_or_else(|| "another daemon".to_owned()),
+        reason: said("reason"),
+    })
+}
+
+/// Answers the polls waiting here on `id` with its decision as recorded, once it is decided.
+pub(crate) async fn announce_recorded(state: &AppState, id: &str) {
+    if let Ok(Some(row)) = state.store().decision(id).await
+        && row.status == DecisionStatus::Decided
+    {
+        let result = Bytes::copy_from_slice(row.result.as_str().as_bytes());
+        drop(state.announce_decided(id, Some(result)));
+    }
+}
+
+/// Releases a waiter here whose answer lost to one recorded first elsewhere, with that one.
+pub(crate) async fn deliver_recorded(state: &AppState, id: &str, claim: toolgate_runtime::Claim) {
+    state.forget_open(id);
+    match recorded(state, id).await {
+        Some(ended) => match ended.response() {
+            Some(response) => {
+                if ended.answer.is_some_and(|answer| {
+                    matches!(answer, Choice::AllowAlways | Choice::RejectAlways)
+                }) {
+                    // A hosted run, released, stores none of the answer's grants again.
+                    crate::state::lock(&state.inner.answered_with_grants).insert(id);
+                }
+                announce_recorded(state, id).await;
+                claim.complete_with(response, &ended.by);
+            }
+            None => {
+                announce_recorded(state, id).await;
+                claim.fail(ended.reason.unwrap_or_else(|| "ended elsewhere".to_owned()));
+            }
+        },
+        None => claim.fail("the request was resolved elsewhere"),
+    }
+    state.inner.timer.release(id);
+}
+
 /// A request another daemon closed: its waiter here, if any, is released with what was
-/// recorded, and the polls waiting here on it are answered.
+/// recorded, and the polls waiting here on it are answered. A request not closed yet (its
+/// commit still under way here, or one the store never holds, as a hosted run's continuation)
+/// is left as it is.
 pub(crate) async fn closed_elsewhere(state: &AppState, id: &str) {
-    let result = match state.store().decision(id).await {
-        Ok(Some(row)) if row.status == DecisionStatus::Decided => {
-            Some(Bytes::copy_from_slice(row.result.as_str().as_bytes()))
-        }
-        _ => None,
+    let Some(ended) = recorded(state, id).await else {
+        return;
     };
     let waiting_here = state
         .broker()
@@ -122,64 +198,27 @@ pub(crate) async fn closed_elsewhere(state: &AppState, id: &str) {
         .iter()
         .any(|pending| pending.request.id() == id);
     if !waiting_here {
-        drop(state.announce_decided(id, result));
+        announce_recorded(state, id).await;
         return;
     }
-    let filter = EventFilter {
-        request_id: Some(id.to_owned()),
-        kinds: vec!["permission_resolved".into()],
-        ..EventFilter::default()
-    };
-    let ended: Option<Value> = match state.store().latest(&filter, 1).await {
-        Ok(events) => events.first().and_then(|event| event.body.to_value().ok()),
-        // Still waiting: looked up again at the next turn.
-        Err(_) => return,
-    };
-    let Some(ended) = ended else {
-        // Closed without its event (not by a daemon of this version): refused.
-        state.forget_open(id);
-        state
-            .broker()
-            .fail(id, "the request was closed by another daemon");
-        drop(state.announce_decided(id, result));
-        return;
-    };
-    let said = |key: &str| ended.get(key).and_then(Value::as_str).map(str::to_owned);
-    let by = said("actor").unwrap_or_else(|| "another daemon".to_owned());
-    let answer: Option<Choice> = ended
-        .get("answer")
-        .and_then(|answer| serde_json::from_value(answer.clone()).ok());
-    state.forget_open(id);
-    match answer {
-        Some(decision) => {
-            let response = Response::Permission(Answer {
-                decision,
-                reason: said("reason").filter(|_| !decision.allows()),
-            });
-            match state.broker().claim(id, response) {
-                Ok(claim) => {
-                    // A hosted run, released, stores none of the answer's grants again.
-                    if ended
-                        .get("grants")
-                        .and_then(Value::as_array)
-                        .is_some_and(|grants| !grants.is_empty())
-                    {
-                        crate::state::lock(&state.inner.answered_with_grants).insert(id);
-                    }
-                    let served = state.announce_decided(id, result);
-                    claim.complete(&by);
-                    state.inner.timer.release(id);
-                    drop(served);
-                }
-                // Being ended here at the same moment (its timeout): that stands.
-                Err(_) => drop(state.announce_decided(id, result)),
+    match ended.response() {
+        Some(response) => {
+            // Claimed with the recorded answer itself; being ended here at the same moment (its
+            // timeout) stands.
+            if let Ok(claim) = state.broker().claim(id, response) {
+                deliver_recorded(state, id, claim).await;
             }
         }
         None => {
-            let reason = said("reason").unwrap_or_else(|| "ended by another daemon".to_owned());
-            state.broker().fail(id, reason);
+            state.forget_open(id);
+            state.broker().fail(
+                id,
+                ended
+                    .reason
+                    .unwrap_or_else(|| "ended by another daemon".to_owned()),
+            );
             state.inner.timer.release(id);
-            drop(state.announce_decided(id, result));
+            announce_recorded(state, id).await;
         }
     }
 }

@@ -20,6 +20,8 @@
 //! [`Change::Resync`] so nothing missed goes unlooked at.
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use async_trait::async_trait;
@@ -110,6 +112,12 @@ const POOL_SIZE: usize = 16;
 const CHANGES_HELD: usize = 4096;
 /// The longest wait between two tries to make the listening connection again.
 const RECONNECT_MOST: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a connection may take to be made.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a replica's lock must stay missing before its requests are taken for orphans: well
+/// over what making its listening connection again takes ([`RECONNECT_MOST`] and
+/// [`CONNECT_TIMEOUT`]).
+const ORPHAN_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
 /// How many times a commit the database aborted for a deadlock or a serialization failure is
 /// tried again.
 const RETRIES: u32 = 3;
@@ -125,7 +133,22 @@ pub struct PostgresStore {
     changes: broadcast::Sender<Change>,
     /// The connection holding this replica's advisory lock and listening for the others'
     /// changes (the lock goes with it).
-    listener: tokio::task::JoinHandle<()>,
+    listener: Listener,
+    /// Whether this replica holds its lock and listens: while it does not, it opens no request
+    /// (the others could take it for an orphan).
+    held: Arc<AtomicBool>,
+    /// Other replicas seen without their lock, and since when.
+    missing: std::sync::Mutex<std::collections::HashMap<i64, std::time::Instant>>,
+}
+
+/// The listening task, stopped when this is dropped (also when opening the store is given up
+/// half way).
+struct Listener(tokio::task::JoinHandle<()>);
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -134,12 +157,6 @@ impl std::fmt::Debug for PostgresStore {
             .field("target", &self.target)
             .field("replica", &self.replica)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for PostgresStore {
-    fn drop(&mut self) {
-        self.listener.abort();
     }
 }
 
@@ -200,7 +217,14 @@ impl PostgresStore {
     /// Connects to the database `url` names (a `postgres://` URL or `key=value` pairs, as
     /// libpq takes them), creating or upgrading its tables, and takes ownership of it.
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
-        let config = parse(url)?;
+        let mut config = parse(url)?;
+        // A database that does not answer is said so in bounded time, and a connection whose
+        // peer is gone is noticed.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        config.keepalives(true);
+        config.keepalives_idle(std::time::Duration::from_secs(30));
         let target = describe(&config);
         let manager = Manager::from_config(
             config.clone(),
@@ -211,6 +235,10 @@ impl PostgresStore {
         );
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(std::time::Duration::from_secs(10)))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
             .map_err(|error| StoreError(format!("cannot make a pool for the {target}: {error}")))?;
         let client = pool
@@ -226,7 +254,14 @@ impl PostgresStore {
         drop(client);
         let (changes, _) = broadcast::channel(CHANGES_HELD);
         let (ready, started) = oneshot::channel();
-        let listener = tokio::spawn(listen(config, replica, changes.clone(), ready));
+        let held = Arc::new(AtomicBool::new(false));
+        let listener = Listener(tokio::spawn(listen(
+            config,
+            replica,
+            changes.clone(),
+            Arc::clone(&held),
+            ready,
+        )));
         started
             .await
             .map_err(|_| StoreError(format!("cannot listen to the {target}")))??;
@@ -236,6 +271,8 @@ impl PostgresStore {
             replica,
             changes,
             listener,
+            held,
+            missing: std::sync::Mutex::default(),
         })
     }
 
@@ -314,16 +351,21 @@ impl PostgresStore {
             sql.push_str(&format!(" AND {condition} ${}", params.len()));
         };
         if let Some(session) = &filter.session {
-            and(&mut sql, "session =", Box::new(session.clone()));
+            and(&mut sql, "session =", Box::new(clean(session).into_owned()));
         }
         if let Some(request) = &filter.request_id {
-            and(&mut sql, "request_id =", Box::new(request.clone()));
+            and(
+                &mut sql,
+                "request_id =",
+                Box::new(clean(request).into_owned()),
+            );
         }
         if let Some(since) = &filter.since {
             and(&mut sql, "time >=", Box::new(since.clone()));
         }
         if !filter.kinds.is_empty() {
-            and(&mut sql, "type = ANY(", Box::new(filter.kinds.clone()));
+            let kinds: Vec<String> = filter.kinds.iter().map(|k| clean(k).into_owned()).collect();
+            and(&mut sql, "type = ANY(", Box::new(kinds));
             sql.push(')');
         }
         params.push(Box::new(i64::from(limit)));
@@ -418,11 +460,13 @@ fn grant_from_row(row: &Row) -> Result<Grant, StoreError> {
 
 /// Holds this replica's lock and hands on the other replicas' changes, making its connection
 /// again whenever it is lost (waits doubling up to [`RECONNECT_MOST`]), for as long as the
-/// store runs. `ready` hears how the first connection went.
+/// store runs. `held` says whether the lock is held now; `ready` hears how the first connection
+/// went.
 async fn listen(
     config: tokio_postgres::Config,
     replica: i64,
     changes: broadcast::Sender<Change>,
+    held: Arc<AtomicBool>,
     ready: oneshot::Sender<Result<(), StoreError>>,
 ) {
     let mut ready = Some(ready);
@@ -430,6 +474,7 @@ async fn listen(
     loop {
         match listening(&config, replica).await {
             Ok((client, mut notices)) => {
+                held.store(true, Ordering::SeqCst);
                 match ready.take() {
                     Some(ready) => {
                         let _ = ready.send(Ok(()));
@@ -445,6 +490,7 @@ async fn listen(
                         let _ = changes.send(change);
                     }
                 }
+                held.store(false, Ordering::SeqCst);
                 drop(client);
             }
             Err(error) => {
@@ -459,13 +505,25 @@ async fn listen(
     }
 }
 
-/// A connection that holds `replica`'s lock and listens; its notices' payloads come on the
-/// receiver until it is lost.
+/// A connection that listens and holds `replica`'s lock; its notices' payloads come on the
+/// receiver until it is lost. It listens first (nothing committed once the lock is held goes
+/// unheard), then takes the lock, waiting (bounded) while the server still holds it for the
+/// connection this one replaces.
 async fn listening(
     config: &tokio_postgres::Config,
     replica: i64,
 ) -> Result<(Client, mpsc::UnboundedReceiver<String>), StoreError> {
     let target = describe(config);
+    let mut config = config.clone();
+    // The server notices a lost daemon host by its keepalives (its lock then goes), not only
+    // when the process ends.
+    let keepalives =
+        "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3";
+    let options = match config.get_options() {
+        Some(given) => format!("{given} {keepalives}"),
+        None => keepalives.to_owned(),
+    };
+    config.options(&options);
     let (client, mut connection) = config
         .connect(NoTls)
         .await
@@ -481,13 +539,30 @@ async fn listening(
             }
         }
     });
+    let fail =
+        |error: tokio_postgres::Error| failed(&format!("cannot listen to the {target}"), &error);
     client
-        .batch_execute(&format!(
-            "SELECT pg_advisory_lock({replica}); LISTEN {CHANNEL}"
-        ))
+        .batch_execute(&format!("LISTEN {CHANNEL}"))
         .await
-        .map_err(|error| failed(&format!("cannot listen to the {target}"), &error))?;
-    Ok((client, received))
+        .map_err(fail)?;
+    let deadline = std::time::Instant::now() + ORPHAN_AFTER;
+    loop {
+        let locked: bool = client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&replica])
+            .await
+            .map_err(fail)?
+            .get(0);
+        if locked {
+            return Ok((client, received));
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(StoreError(format!(
+                "replica {replica}'s lock on the {target} is still held by a connection that \
+                 was lost"
+            )));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 /// What a notice says, unless this replica sent it: `REPLICA SEQ CLOSED` (the id closed, empty
@@ -581,7 +656,25 @@ impl From<serde_json::Error> for Refused {
     }
 }
 
+/// Text as PostgreSQL keeps it: a NUL (which its text cannot hold, and SQLite's can) is written
+/// U+FFFD, the same way wherever it is written or looked up, so one such name does not make a
+/// whole commit (a batch of events) fail.
+fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// [`clean`], of text that may be missing.
+fn clean_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
+    text.map(clean)
+}
+
 /// Writes `batch` in `tx`; the caller commits when it returns `Ok`, and rolls back otherwise.
+/// Its conditions are looked at in the SQLite store's order (close, open, revoke, spend, new
+/// grants), each against the store as it was before the batch.
 async fn write(
     tx: &deadpool_postgres::Transaction<'_>,
     batch: &Batch,
@@ -592,46 +685,11 @@ async fn write(
             .execute(
                 &tx.prepare_cached("DELETE FROM pending WHERE id = $1")
                     .await?,
-                &[id],
+                &[&clean(id)],
             )
             .await?;
         if closed == 0 {
             return Err(Refused::Not(Committed::NotPending));
-        }
-    }
-    if let Some(id) = &batch.revoke {
-        let revoked = tx
-            .execute(
-                &tx.prepare_cached("DELETE FROM grants WHERE id = $1")
-                    .await?,
-                &[id],
-            )
-            .await?;
-        if revoked == 0 {
-            return Err(Refused::Not(Committed::NoGrant));
-        }
-    }
-    if let Some(id) = &batch.spend {
-        let uses: Option<Option<i64>> = tx
-            .query_opt(
-                &tx.prepare_cached("SELECT uses_left FROM grants WHERE id = $1 FOR UPDATE")
-                    .await?,
-                &[id],
-            )
-            .await?
-            .map(|row| row.get(0));
-        match uses {
-            None | Some(Some(..=0)) => return Err(Refused::Not(Committed::NoGrant)),
-            // A grant without a count needs no write.
-            Some(None) => {}
-            Some(Some(_)) => {
-                tx.execute(
-                    &tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = $1")
-                        .await?,
-                    &[id],
-                )
-                .await?;
-            }
         }
     }
     if let Some(request) = &batch.open {
@@ -643,10 +701,10 @@ async fn write(
                 )
                 .await?,
                 &[
-                    &request.id,
-                    &request.kind,
-                    &request.session,
-                    &request.created,
+                    &clean(&request.id),
+                    &clean(&request.kind),
+                    &clean_opt(request.session.as_deref()),
+                    &clean(&request.created),
                     &serde_json::to_string(&request.request)?,
                     &replica,
                 ],
@@ -659,6 +717,41 @@ async fn write(
             ))));
         }
     }
+    if let Some(id) = &batch.revoke {
+        let found = tx
+            .query_opt(
+                &tx.prepare_cached("SELECT 1 FROM grants WHERE id = $1 FOR UPDATE")
+                    .await?,
+                &[&clean(id)],
+            )
+            .await?;
+        if found.is_none() {
+            return Err(Refused::Not(Committed::NoGrant));
+        }
+    }
+    if let Some(id) = &batch.spend {
+        let uses: Option<Option<i64>> = tx
+            .query_opt(
+                &tx.prepare_cached("SELECT uses_left FROM grants WHERE id = $1 FOR UPDATE")
+                    .await?,
+                &[&clean(id)],
+            )
+            .await?
+            .map(|row| row.get(0));
+        match uses {
+            None | Some(Some(..=0)) => return Err(Refused::Not(Committed::NoGrant)),
+            // A grant without a count needs no write.
+            Some(None) => {}
+            Some(Some(_)) => {
+                tx.execute(
+                    &tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = $1")
+                        .await?,
+                    &[&clean(id)],
+                )
+                .await?;
+            }
+        }
+    }
     for grant in &batch.grants {
         let inserted = tx
             .execute(
@@ -668,8 +761,8 @@ async fn write(
                 )
                 .await?,
                 &[
-                    &grant.id,
-                    &grant.tool,
+                    &clean(&grant.id),
+                    &clean(&grant.tool),
                     &grant.uses_left.map(i64::from),
                     &serde_json::to_string(grant)?,
                     &rfc3339(grant.created_at),
@@ -683,6 +776,14 @@ async fn write(
             ))));
         }
     }
+    if let Some(id) = &batch.revoke {
+        tx.execute(
+            &tx.prepare_cached("DELETE FROM grants WHERE id = $1")
+                .await?,
+            &[&clean(id)],
+        )
+        .await?;
+    }
     if let Some(decision) = &batch.decision {
         tx.execute(
             &tx.prepare_cached(
@@ -692,12 +793,12 @@ async fn write(
             )
             .await?,
             &[
-                &decision.id,
+                &clean(&decision.id),
                 &decision.status.as_str(),
                 &serde_json::to_string(&decision.call)?,
                 &decision.result.as_str(),
-                &decision.created,
-                &decision.updated,
+                &clean(&decision.created),
+                &clean(&decision.updated),
             ],
         )
         .await?;
@@ -711,9 +812,9 @@ async fn write(
             )
             .await?,
             &[
-                &session.id,
+                &clean(&session.id),
                 &serde_json::to_string(&session.snapshot)?,
-                &session.updated,
+                &clean(&session.updated),
             ],
         )
         .await?;
@@ -768,11 +869,11 @@ async fn append(
             &insert,
             &[
                 seq,
-                &event.kind,
-                &event.time,
-                &event.session,
-                &event.request_id,
-                &event.tool_call_id,
+                &clean(&event.kind),
+                &clean(&event.time),
+                &clean_opt(event.session.as_deref()),
+                &clean_opt(event.request_id.as_deref()),
+                &clean_opt(event.tool_call_id.as_deref()),
                 &event.body.as_str(),
             ],
         )
@@ -793,6 +894,14 @@ impl Store for PostgresStore {
                 "the commit nests {nested} levels deep (arrays and objects within each other), \
                  more than the {} the store keeps",
                 crate::record::MAX_NESTING
+            )));
+        }
+        if batch.open.is_some() && !self.held.load(Ordering::SeqCst) {
+            // The other replicas could take a request opened now for an orphan.
+            return Err(StoreError(format!(
+                "this daemon has lost its connection to the {} that shows it is running; \
+                 it opens no request until that connection is back",
+                self.target
             )));
         }
         let pool = self.pool.clone();
@@ -912,7 +1021,7 @@ impl Store for PostgresStore {
         limit: u32,
     ) -> Result<(Vec<PendingRecord>, u64), StoreError> {
         let limit = i64::from(limit);
-        let (page, total) = match session {
+        let (page, total) = match session.map(clean) {
             Some(session) => (
                 self.all(
                     "SELECT id, kind, session, created, request FROM pending \
@@ -944,7 +1053,7 @@ impl Store for PostgresStore {
     async fn pending_request(&self, id: &str) -> Result<Option<PendingRecord>, StoreError> {
         self.first(
             "SELECT id, kind, session, created, request FROM pending WHERE id = $1",
-            &[&id],
+            &[&clean(id)],
             pending_from_row,
         )
         .await
@@ -953,7 +1062,7 @@ impl Store for PostgresStore {
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
         self.first(
             "SELECT id, status, call, result, created, updated FROM decisions WHERE id = $1",
-            &[&id],
+            &[&clean(id)],
             |row| {
                 let status: String = column(row, "status")?;
                 Ok(DecisionRow {
@@ -976,7 +1085,7 @@ impl Store for PostgresStore {
     async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         self.first(
             "SELECT id, snapshot, updated FROM sessions WHERE id = $1",
-            &[&id],
+            &[&clean(id)],
             session_from_row,
         )
         .await
@@ -994,7 +1103,7 @@ impl Store for PostgresStore {
     /// Closes the pool and leaves: the replica's lock goes with its connection.
     async fn close(&self) {
         self.pool.close();
-        self.listener.abort();
+        self.listener.0.abort();
     }
 
     fn changes(&self) -> Option<broadcast::Receiver<Change>> {
@@ -1006,23 +1115,51 @@ impl Store for PostgresStore {
     }
 
     async fn orphaned(&self) -> Result<Vec<PendingRecord>, StoreError> {
-        // A replica is running while its lock is held (a single-number advisory lock is listed
-        // with the number's high half as `classid`, its low half as `objid`, and `objsubid` 1).
-        self.all(
-            "SELECT id, kind, session, created, request FROM pending p \
-             WHERE p.owner IS NULL OR NOT EXISTS (SELECT 1 FROM pg_locks l \
-               WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
-               AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
-               AND l.classid::bigint = (p.owner >> 32) \
-               AND l.objid::bigint = (p.owner & 4294967295)) \
-             ORDER BY created, id",
-            &[],
-            pending_from_row,
-        )
-        .await
+        // A replica runs while its lock is held (a single-number advisory lock is listed with
+        // the number's high half as `classid`, its low half as `objid`, and `objsubid` 1). A
+        // lock missing for a moment (its connection being made again) is not a stopped
+        // replica: an owner is taken for stopped once its lock was missing at two looks
+        // `ORPHAN_AFTER` apart (a request without an owner, from before replicas, at once).
+        let unlocked: Vec<(Option<i64>, PendingRecord)> = self
+            .all(
+                "SELECT id, kind, session, created, request, owner FROM pending p \
+                 WHERE (p.owner IS NULL OR p.owner <> $1) AND NOT EXISTS (SELECT 1 FROM pg_locks l \
+                   WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+                   AND l.classid::bigint = (p.owner >> 32) \
+                   AND l.objid::bigint = (p.owner & 4294967295)) \
+                 ORDER BY created, id",
+                &[&self.replica],
+                |row| Ok((column(row, "owner")?, pending_from_row(row)?)),
+            )
+            .await?;
+        let now = std::time::Instant::now();
+        let mut missing = self
+            .missing
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let owners: std::collections::HashSet<i64> =
+            unlocked.iter().filter_map(|(owner, _)| *owner).collect();
+        // An owner seen with its lock again is forgotten.
+        missing.retain(|owner, _| owners.contains(owner));
+        for owner in &owners {
+            missing.entry(*owner).or_insert(now);
+        }
+        Ok(unlocked
+            .into_iter()
+            .filter(|(owner, _)| {
+                owner.is_none_or(|owner| {
+                    missing
+                        .get(&owner)
+                        .is_some_and(|since| now.duration_since(*since) >= ORPHAN_AFTER)
+                })
+            })
+            .map(|(_, record)| record)
+            .collect())
     }
 
     async fn still_pending(&self, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        let ids: Vec<String> = ids.iter().map(|id| clean(id).into_owned()).collect();
         self.all(
             "SELECT id FROM pending WHERE id = ANY($1)",
             &[&ids],
@@ -1052,7 +1189,7 @@ impl GrantStore for PostgresStore {
     ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
         self.all(
             "SELECT uses_left, body FROM grants WHERE tool = $1 ORDER BY created, id",
-            &[&tool],
+            &[&clean(tool)],
             grant_from_row,
         )
         .await

@@ -231,8 +231,8 @@ fn the_requests_of_a_killed_daemon_are_refused_by_the_others() {
     let survivor_sees = ask(&daemons[1], "./release.sh stays");
     daemons[0].kill();
     // Its caller comes back by id to the other daemon, which refuses the request once it sees
-    // its daemon gone (at its next look, every few seconds).
-    let decided = poll(&daemons[1], &id, 30).join().unwrap();
+    // its daemon gone (its lock missing for 10 s; looked at every 5 s).
+    let decided = poll(&daemons[1], &id, 60).join().unwrap();
     assert_eq!(decided["decision"], "deny", "{decided}");
     assert_eq!(decided["layer"], "timeout", "{decided}");
     assert_eq!(

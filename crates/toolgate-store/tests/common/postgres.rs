@@ -25,13 +25,23 @@ fn binaries() -> Option<PathBuf> {
             }
         }
     }
-    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+    // The newest version installed (by number: 16 after 9.6).
+    let mut versions: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
-        .filter_map(|entry| Some(entry.ok()?.path().join("bin")))
-        .filter(|bin| bin.join("initdb").is_file())
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            let version = path
+                .file_name()?
+                .to_str()?
+                .split('.')
+                .map(|part| part.parse().ok())
+                .collect::<Option<Vec<u32>>>()?;
+            Some((version, path.join("bin")))
+        })
+        .filter(|(_, bin)| bin.join("initdb").is_file())
         .collect();
     versions.sort();
-    versions.pop()
+    versions.pop().map(|(_, bin)| bin)
 }
 
 impl Cluster {
@@ -104,7 +114,34 @@ impl Cluster {
                 "start",
             ],
         );
+        cluster.watch();
         Some(cluster)
+    }
+
+    /// Stops the cluster and removes its folder if this process is killed before it can (a
+    /// shell that looks every second whether this process is still there).
+    fn watch(&self) {
+        let stop = format!(
+            "{} '{}' -D '{}' -m immediate -w -t 30 stop",
+            if self.user.is_some() { "runuser -u nobody --" } else { "" },
+            self.bin.join("pg_ctl").display(),
+            self.data.display()
+        );
+        let folder = self.data.parent().unwrap_or(Path::new("/nonexistent"));
+        let script = format!(
+            "while kill -0 {} 2>/dev/null; do sleep 1; done; \
+             if [ -e '{}/postmaster.pid' ]; then {stop} >/dev/null 2>&1; rm -rf '{}'; fi",
+            std::process::id(),
+            self.data.display(),
+            folder.display()
+        );
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
     }
 
     fn run(&self, program: &str, args: &[&str]) {
