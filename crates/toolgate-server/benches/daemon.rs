@@ -448,7 +448,14 @@ async fn run(engine: &Engine, address: String, token: String, dir: &std::path::P
     // Sustained decisions, each durable before it is acknowledged.
     let clients = 8;
     let per_client = 400;
-    sustained(std::slice::from_ref(&address), &token, clients, per_client, "").await;
+    sustained(
+        std::slice::from_ref(&address),
+        &token,
+        clients,
+        per_client,
+        "",
+    )
+    .await;
     if let Engine::Postgres(_) = engine {
         // The same across two daemons sharing the database, half the clients on each.
         let other = tempfile::tempdir().unwrap();

@@ -1,6 +1,8 @@
-//! What the store's commits cost, next to the cheapest write SQLite does on the same kind of
+//! What the store's commits cost, next to the cheapest write the engine does on the same kind of
 //! connection in the same run (a one-row insert in autocommit mode): opening a request (its
-//! pending row, event and decision) and closing one (the same three rows), once per durability.
+//! pending row, event and decision) and closing one (the same three rows), on SQLite once per
+//! durability, then on PostgreSQL (a server started in a temporary folder, as the tests do;
+//! skipped when it is not installed).
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, missing_docs)]
 
@@ -9,8 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolgate_store::{
     Batch, DecisionRow, DecisionStatus, Durability, EventRecord, JsonText, PendingRecord,
-    SqliteStore, Store,
+    PostgresStore, SqliteStore, Store,
 };
+
+#[path = "../tests/common/postgres.rs"]
+mod postgres;
 
 const N: usize = 2000;
 
@@ -26,8 +31,79 @@ fn main() {
         .build()
         .unwrap();
     for durability in [Durability::Full, Durability::Process] {
-        runtime.block_on(run(durability));
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let baseline = baseline(dir.path(), durability);
+            let store = SqliteStore::open_with(&dir.path().join("store.db"), durability)
+                .await
+                .unwrap();
+            run(
+                &format!("SQLite, durability {durability:?}"),
+                &store,
+                baseline,
+            )
+            .await;
+        });
     }
+    if let Some(cluster) = postgres::Cluster::start() {
+        runtime.block_on(async {
+            let url = cluster.create("bench").await;
+            let (baseline, three) = postgres_baseline(&url).await;
+            let store = PostgresStore::open(&url).await.unwrap();
+            run("PostgreSQL 15 on a Unix socket", &store, baseline).await;
+            println!(
+                "  the engine's floor for 3 rows     p50 {three:>8.1} µs   = {:.2}×   (BEGIN, three \
+                 one-row inserts and COMMIT sent in one round trip on a bare connection)",
+                three / baseline
+            );
+        });
+    }
+}
+
+/// A one-row insert in autocommit on a bare PostgreSQL connection; and a transaction of three
+/// one-row inserts, pipelined (the least the same work as the store's commits costs).
+async fn postgres_baseline(url: &str) -> (f64, f64) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute("CREATE TABLE t (seq BIGSERIAL PRIMARY KEY, body TEXT)")
+        .await
+        .unwrap();
+    let insert = client
+        .prepare("INSERT INTO t (body) VALUES ($1)")
+        .await
+        .unwrap();
+    let mut samples = Vec::with_capacity(N);
+    for i in 0..N {
+        let body = format!("{{\"i\": {i}}}");
+        let started = Instant::now();
+        client.execute(&insert, &[&body]).await.unwrap();
+        samples.push(started.elapsed());
+    }
+    let (begin, commit) = (
+        client.prepare("BEGIN").await.unwrap(),
+        client.prepare("COMMIT").await.unwrap(),
+    );
+    let mut three = Vec::with_capacity(N);
+    for i in 0..N {
+        let body = format!("{{\"i\": {i}}}");
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&body];
+        let started = Instant::now();
+        let (a, b, c, d, e) = tokio::join!(
+            client.execute(&begin, &[]),
+            client.execute(&insert, &params),
+            client.execute(&insert, &params),
+            client.execute(&insert, &params),
+            client.execute(&commit, &[]),
+        );
+        for done in [a, b, c, d, e] {
+            done.unwrap();
+        }
+        three.push(started.elapsed());
+    }
+    (median(samples), median(three))
 }
 
 /// A bare connection configured as the store's are.
@@ -62,12 +138,7 @@ fn baseline(dir: &std::path::Path, durability: Durability) -> f64 {
     median(samples)
 }
 
-async fn run(durability: Durability) {
-    let dir = tempfile::tempdir().unwrap();
-    let baseline = baseline(dir.path(), durability);
-    let store = SqliteStore::open_with(&dir.path().join("store.db"), durability)
-        .await
-        .unwrap();
+async fn run(engine: &str, store: &dyn Store, baseline: f64) {
     let (mut opens, mut closes) = (Vec::with_capacity(N), Vec::with_capacity(N));
     for i in 0..N {
         let id = format!("r{i}");
@@ -146,7 +217,7 @@ async fn run(durability: Durability) {
     }
     let paused = median(paused);
     let (open, close) = (median(opens), median(closes));
-    println!("store commits, durability {durability:?} (one run; compare within it)");
+    println!("store commits, {engine} (one run; compare within it)");
     println!("  one-row insert, bare connection   p50 {baseline:>8.1} µs");
     println!(
         "  open a request (3 rows)           p50 {open:>8.1} µs   = {:.2}×",

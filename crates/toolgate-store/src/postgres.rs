@@ -98,6 +98,19 @@ CREATE TABLE sessions (
 CREATE SEQUENCE replicas;
 ALTER TABLE pending ADD COLUMN owner BIGINT;
 "#,
+    // A batch's condition, checked inside its statement: a condition that does not hold ends
+    // the transaction (so a batch is sent whole, with its COMMIT, in one round trip).
+    r#"
+CREATE FUNCTION toolgate_expect(holds boolean, what text) RETURNS boolean
+LANGUAGE plpgsql AS $body$
+BEGIN
+    IF NOT holds THEN
+        RAISE EXCEPTION USING ERRCODE = 'TG001', MESSAGE = what;
+    END IF;
+    RETURN true;
+END
+$body$;
+"#,
 ];
 
 /// The advisory lock key migrations take, so two stores opening at once migrate once ("toolgate"
@@ -642,6 +655,8 @@ enum Refused {
     Not(Committed),
     Failed(StoreError),
     Database(tokio_postgres::Error),
+    /// The connection failed in the middle: it is not given back to the pool.
+    Lost(tokio_postgres::Error),
 }
 
 impl From<tokio_postgres::Error> for Refused {
@@ -672,214 +687,287 @@ fn clean_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
     text.map(clean)
 }
 
-/// Writes `batch` in `tx`; the caller commits when it returns `Ok`, and rolls back otherwise.
-/// Its conditions are looked at in the SQLite store's order (close, open, revoke, spend, new
-/// grants), each against the store as it was before the batch.
+/// The statements a commit runs (prepared once per connection, then cached). Those whose
+/// effect is a condition return a row per row they touched.
+mod sql {
+    pub(super) const BEGIN: &str = "BEGIN";
+    pub(super) const COMMIT: &str = "COMMIT";
+    pub(super) const ROLLBACK: &str = "ROLLBACK";
+    pub(super) const CLOSE: &str = "WITH closed AS (DELETE FROM pending WHERE id = $1 \
+         RETURNING 1) SELECT toolgate_expect(EXISTS (SELECT 1 FROM closed), $2)";
+    pub(super) const OPEN: &str = "WITH opened AS (INSERT INTO pending \
+         (id, kind, session, created, request, owner) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (id) DO NOTHING RETURNING 1) \
+         SELECT toolgate_expect(EXISTS (SELECT 1 FROM opened), $7)";
+    /// A grant to revoke (`$2` is `true`) or to spend a use of (`false`: it must have one
+    /// left, or no count), locked until the commit.
+    pub(super) const LOCK_GRANT: &str = "WITH found AS (SELECT uses_left FROM grants \
+         WHERE id = $1 FOR UPDATE) SELECT toolgate_expect(EXISTS (SELECT 1 FROM found \
+         WHERE $2 OR uses_left IS NULL OR uses_left > 0), $3)";
+    pub(super) const NEW_GRANT: &str = "WITH added AS (INSERT INTO grants \
+         (id, tool, uses_left, body, created) VALUES ($1, $2, $3, $4, $5) \
+         ON CONFLICT (id) DO NOTHING RETURNING 1) \
+         SELECT toolgate_expect(EXISTS (SELECT 1 FROM added), $6)";
+    pub(super) const SPEND: &str =
+        "UPDATE grants SET uses_left = uses_left - 1 WHERE id = $1 AND uses_left IS NOT NULL";
+    pub(super) const REVOKE: &str = "DELETE FROM grants WHERE id = $1";
+    pub(super) const DECISION: &str = "INSERT INTO decisions \
+         (id, status, call, result, created, updated) VALUES ($1, $2, $3, $4, $5, $6) \
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
+         updated = excluded.updated";
+    pub(super) const SESSION: &str = "INSERT INTO sessions (id, snapshot, updated) \
+         VALUES ($1, $2, $3) ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
+         updated = excluded.updated";
+    /// Numbers the events from the counter row, inserts them, and notifies the other replicas
+    /// (`REPLICA SEQ CLOSED`), in one statement.
+    pub(super) const EVENTS: &str = "WITH counter AS (UPDATE event_counter \
+         SET last = last + $1 WHERE id = 1 RETURNING last), \
+         written AS (INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
+           SELECT counter.last - $1 + e.n, e.type, e.time, e.session, e.request_id, \
+                  e.tool_call_id, e.body \
+           FROM counter, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+                                $7::text[]) \
+             WITH ORDINALITY AS e(type, time, session, request_id, tool_call_id, body, n)) \
+         SELECT counter.last FROM counter CROSS JOIN LATERAL \
+           (SELECT pg_notify($8, $9 || ' ' || counter.last || ' ' || $10)) AS notice";
+    pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+}
+
+type Param<'a> = &'a (dyn ToSql + Sync);
+
+/// Runs statements as one pipeline: all are sent before the first answer is read (one round
+/// trip for all), in order. Each answer, in the same order.
+async fn pipelined(
+    client: &deadpool_postgres::ClientWrapper,
+    statements: &[(&str, Vec<Param<'_>>)],
+) -> Result<Vec<Vec<Row>>, tokio_postgres::Error> {
+    let mut prepared = Vec::with_capacity(statements.len());
+    for (text, _) in statements {
+        prepared.push(client.prepare_cached(text).await?);
+    }
+    let answers = futures_util::future::join_all(
+        prepared
+            .iter()
+            .zip(statements)
+            .map(|(statement, (_, params))| client.query(statement, params)),
+    )
+    .await;
+    // The first failure is the one to tell: those after it only say the transaction is
+    // aborted.
+    answers.into_iter().collect()
+}
+
+/// Writes `batch` in one transaction, sent whole in one round trip: `BEGIN`, the batch's
+/// conditions (each checked inside its statement, in the SQLite store's order: close, open,
+/// revoke, spend, new grants, each against the store as it was before the batch), its writes,
+/// and `COMMIT`. A condition that does not hold raises an error that ends the transaction (the
+/// COMMIT sent after it then rolls back), and says which condition it was. The connection is
+/// left outside any transaction whatever happens, unless it is lost ([`Refused::Lost`]).
 async fn write(
-    tx: &deadpool_postgres::Transaction<'_>,
+    client: &deadpool_postgres::ClientWrapper,
     batch: &Batch,
     replica: i64,
 ) -> Result<Vec<i64>, Refused> {
-    if let Some(id) = &batch.close {
-        let closed = tx
-            .execute(
-                &tx.prepare_cached("DELETE FROM pending WHERE id = $1")
-                    .await?,
-                &[&clean(id)],
-            )
-            .await?;
-        if closed == 0 {
-            return Err(Refused::Not(Committed::NotPending));
-        }
-    }
-    if let Some(request) = &batch.open {
-        let opened = tx
-            .execute(
-                &tx.prepare_cached(
-                    "INSERT INTO pending (id, kind, session, created, request, owner) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
-                )
-                .await?,
-                &[
-                    &clean(&request.id),
-                    &clean(&request.kind),
-                    &clean_opt(request.session.as_deref()),
-                    &clean(&request.created),
-                    &serde_json::to_string(&request.request)?,
-                    &replica,
-                ],
-            )
-            .await?;
-        if opened == 0 {
-            return Err(Refused::Failed(StoreError(format!(
-                "request `{}` is already pending",
-                request.id
-            ))));
-        }
-    }
-    if let Some(id) = &batch.revoke {
-        let found = tx
-            .query_opt(
-                &tx.prepare_cached("SELECT 1 FROM grants WHERE id = $1 FOR UPDATE")
-                    .await?,
-                &[&clean(id)],
-            )
-            .await?;
-        if found.is_none() {
-            return Err(Refused::Not(Committed::NoGrant));
-        }
-    }
-    if let Some(id) = &batch.spend {
-        let uses: Option<Option<i64>> = tx
-            .query_opt(
-                &tx.prepare_cached("SELECT uses_left FROM grants WHERE id = $1 FOR UPDATE")
-                    .await?,
-                &[&clean(id)],
-            )
-            .await?
-            .map(|row| row.get(0));
-        match uses {
-            None | Some(Some(..=0)) => return Err(Refused::Not(Committed::NoGrant)),
-            // A grant without a count needs no write.
-            Some(None) => {}
-            Some(Some(_)) => {
-                tx.execute(
-                    &tx.prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = $1")
-                        .await?,
-                    &[&clean(id)],
-                )
-                .await?;
-            }
-        }
-    }
-    for grant in &batch.grants {
-        let inserted = tx
-            .execute(
-                &tx.prepare_cached(
-                    "INSERT INTO grants (id, tool, uses_left, body, created) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
-                )
-                .await?,
-                &[
-                    &clean(&grant.id),
-                    &clean(&grant.tool),
-                    &grant.uses_left.map(i64::from),
-                    &serde_json::to_string(grant)?,
-                    &rfc3339(grant.created_at),
-                ],
-            )
-            .await?;
-        if inserted == 0 {
-            return Err(Refused::Failed(StoreError(format!(
-                "grant `{}` is already stored",
-                grant.id
-            ))));
-        }
-    }
-    if let Some(id) = &batch.revoke {
-        tx.execute(
-            &tx.prepare_cached("DELETE FROM grants WHERE id = $1")
-                .await?,
-            &[&clean(id)],
-        )
-        .await?;
-    }
-    if let Some(decision) = &batch.decision {
-        tx.execute(
-            &tx.prepare_cached(
-                "INSERT INTO decisions (id, status, call, result, created, updated) \
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET \
-                 status = excluded.status, result = excluded.result, updated = excluded.updated",
-            )
-            .await?,
-            &[
-                &clean(&decision.id),
-                &decision.status.as_str(),
-                &serde_json::to_string(&decision.call)?,
-                &decision.result.as_str(),
-                &clean(&decision.created),
-                &clean(&decision.updated),
-            ],
-        )
-        .await?;
-    }
-    if let Some(session) = &batch.session {
-        tx.execute(
-            &tx.prepare_cached(
-                "INSERT INTO sessions (id, snapshot, updated) VALUES ($1, $2, $3) \
-                 ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
-                 updated = excluded.updated",
-            )
-            .await?,
-            &[
-                &clean(&session.id),
-                &serde_json::to_string(&session.snapshot)?,
-                &clean(&session.updated),
-            ],
-        )
-        .await?;
-    }
-    let seqs = if batch.events.is_empty() {
-        Vec::new()
-    } else {
-        append(tx, &batch.events).await?
+    // What the statements bind, made first so it outlives them.
+    let open = match &batch.open {
+        Some(request) => Some((
+            clean(&request.id),
+            clean(&request.kind),
+            clean_opt(request.session.as_deref()),
+            clean(&request.created),
+            serde_json::to_string(&request.request)?,
+        )),
+        None => None,
     };
-    // Delivered to the other replicas when (and only if) the transaction commits.
-    if !seqs.is_empty() || batch.close.is_some() {
-        let notice = format!(
-            "{replica} {} {}",
-            seqs.last().copied().unwrap_or(0),
-            batch.close.as_deref().unwrap_or_default()
-        );
-        tx.execute(
-            &tx.prepare_cached("SELECT pg_notify($1, $2)").await?,
-            &[&CHANNEL, &notice],
-        )
-        .await?;
+    let close = batch.close.as_deref().map(clean);
+    let revoke = batch.revoke.as_deref().map(clean);
+    let spend = batch.spend.as_deref().map(clean);
+    let grants = batch
+        .grants
+        .iter()
+        .map(|grant| {
+            Ok((
+                clean(&grant.id),
+                clean(&grant.tool),
+                grant.uses_left.map(i64::from),
+                serde_json::to_string(grant)?,
+                rfc3339(grant.created_at),
+            ))
+        })
+        .collect::<Result<Vec<_>, serde_json::Error>>()?;
+    let decision = match &batch.decision {
+        Some(decision) => Some((
+            clean(&decision.id),
+            decision.status.as_str(),
+            serde_json::to_string(&decision.call)?,
+            decision.result.as_str(),
+            clean(&decision.created),
+            clean(&decision.updated),
+        )),
+        None => None,
+    };
+    let session = match &batch.session {
+        Some(session) => Some((
+            clean(&session.id),
+            serde_json::to_string(&session.snapshot)?,
+            clean(&session.updated),
+        )),
+        None => None,
+    };
+    let count = i64::try_from(batch.events.len()).unwrap_or(i64::MAX);
+    let column = |pick: fn(&EventRecord) -> Option<&str>| -> Vec<Option<String>> {
+        batch
+            .events
+            .iter()
+            .map(|event| pick(event).map(|text| clean(text).into_owned()))
+            .collect()
+    };
+    let events = [
+        column(|e| Some(&e.kind)),
+        column(|e| Some(&e.time)),
+        column(|e| e.session.as_deref()),
+        column(|e| e.request_id.as_deref()),
+        column(|e| e.tool_call_id.as_deref()),
+        column(|e| Some(e.body.as_str())),
+    ];
+    let from = replica.to_string();
+    let closed = batch.close.as_deref().map(clean).unwrap_or_default();
+    let notice = format!("{from} 0 {closed}");
+
+    // The conditions, with BEGIN, each saying which it is when it does not hold (in the SQLite
+    // store's order: the first that fails ends the transaction).
+    let grant_exists: Vec<String> = grants
+        .iter()
+        .map(|(id, ..)| format!("{GRANT_EXISTS}{id}"))
+        .collect();
+    let already_pending = open
+        .as_ref()
+        .map(|(id, ..)| format!("{ALREADY_PENDING}{id}"))
+        .unwrap_or_default();
+    let mut checks: Vec<(&str, Vec<Param<'_>>)> = vec![(sql::BEGIN, vec![])];
+    if let Some(id) = &close {
+        checks.push((sql::CLOSE, vec![id, &NOT_PENDING]));
     }
-    Ok(seqs)
+    if let Some((id, kind, session, created, request)) = &open {
+        checks.push((
+            sql::OPEN,
+            vec![
+                id,
+                kind,
+                session,
+                created,
+                request,
+                &replica,
+                &already_pending,
+            ],
+        ));
+    }
+    if let Some(id) = &revoke {
+        checks.push((sql::LOCK_GRANT, vec![id, &true, &NO_GRANT]));
+    }
+    if let Some(id) = &spend {
+        checks.push((sql::LOCK_GRANT, vec![id, &false, &NO_GRANT]));
+    }
+    for ((id, tool, uses, body, created), exists) in grants.iter().zip(&grant_exists) {
+        checks.push((sql::NEW_GRANT, vec![id, tool, uses, body, created, exists]));
+    }
+    // The writes, with COMMIT.
+    let mut writes: Vec<(&str, Vec<Param<'_>>)> = Vec::new();
+    if let Some(id) = &spend {
+        writes.push((sql::SPEND, vec![id]));
+    }
+    if let Some(id) = &revoke {
+        writes.push((sql::REVOKE, vec![id]));
+    }
+    if let Some((id, status, call, result, created, updated)) = &decision {
+        writes.push((
+            sql::DECISION,
+            vec![id, status, call, result, created, updated],
+        ));
+    }
+    if let Some((id, snapshot, updated)) = &session {
+        writes.push((sql::SESSION, vec![id, snapshot, updated]));
+    }
+    // Last: the counter row stays locked until the commit, and only that long.
+    if count > 0 {
+        writes.push((
+            sql::EVENTS,
+            vec![
+                &count, &events[0], &events[1], &events[2], &events[3], &events[4], &events[5],
+                &CHANNEL, &from, &closed,
+            ],
+        ));
+    } else if close.is_some() {
+        writes.push((sql::NOTIFY, vec![&CHANNEL, &notice]));
+    }
+    writes.push((sql::COMMIT, vec![]));
+
+    checks.extend(writes);
+    let answers = run(client, &checks).await?;
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let last: i64 = answers
+        .iter()
+        .rev()
+        .nth(1)
+        .and_then(|rows| rows.first())
+        .and_then(|row| row.try_get(0).ok())
+        .ok_or_else(|| Refused::Failed(StoreError("the events were not numbered".into())))?;
+    Ok((last - count + 1..=last).collect())
 }
 
-/// Numbers and inserts events. Last in a commit: the counter row stays locked until the
-/// commit, and only that long.
-async fn append(
-    tx: &deadpool_postgres::Transaction<'_>,
-    events: &[EventRecord],
-) -> Result<Vec<i64>, Refused> {
-    let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-    let last: i64 = tx
-        .query_one(
-            &tx.prepare_cached(
-                "UPDATE event_counter SET last = last + $1 WHERE id = 1 RETURNING last",
-            )
-            .await?,
-            &[&count],
-        )
-        .await?
-        .get(0);
-    let seqs: Vec<i64> = (last - count + 1..=last).collect();
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .await?;
-    for (event, seq) in events.iter().zip(&seqs) {
-        tx.execute(
-            &insert,
-            &[
-                seq,
-                &clean(&event.kind),
-                &clean(&event.time),
-                &clean_opt(event.session.as_deref()),
-                &clean_opt(event.request_id.as_deref()),
-                &clean_opt(event.tool_call_id.as_deref()),
-                &event.body.as_str(),
-            ],
-        )
-        .await?;
+/// [`pipelined`], inside a transaction: when a statement fails, the transaction is ended (a
+/// COMMIT sent with it ends it too, as a rollback; the ROLLBACK after it is then a no-op), and
+/// a connection lost on the way is said so.
+async fn run(
+    client: &deadpool_postgres::ClientWrapper,
+    statements: &[(&str, Vec<Param<'_>>)],
+) -> Result<Vec<Vec<Row>>, Refused> {
+    match pipelined(client, statements).await {
+        Ok(answers) => Ok(answers),
+        Err(error) if error.is_closed() => Err(Refused::Lost(error)),
+        Err(error) => {
+            rollback(client).await?;
+            Err(refusal(error))
+        }
     }
-    Ok(seqs)
+}
+
+/// Ends the transaction a refused batch began.
+async fn rollback(client: &deadpool_postgres::ClientWrapper) -> Result<(), Refused> {
+    match pipelined(client, &[(sql::ROLLBACK, vec![])]).await {
+        Ok(_) => Ok(()),
+        Err(error) => Err(Refused::Lost(error)),
+    }
+}
+
+/// What a batch's condition says when it does not hold (see `sql::CLOSE` and the others).
+const NOT_PENDING: &str = "not_pending";
+const ALREADY_PENDING: &str = "already_pending:";
+const NO_GRANT: &str = "no_grant";
+const GRANT_EXISTS: &str = "grant_exists:";
+
+/// A failed statement: a condition of the batch that did not hold, or the database's failure.
+fn refusal(error: tokio_postgres::Error) -> Refused {
+    let condition = error
+        .as_db_error()
+        .filter(|db| db.code().code() == "TG001")
+        .map(|db| db.message().to_owned());
+    match condition.as_deref() {
+        Some(NOT_PENDING) => Refused::Not(Committed::NotPending),
+        Some(NO_GRANT) => Refused::Not(Committed::NoGrant),
+        Some(other) => {
+            if let Some(id) = other.strip_prefix(ALREADY_PENDING) {
+                Refused::Failed(StoreError(format!("request `{id}` is already pending")))
+            } else if let Some(id) = other.strip_prefix(GRANT_EXISTS) {
+                Refused::Failed(StoreError(format!("grant `{id}` is already stored")))
+            } else {
+                Refused::Database(error)
+            }
+        }
+        None => Refused::Database(error),
+    }
 }
 
 #[async_trait]
@@ -909,32 +997,26 @@ impl Store for PostgresStore {
         let replica = self.replica;
         // In a task of its own: see the module's documentation.
         let task = tokio::spawn(async move {
-            let mut client = pool
+            let client = pool
                 .get()
                 .await
                 .map_err(|error| StoreError(format!("cannot reach the {target}: {error}")))?;
             let mut tries = 0;
             loop {
                 tries += 1;
-                let tx = client
-                    .transaction()
-                    .await
-                    .map_err(|error| failed("cannot begin a commit", &error))?;
-                let written = write(&tx, &batch, replica).await;
-                let outcome = match written {
-                    Ok(seqs) => tx.commit().await.map(|()| seqs).map_err(Refused::from),
-                    Err(refused) => {
-                        let _ = tx.rollback().await;
-                        Err(refused)
-                    }
-                };
-                match outcome {
+                match write(&client, &batch, replica).await {
                     Ok(seqs) => return Ok(Committed::Written(seqs)),
                     Err(Refused::Not(committed)) => return Ok(committed),
                     Err(Refused::Failed(error)) => return Err(error),
                     Err(Refused::Database(error)) if retryable(&error) && tries < RETRIES => {}
                     Err(Refused::Database(error)) => {
                         return Err(failed("the commit failed", &error));
+                    }
+                    Err(Refused::Lost(error)) => {
+                        // Whether it was committed is not known: said as a failure, and the
+                        // connection is not used again.
+                        drop(deadpool_postgres::Object::take(client));
+                        return Err(failed("the connection was lost during a commit", &error));
                     }
                 }
             }

@@ -68,7 +68,10 @@ async fn the_store_contract_holds_on_postgresql() {
     let store = PostgresStore::open(&url).await.unwrap();
     let mut odd = event("odd", "s");
     odd.session = Some("a\0b".into());
-    assert_eq!(store.append(&[odd, event("fine", "s")]).await.unwrap(), [1, 2]);
+    assert_eq!(
+        store.append(&[odd, event("fine", "s")]).await.unwrap(),
+        [1, 2]
+    );
     let by_session = toolgate_store::EventFilter {
         session: Some("a\0b".into()),
         ..Default::default()

@@ -123,7 +123,11 @@ impl Cluster {
     fn watch(&self) {
         let stop = format!(
             "{} '{}' -D '{}' -m immediate -w -t 30 stop",
-            if self.user.is_some() { "runuser -u nobody --" } else { "" },
+            if self.user.is_some() {
+                "runuser -u nobody --"
+            } else {
+                ""
+            },
             self.bin.join("pg_ctl").display(),
             self.data.display()
         );
