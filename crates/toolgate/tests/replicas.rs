@@ -158,22 +158,45 @@ fn a_request_pending_on_one_daemon_is_answered_on_another() {
     assert_eq!(decided["reason"], "not today", "{decided}");
 }
 
+/// 1,000 requests, each answered on both daemons at once: one answer wins each, the other
+/// hears 409, both daemons read the winner, and the log holds exactly one resolution each.
 #[test]
 fn answers_raced_across_daemons_are_recorded_once_each() {
+    const REQUESTS: usize = 1_000;
     let Some((_cluster, url)) = cluster_database("race") else {
         return;
     };
     let (_dirs, daemons) = replicas(&url, 2);
-    let ids: Vec<String> = (0..40)
-        .map(|i| ask(&daemons[i % 2], &format!("./release.sh race-{i}")))
+    // Opened on both daemons, from two threads.
+    let asking: Vec<_> = [0, 1]
+        .into_iter()
+        .map(|side| {
+            let (address, token) = (daemons[side].address.clone(), daemons[side].token());
+            std::thread::spawn(move || {
+                (0..REQUESTS / 2)
+                    .map(|i| {
+                        let body = call(&format!("./release.sh race-{side}-{i}"));
+                        let (status, body) =
+                            http(&address, &token, "POST", "/api/decisions", Some(&body)).unwrap();
+                        assert_eq!(status, 202, "{body}");
+                        body["id"].as_str().unwrap().to_owned()
+                    })
+                    .collect::<Vec<String>>()
+            })
+        })
         .collect();
+    let ids: Vec<String> = asking.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    // Each answered on both, in opposite orders, so answers meet all along.
     let answering: Vec<_> = [0, 1]
         .into_iter()
         .map(|side| {
             let (address, token) = (daemons[side].address.clone(), daemons[side].token());
-            let ids = ids.clone();
+            let mut ids = ids.clone();
+            if side == 1 {
+                ids.reverse();
+            }
             std::thread::spawn(move || {
-                ids.iter()
+                ids.into_iter()
                     .map(|id| {
                         let decision = if side == 0 {
                             "allow-once"
@@ -188,37 +211,60 @@ fn answers_raced_across_daemons_are_recorded_once_each() {
                             Some(&json!({"decision": decision})),
                         )
                         .unwrap();
-                        status
+                        (id, status)
                     })
-                    .collect::<Vec<u16>>()
+                    .collect::<std::collections::HashMap<String, u16>>()
             })
         })
         .collect();
-    let statuses: Vec<Vec<u16>> = answering.into_iter().map(|t| t.join().unwrap()).collect();
-    for (i, id) in ids.iter().enumerate() {
-        let pair = (statuses[0][i], statuses[1][i]);
+    let statuses: Vec<std::collections::HashMap<String, u16>> =
+        answering.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut winners = std::collections::HashMap::new();
+    for id in &ids {
+        let pair = (statuses[0][id], statuses[1][id]);
         assert!(
             pair == (200, 409) || pair == (409, 200),
             "{id}: one answer wins, the other hears 409: {pair:?}"
         );
-        let winner = if pair.0 == 200 { "allow" } else { "deny" };
+        winners.insert(id.clone(), if pair.0 == 200 { "allow" } else { "deny" });
+    }
+    // Both daemons read each winner (a sample: every tenth, on each).
+    for id in ids.iter().step_by(10) {
         for daemon in &daemons {
             let (_, body) = daemon
                 .http("GET", &format!("/api/decisions/{id}"), None)
                 .unwrap();
-            assert_eq!(body["decision"], winner, "{id}: {body}");
+            assert_eq!(body["decision"], winners[id], "{id}: {body}");
         }
-        let (_, audit) = daemons[0]
-            .http("GET", &format!("/api/audit?request_id={id}"), None)
-            .unwrap();
-        let resolved = audit["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["type"] == "permission_resolved")
-            .count();
-        assert_eq!(resolved, 1, "{id}");
     }
+    // The log: exactly one resolution per request, read a page at a time.
+    let mut resolved: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut after = 0;
+    for _ in 0..100 {
+        let (_, page) = daemons[0]
+            .http(
+                "GET",
+                &format!("/api/audit?after={after}&type=permission_resolved&limit=1000"),
+                None,
+            )
+            .unwrap();
+        let events = page["events"].as_array().unwrap();
+        if events.is_empty() {
+            break;
+        }
+        for event in events {
+            *resolved
+                .entry(event["request_id"].as_str().unwrap().to_owned())
+                .or_default() += 1;
+            after = event["seq"].as_i64().unwrap();
+        }
+    }
+    assert_eq!(resolved.len(), REQUESTS);
+    assert!(
+        resolved.values().all(|&count| count == 1),
+        "one resolution each"
+    );
+    assert!(pending_ids(&daemons[0]).is_empty());
 }
 
 #[test]
