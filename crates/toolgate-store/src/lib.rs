@@ -107,6 +107,51 @@ pub enum Change {
     Resync,
 }
 
+/// The writes of [`GrantStore`] every store makes the same way: through [`Store::commit`].
+pub(crate) mod grant_writes {
+    use super::{Batch, Committed, Store, StoreError};
+    use toolgate_runtime::Grant;
+    use toolgate_runtime::grants::StoreError as GrantStoreError;
+
+    /// A store's failure, as the runtime's grant store says it.
+    pub(crate) fn error(error: StoreError) -> GrantStoreError {
+        GrantStoreError(error.0)
+    }
+
+    /// [`GrantStore::insert`](toolgate_runtime::GrantStore::insert).
+    pub(crate) async fn insert(store: &dyn Store, grant: Grant) -> Result<(), GrantStoreError> {
+        let batch = Batch {
+            grants: vec![grant],
+            ..Batch::default()
+        };
+        store.commit(batch).await.map(|_| ()).map_err(error)
+    }
+
+    /// [`GrantStore::use_once`](toolgate_runtime::GrantStore::use_once).
+    pub(crate) async fn use_once(store: &dyn Store, id: &str) -> Result<bool, GrantStoreError> {
+        let batch = Batch {
+            spend: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        Ok(matches!(
+            store.commit(batch).await.map_err(error)?,
+            Committed::Written(_)
+        ))
+    }
+
+    /// [`GrantStore::revoke`](toolgate_runtime::GrantStore::revoke).
+    pub(crate) async fn revoke(store: &dyn Store, id: &str) -> Result<bool, GrantStoreError> {
+        let batch = Batch {
+            revoke: Some(id.to_owned()),
+            ..Batch::default()
+        };
+        Ok(matches!(
+            store.commit(batch).await.map_err(error)?,
+            Committed::Written(_)
+        ))
+    }
+}
+
 /// What the daemon keeps. Every method commits before it returns.
 #[async_trait]
 pub trait Store: GrantStore {

@@ -118,6 +118,9 @@ $body$;
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
 /// The channel commits notify on.
 const CHANNEL: &str = "toolgate_changes";
+/// The most a commit may hold (its record as JSON): each value it sends is smaller, and far
+/// below what the protocol can carry.
+const MAX_COMMIT_BYTES: usize = 256 << 20;
 /// Connections in the pool.
 const POOL_SIZE: usize = 16;
 /// Changes held for a receiver that has not read them; one that falls further behind hears
@@ -238,6 +241,15 @@ impl PostgresStore {
         }
         config.keepalives(true);
         config.keepalives_idle(std::time::Duration::from_secs(30));
+        // A pipeline cut off half way (the network gone before its COMMIT) must not leave the
+        // counter row locked on the server for every replica: the server ends such a
+        // transaction itself.
+        let idle = "-c idle_in_transaction_session_timeout=10s";
+        let options = match config.get_options() {
+            Some(given) => format!("{given} {idle}"),
+            None => idle.to_owned(),
+        };
+        config.options(&options);
         let target = describe(&config);
         let manager = Manager::from_config(
             config.clone(),
@@ -690,7 +702,10 @@ fn clean_opt(text: Option<&str>) -> Option<std::borrow::Cow<'_, str>> {
 /// The statements a commit runs (prepared once per connection, then cached). Those whose
 /// effect is a condition return a row per row they touched.
 mod sql {
-    pub(super) const BEGIN: &str = "BEGIN";
+    /// Read committed whatever the database's default: a statement waiting on a row another
+    /// commit locked (the counter, a pending request, a grant) reads it again once that commit
+    /// ends, instead of failing.
+    pub(super) const BEGIN: &str = "BEGIN ISOLATION LEVEL READ COMMITTED";
     pub(super) const COMMIT: &str = "COMMIT";
     pub(super) const ROLLBACK: &str = "ROLLBACK";
     pub(super) const CLOSE: &str = "WITH closed AS (DELETE FROM pending WHERE id = $1 \
@@ -728,7 +743,8 @@ mod sql {
            FROM counter, unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
                                 $7::text[]) \
              WITH ORDINALITY AS e(type, time, session, request_id, tool_call_id, body, n)) \
-         SELECT counter.last FROM counter CROSS JOIN LATERAL \
+         SELECT counter.last FROM (SELECT toolgate_expect(EXISTS (SELECT 1 FROM counter), \
+           'the event counter row is missing')) AS present CROSS JOIN counter CROSS JOIN LATERAL \
            (SELECT pg_notify($8, $9 || ' ' || counter.last || ' ' || $10)) AS notice";
     pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 }
@@ -736,25 +752,23 @@ mod sql {
 type Param<'a> = &'a (dyn ToSql + Sync);
 
 /// Runs statements as one pipeline: all are sent before the first answer is read (one round
-/// trip for all), in order. Each answer, in the same order.
+/// trip for all), in order. Each statement's answer, in the same order; an error only when a
+/// statement could not be prepared (then nothing was sent).
 async fn pipelined(
     client: &deadpool_postgres::ClientWrapper,
     statements: &[(&str, Vec<Param<'_>>)],
-) -> Result<Vec<Vec<Row>>, tokio_postgres::Error> {
+) -> Result<Vec<Result<Vec<Row>, tokio_postgres::Error>>, tokio_postgres::Error> {
     let mut prepared = Vec::with_capacity(statements.len());
     for (text, _) in statements {
         prepared.push(client.prepare_cached(text).await?);
     }
-    let answers = futures_util::future::join_all(
+    Ok(futures_util::future::join_all(
         prepared
             .iter()
             .zip(statements)
             .map(|(statement, (_, params))| client.query(statement, params)),
     )
-    .await;
-    // The first failure is the one to tell: those after it only say the transaction is
-    // aborted.
-    answers.into_iter().collect()
+    .await)
 }
 
 /// Writes `batch` in one transaction, sent whole in one round trip: `BEGIN`, the batch's
@@ -924,20 +938,53 @@ async fn run(
     client: &deadpool_postgres::ClientWrapper,
     statements: &[(&str, Vec<Param<'_>>)],
 ) -> Result<Vec<Vec<Row>>, Refused> {
-    match pipelined(client, statements).await {
-        Ok(answers) => Ok(answers),
-        Err(error) if error.is_closed() => Err(Refused::Lost(error)),
-        Err(error) => {
-            rollback(client).await?;
-            Err(refusal(error))
+    let answers = match pipelined(client, statements).await {
+        Ok(answers) => answers,
+        // Nothing was sent (a statement could not be prepared): outside any transaction.
+        Err(error) if error.is_closed() => return Err(Refused::Lost(error)),
+        Err(error) => return Err(Refused::Database(error)),
+    };
+    let ended = statements
+        .last()
+        .is_some_and(|(text, _)| *text == sql::COMMIT)
+        && answers.last().is_some_and(Result::is_ok);
+    let mut failed = None;
+    let mut rows = Vec::with_capacity(answers.len());
+    for answer in answers {
+        match answer {
+            Ok(answer) if failed.is_none() => rows.push(answer),
+            Ok(_) => {}
+            // The first failure is the one to tell: those after it only say the transaction
+            // is aborted.
+            Err(error) => {
+                failed.get_or_insert(error);
+            }
         }
     }
+    let Some(error) = failed else {
+        return Ok(rows);
+    };
+    // A failure the server did not report (a lost connection, or a value the client could
+    // not send while the rest of the pipeline went): what was committed is not known, and the
+    // connection is not used again.
+    if error.is_closed() || error.as_db_error().is_none() {
+        return Err(Refused::Lost(error));
+    }
+    // A COMMIT sent after the failure ended the transaction (as a rollback); otherwise it is
+    // ended here.
+    if !ended {
+        rollback(client).await?;
+    }
+    Err(refusal(error))
 }
 
 /// Ends the transaction a refused batch began.
 async fn rollback(client: &deadpool_postgres::ClientWrapper) -> Result<(), Refused> {
     match pipelined(client, &[(sql::ROLLBACK, vec![])]).await {
-        Ok(_) => Ok(()),
+        Ok(answers) => match answers.into_iter().next() {
+            Some(Err(error)) => Err(Refused::Lost(error)),
+            _ => Ok(()),
+        },
         Err(error) => Err(Refused::Lost(error)),
     }
 }
@@ -977,6 +1024,13 @@ impl Store for PostgresStore {
             return Ok(Committed::Written(Vec::new()));
         }
         let record = serde_json::to_vec(&batch)?;
+        if record.len() > MAX_COMMIT_BYTES {
+            return Err(StoreError(format!(
+                "the commit holds {} MiB, more than the {} MiB the store takes at once",
+                record.len() >> 20,
+                MAX_COMMIT_BYTES >> 20
+            )));
+        }
         if let Some(nested) = crate::record::nests_deeper(&record, crate::record::MAX_NESTING) {
             return Err(StoreError(format!(
                 "the commit nests {nested} levels deep (arrays and objects within each other), \
@@ -1251,18 +1305,10 @@ impl Store for PostgresStore {
     }
 }
 
-fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
-    toolgate_runtime::grants::StoreError(error.0)
-}
-
 #[async_trait]
 impl GrantStore for PostgresStore {
     async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            grants: vec![grant],
-            ..Batch::default()
-        };
-        self.commit(batch).await.map(|_| ()).map_err(to_grant_error)
+        crate::grant_writes::insert(self, grant).await
     }
 
     async fn for_tool(
@@ -1275,18 +1321,11 @@ impl GrantStore for PostgresStore {
             grant_from_row,
         )
         .await
-        .map_err(to_grant_error)
+        .map_err(crate::grant_writes::error)
     }
 
     async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            spend: Some(id.to_owned()),
-            ..Batch::default()
-        };
-        match self.commit(batch).await.map_err(to_grant_error)? {
-            Committed::Written(_) => Ok(true),
-            Committed::NotPending | Committed::NoGrant => Ok(false),
-        }
+        crate::grant_writes::use_once(self, id).await
     }
 
     async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
@@ -1296,17 +1335,10 @@ impl GrantStore for PostgresStore {
             grant_from_row,
         )
         .await
-        .map_err(to_grant_error)
+        .map_err(crate::grant_writes::error)
     }
 
     async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            revoke: Some(id.to_owned()),
-            ..Batch::default()
-        };
-        match self.commit(batch).await.map_err(to_grant_error)? {
-            Committed::Written(_) => Ok(true),
-            Committed::NotPending | Committed::NoGrant => Ok(false),
-        }
+        crate::grant_writes::revoke(self, id).await
     }
 }

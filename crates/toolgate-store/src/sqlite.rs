@@ -1864,18 +1864,10 @@ impl Store for SqliteStore {
     }
 }
 
-fn to_grant_error(error: StoreError) -> toolgate_runtime::grants::StoreError {
-    toolgate_runtime::grants::StoreError(error.0)
-}
-
 #[async_trait]
 impl GrantStore for SqliteStore {
     async fn insert(&self, grant: Grant) -> Result<(), toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            grants: vec![grant],
-            ..Batch::default()
-        };
-        self.commit(batch).await.map(|_| ()).map_err(to_grant_error)
+        crate::grant_writes::insert(self, grant).await
     }
 
     async fn for_tool(
@@ -1890,18 +1882,11 @@ impl GrantStore for SqliteStore {
                 grant_from_row,
             )
         })
-        .map_err(to_grant_error)
+        .map_err(crate::grant_writes::error)
     }
 
     async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            spend: Some(id.to_owned()),
-            ..Batch::default()
-        };
-        match self.commit(batch).await.map_err(to_grant_error)? {
-            Committed::Written(_) => Ok(true),
-            Committed::NotPending | Committed::NoGrant => Ok(false),
-        }
+        crate::grant_writes::use_once(self, id).await
     }
 
     async fn list(&self) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
@@ -1913,18 +1898,11 @@ impl GrantStore for SqliteStore {
                 grant_from_row,
             )
         })
-        .map_err(to_grant_error)
+        .map_err(crate::grant_writes::error)
     }
 
     async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
-        let batch = Batch {
-            revoke: Some(id.to_owned()),
-            ..Batch::default()
-        };
-        match self.commit(batch).await.map_err(to_grant_error)? {
-            Committed::Written(_) => Ok(true),
-            Committed::NotPending | Committed::NoGrant => Ok(false),
-        }
+        crate::grant_writes::revoke(self, id).await
     }
 }
 

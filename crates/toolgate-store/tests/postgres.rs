@@ -41,6 +41,32 @@ async fn the_store_contract_holds_on_postgresql() {
             .unwrap_or_else(|_| panic!("{name} did not finish in 60 s"));
     }
 
+    // A database whose transactions are serializable by default: the store's are read
+    // committed all the same (concurrent spends, closes and appends wait instead of failing).
+    for (name, case) in suite::CASES.iter().filter(|(name, _)| {
+        name.starts_with("grants_are")
+            || name.starts_with("racing")
+            || name.starts_with("concurrent")
+    }) {
+        let url = cluster.create(&format!("serializable_{name}")).await;
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let connection = tokio::spawn(connection);
+        client
+            .batch_execute(&format!(
+                "ALTER DATABASE \"serializable_{name}\" SET default_transaction_isolation = 'serializable'"
+            ))
+            .await
+            .unwrap();
+        drop(client);
+        let _ = connection.await;
+        eprintln!("case, serializable by default: {name}");
+        tokio::time::timeout(std::time::Duration::from_secs(60), case(&Postgres(url)))
+            .await
+            .unwrap_or_else(|_| panic!("{name} did not finish in 60 s"));
+    }
+
     // What is particular to PostgreSQL.
     let url = cluster.create("newer").await;
     let store = PostgresStore::open(&url).await.unwrap();

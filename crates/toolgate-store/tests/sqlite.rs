@@ -43,28 +43,10 @@ macro_rules! on_sqlite {
                 suite::$name(&Sqlite(tempfile::tempdir().unwrap())).await;
             }
         )*
-
-        #[test]
-        fn every_case_of_the_contract_runs_on_sqlite() {
-            let here = [$(stringify!($name)),*];
-            let all: Vec<&str> = suite::CASES.iter().map(|(name, _)| *name).collect();
-            assert_eq!(here.as_slice(), all.as_slice());
-        }
     };
 }
 
-on_sqlite!(
-    events_come_back_in_order_filtered_and_survive_reopening,
-    a_request_is_closed_once,
-    decisions_and_sessions_are_upserted,
-    grants_are_stored_spent_exactly_and_revoked,
-    concurrent_appends_get_distinct_gapless_sequence_numbers,
-    a_batch_stands_or_falls_together,
-    the_pending_list_is_read_a_page_at_a_time,
-    racing_closes_resolve_a_request_once,
-    pruning_removes_what_is_old_a_part_at_a_time,
-    the_latest_events_come_newest_first,
-);
+suite::each_case!(on_sqlite);
 
 #[tokio::test]
 async fn a_database_from_a_newer_toolgate_is_refused() {

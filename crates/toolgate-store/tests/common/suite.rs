@@ -420,15 +420,25 @@ macro_rules! cases {
     };
 }
 
-cases!(
-    events_come_back_in_order_filtered_and_survive_reopening,
-    a_request_is_closed_once,
-    decisions_and_sessions_are_upserted,
-    grants_are_stored_spent_exactly_and_revoked,
-    concurrent_appends_get_distinct_gapless_sequence_numbers,
-    a_batch_stands_or_falls_together,
-    the_pending_list_is_read_a_page_at_a_time,
-    racing_closes_resolve_a_request_once,
-    pruning_removes_what_is_old_a_part_at_a_time,
-    the_latest_events_come_newest_first,
-);
+/// Calls macro `$then` with the name of every case: the one list of them.
+macro_rules! each_case {
+    ($then:ident) => {
+        $then!(
+            events_come_back_in_order_filtered_and_survive_reopening,
+            a_request_is_closed_once,
+            decisions_and_sessions_are_upserted,
+            grants_are_stored_spent_exactly_and_revoked,
+            concurrent_appends_get_distinct_gapless_sequence_numbers,
+            a_batch_stands_or_falls_together,
+            the_pending_list_is_read_a_page_at_a_time,
+            racing_closes_resolve_a_request_once,
+            pruning_removes_what_is_old_a_part_at_a_time,
+            the_latest_events_come_newest_first,
+        );
+    };
+}
+// (Used by the SQLite tests, not the PostgreSQL ones.)
+#[allow(unused_imports)]
+pub(crate) use each_case;
+
+each_case!(cases);
