@@ -116,12 +116,13 @@ impl ServerConfig {
         self.data_dir.join("toolgate.db")
     }
 
-    /// Where the store is, as the daemon says it at start (no password).
+    /// Where the store is, as the daemon says it at start: the SQLite file, or the PostgreSQL
+    /// database (no password).
     pub fn store_description(&self) -> String {
         match &self.store {
             Some(url) => toolgate_store::PostgresStore::describe(url)
                 .unwrap_or_else(|error| error.to_string()),
-            None => format!("SQLite database {}", self.database().display()),
+            None => self.database().display().to_string(),
         }
     }
 
