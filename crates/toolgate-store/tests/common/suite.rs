@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
 use toolgate_store::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, Store,
-    StoreError,
+    Batch, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, Pruned,
+    Store, StoreError,
 };
 
 /// A store to open, and open again (the same database).
@@ -336,56 +336,99 @@ pub async fn racing_closes_resolve_a_request_once(engine: &dyn Engine) {
     }
 }
 
-/// Pruning removes old events and decided decisions, a limited number at a time, and never a
-/// pending decision.
-pub async fn pruning_removes_what_is_old_a_part_at_a_time(engine: &dyn Engine) {
+/// A prune removes the events and the decided decisions older than its time, in batches,
+/// and leaves the rest: newer ones, pending decisions of any age, grants.
+pub async fn a_prune_removes_what_was_recorded_before_its_time(engine: &dyn Engine) {
     let store = engine.open().await;
-    let old = "2026-01-01T00:00:00.000000Z";
-    let events: Vec<EventRecord> = (0..5)
-        .map(|i| {
-            let mut event = event(&format!("old-{i}"), "s");
+    let old = "2020-01-01T00:00:00.000000Z";
+    let new = "2026-11-22T00:00:00.000000Z";
+    let mut events: Vec<EventRecord> = (0..12)
+        .map(|n| {
+            let mut event = event("old", &format!("r{n}"));
             event.time = old.into();
             event
         })
-        .chain([event("new", "s")])
         .collect();
-    store.append(&events).await.unwrap();
-    for (id, status) in [
-        ("d1", DecisionStatus::Decided),
-        ("d2", DecisionStatus::Pending),
+    events.push(event("new", "r"));
+    store
+        .commit(Batch {
+            events,
+            grants: vec![grant(None)],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    for (id, status, at) in [
+        ("decided-old", DecisionStatus::Decided, old),
+        ("pending-old", DecisionStatus::Pending, old),
+        ("decided-new", DecisionStatus::Decided, new),
     ] {
         store
-            .put_decision(&DecisionRow {
-                id: id.into(),
-                status,
-                call: json!({"tool": "t"}),
-                result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
-                created: old.into(),
-                updated: old.into(),
+            .commit(Batch {
+                decision: Some(DecisionRow {
+                    id: id.into(),
+                    status,
+                    call: json!({"tool": "t"}),
+                    result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+                    created: at.into(),
+                    updated: at.into(),
+                }),
+                ..Batch::default()
             })
             .await
             .unwrap();
     }
-    let before = "2026-06-01T00:00:00.000000Z";
-    let prunable = store.prunable(before).await.unwrap();
-    assert_eq!((prunable.events, prunable.decisions), (5, 1));
-    let first = store.prune(before, 3).await.unwrap();
-    assert_eq!((first.events, first.decisions), (3, 1));
-    let second = store.prune(before, 3).await.unwrap();
-    assert_eq!((second.events, second.decisions), (2, 0));
+    let before = "2026-01-01T00:00:00.000000Z";
+    assert_eq!(
+        store.prunable(before).await.unwrap(),
+        Pruned {
+            events: 12,
+            decisions: 1
+        }
+    );
+    // A batch at a time: at most `limit` of each.
+    let mut batches = Vec::new();
+    for _ in 0..3 {
+        batches.push(store.prune(before, 5).await.unwrap());
+    }
+    assert_eq!(
+        batches,
+        [
+            Pruned {
+                events: 5,
+                decisions: 1
+            },
+            Pruned {
+                events: 5,
+                decisions: 0
+            },
+            Pruned {
+                events: 2,
+                decisions: 0
+            },
+        ]
+    );
+    assert_eq!(store.prunable(before).await.unwrap(), Pruned::default());
+
     let left = store
-        .events_after(0, &EventFilter::default(), 10)
+        .events_after(0, &EventFilter::default(), 100)
         .await
         .unwrap();
     assert_eq!(
         left.iter().map(|e| e.kind.as_str()).collect::<Vec<_>>(),
         ["new"]
     );
-    assert!(store.decision("d1").await.unwrap().is_none());
-    assert!(store.decision("d2").await.unwrap().is_some());
-    // Numbers are never given again.
-    assert_eq!(store.last_seq().await.unwrap(), 6);
-    assert_eq!(store.append(&[event("next", "s")]).await.unwrap(), [7]);
+    assert!(store.decision("decided-old").await.unwrap().is_none());
+    assert!(store.decision("pending-old").await.unwrap().is_some());
+    assert!(store.decision("decided-new").await.unwrap().is_some());
+    assert_eq!(
+        store.for_tool("bash").await.unwrap().len(),
+        1,
+        "grants stay"
+    );
+    // The log goes on after what was removed.
+    let seq = store.append(&[event("after", "r")]).await.unwrap();
+    assert_eq!(seq, [14]);
 }
 
 /// The newest events first, filtered, and a page no larger than asked.
@@ -432,7 +475,7 @@ macro_rules! each_case {
             a_batch_stands_or_falls_together,
             the_pending_list_is_read_a_page_at_a_time,
             racing_closes_resolve_a_request_once,
-            pruning_removes_what_is_old_a_part_at_a_time,
+            a_prune_removes_what_was_recorded_before_its_time,
             the_latest_events_come_newest_first,
         );
     };
