@@ -74,22 +74,12 @@ impl ApiError {
     }
 }
 
-/// Store failures said so far: each is numbered in the daemon's log and in the answer.
-static STORE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
 impl From<StoreError> for ApiError {
-    /// What the store said (paths, the database's own words) goes to the daemon's log, under a
-    /// number the answer gives; the client hears that the store failed, not how.
     fn from(error: StoreError) -> ApiError {
-        let number = STORE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        eprintln!("toolgate: store failure #{number}: {error}");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "store_unavailable",
-            format!(
-                "the store could not take this request now (store failure #{number} in the \
-                 daemon's log); no change this request asked for was recorded"
-            ),
+            format!("{error} (no change this request asked for was recorded)"),
         )
     }
 }
@@ -144,28 +134,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_store_failure_is_numbered_not_told() {
-        let error = ApiError::from(StoreError(
-            "cannot open /home/alice/.local/share/toolgate/toolgate.db: database is locked".into(),
-        ));
+    fn a_store_failure_is_said_once() {
+        let error = ApiError::from(StoreError("database is locked".into()));
         assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(error.code, "store_unavailable");
-        assert!(!error.message.contains("alice"), "{}", error.message);
-        assert!(!error.message.contains("locked"), "{}", error.message);
-        assert!(
-            error
-                .message
-                .starts_with("the store could not take this request now (store failure #"),
-            "{}",
-            error.message
+        assert_eq!(
+            error.message,
+            "the store failed: database is locked (no change this request asked for was recorded)"
         );
-        assert!(
-            error
-                .message
-                .ends_with("no change this request asked for was recorded")
-        );
-        // Each is numbered on its own.
-        let next = ApiError::from(StoreError("again".into()));
-        assert_ne!(next.message, error.message);
     }
 }
