@@ -155,6 +155,12 @@ const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
 const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
 /// What a prune removes, counts and deletes alike (`?1`: the time before which).
+/// The highest event number ever given: the log's, or, when pruning removed the newest events,
+/// the one SQLite keeps for an `AUTOINCREMENT` table (`sqlite_sequence`), so a number is never
+/// given twice (a client resuming from `Last-Event-ID` would hear other events under it).
+const HIGHEST_SEQ: &str = "SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0), \
+     COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0))";
+
 const PRUNED_EVENTS: &str = "time < ?1";
 const PRUNED_DECISIONS: &str = "status = 'decided' AND updated < ?1";
 
@@ -778,10 +784,7 @@ fn recover(
     journal.grow(JOURNAL_GROWTH).map_err(|e| named(&e))?;
     journal.file.sync_all().map_err(|e| named(&e))?;
     journal.ahead().into_iter().for_each(populate_writable);
-    let next_seq: i64 =
-        connection.query_row("SELECT COALESCE(MAX(seq), 0) + 1 FROM events", [], |row| {
-            row.get(0)
-        })?;
+    let next_seq: i64 = connection.query_row(HIGHEST_SEQ, [], |row| row.get::<_, i64>(0))? + 1;
     let pending = all(connection, "SELECT id FROM pending", [], |row| {
         Ok(row.get::<_, String>(0)?)
     })?;
@@ -1749,11 +1752,7 @@ impl Store for SqliteStore {
 
     async fn last_seq(&self) -> Result<i64, StoreError> {
         self.read(Table::Events, |connection| {
-            Ok(
-                connection.query_row("SELECT COALESCE(MAX(seq), 0) FROM events", [], |row| {
-                    row.get(0)
-                })?,
-            )
+            Ok(connection.query_row(HIGHEST_SEQ, [], |row| row.get(0))?)
         })
     }
 

@@ -431,6 +431,31 @@ pub async fn a_prune_removes_what_was_recorded_before_its_time(engine: &dyn Engi
     assert_eq!(seq, [14]);
 }
 
+/// An event number is never given twice: not after the whole log is pruned, nor after the
+/// store is opened again.
+pub async fn numbers_are_never_given_twice(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let old: Vec<EventRecord> = (0..3)
+        .map(|i| {
+            let mut event = event(&format!("old-{i}"), "s");
+            event.time = "2020-01-01T00:00:00.000000Z".into();
+            event
+        })
+        .collect();
+    assert_eq!(store.append(&old).await.unwrap(), [1, 2, 3]);
+    let pruned = store
+        .prune("2026-01-01T00:00:00.000000Z", 100)
+        .await
+        .unwrap();
+    assert_eq!(pruned.events, 3);
+    assert_eq!(store.last_seq().await.unwrap(), 3);
+    store.close().await;
+    drop(store);
+    let store = engine.open().await;
+    assert_eq!(store.last_seq().await.unwrap(), 3);
+    assert_eq!(store.append(&[event("next", "s")]).await.unwrap(), [4]);
+}
+
 /// The newest events first, filtered, and a page no larger than asked.
 pub async fn the_latest_events_come_newest_first(engine: &dyn Engine) {
     let store = engine.open().await;
@@ -477,6 +502,7 @@ macro_rules! each_case {
             racing_closes_resolve_a_request_once,
             a_prune_removes_what_was_recorded_before_its_time,
             the_latest_events_come_newest_first,
+            numbers_are_never_given_twice,
         );
     };
 }
