@@ -510,6 +510,17 @@ impl ApprovalBroker {
             .collect()
     }
 
+    /// The ids of the requests waiting now, in no particular order (without copying the
+    /// requests).
+    pub fn waiting_ids(&self) -> Vec<String> {
+        self.lock().waiting.keys().cloned().collect()
+    }
+
+    /// Whether request `id` is waiting now.
+    pub fn is_waiting(&self, id: &str) -> bool {
+        self.lock().waiting.contains_key(id)
+    }
+
     /// How many requests are waiting.
     pub fn len(&self) -> usize {
         self.lock().waiting.len()

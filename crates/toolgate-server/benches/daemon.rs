@@ -266,14 +266,9 @@ fn main() {
         }
     }
     if store.as_deref() != Some("sqlite") {
-        let Some(cluster) = postgres::Cluster::start() else {
+        let Some((_cluster, url)) = postgres::Cluster::with_database("bench") else {
             return;
         };
-        let setup = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let url = setup.block_on(cluster.create("bench"));
         bench(&Engine::Postgres(url));
     }
 }

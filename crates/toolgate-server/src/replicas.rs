@@ -86,12 +86,7 @@ async fn recheck_all(state: &AppState) {
     if let Ok(seq) = state.store().last_seq().await {
         state.advance(seq);
     }
-    let mut ids: Vec<String> = state
-        .broker()
-        .pending()
-        .into_iter()
-        .map(|pending| pending.request.id().to_owned())
-        .collect();
+    let mut ids = state.broker().waiting_ids();
     ids.extend(state.watched_decisions());
     ids.sort_unstable();
     ids.dedup();
@@ -161,8 +156,19 @@ pub(crate) async fn announce_recorded(state: &AppState, id: &str) {
 
 /// Releases a waiter here whose answer lost to one recorded first elsewhere, with that one.
 pub(crate) async fn deliver_recorded(state: &AppState, id: &str, claim: toolgate_runtime::Claim) {
+    let ended = recorded(state, id).await;
+    deliver(state, id, claim, ended).await;
+}
+
+/// [`deliver_recorded`], with the end as read already.
+async fn deliver(
+    state: &AppState,
+    id: &str,
+    claim: toolgate_runtime::Claim,
+    ended: Option<Recorded>,
+) {
     state.forget_open(id);
-    match recorded(state, id).await {
+    match ended {
         Some(ended) => match ended.response() {
             Some(response) => {
                 if ended.answer.is_some_and(|answer| {
@@ -192,12 +198,7 @@ pub(crate) async fn closed_elsewhere(state: &AppState, id: &str) {
     let Some(ended) = recorded(state, id).await else {
         return;
     };
-    let waiting_here = state
-        .broker()
-        .pending()
-        .iter()
-        .any(|pending| pending.request.id() == id);
-    if !waiting_here {
+    if !state.broker().is_waiting(id) {
         announce_recorded(state, id).await;
         return;
     }
@@ -206,7 +207,7 @@ pub(crate) async fn closed_elsewhere(state: &AppState, id: &str) {
             // Claimed with the recorded answer itself; being ended here at the same moment (its
             // timeout) stands.
             if let Ok(claim) = state.broker().claim(id, response) {
-                deliver_recorded(state, id, claim).await;
+                deliver(state, id, claim, Some(ended)).await;
             }
         }
         None => {

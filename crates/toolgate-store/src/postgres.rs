@@ -845,7 +845,7 @@ async fn write(
         column(|e| Some(e.body.as_str())),
     ];
     let from = replica.to_string();
-    let closed = batch.close.as_deref().map(clean).unwrap_or_default();
+    let closed: &str = close.as_deref().unwrap_or_default();
     let notice = format!("{from} 0 {closed}");
 
     // The conditions, with BEGIN, each saying which it is when it does not hold (in the SQLite

@@ -22,7 +22,7 @@ mod postgres;
 use common::{DaemonProcess, http};
 
 fn call(command: &str) -> Value {
-    json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "crash"}})
+    common::bash_call(command, "crash")
 }
 
 /// With the default durability (`process`): what the journal holds when the process dies is
@@ -42,14 +42,9 @@ fn nothing_acknowledged_is_lost_when_the_daemon_is_killed_with_full_durability()
 /// restart, and the requests the killed daemon left waiting are refused.
 #[test]
 fn nothing_acknowledged_is_lost_when_the_daemon_on_postgresql_is_killed() {
-    let Some(cluster) = postgres::Cluster::start() else {
+    let Some((_cluster, url)) = postgres::Cluster::with_database("crash") else {
         return;
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let url = runtime.block_on(cluster.create("crash"));
     killed_while_writing(&["--store", &url]);
 }
 

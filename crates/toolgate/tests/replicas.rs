@@ -22,7 +22,7 @@ mod postgres;
 use common::{DaemonProcess, http};
 
 fn call(command: &str) -> Value {
-    json!({"tool": "bash", "args": {"command": command}, "context": {"workspace": "/tmp", "session": "replicas"}})
+    common::bash_call(command, "replicas")
 }
 
 /// Daemons on database `url`, each with a data directory of its own holding the first one's
@@ -78,19 +78,9 @@ fn poll(daemon: &DaemonProcess, id: &str, seconds: u32) -> std::thread::JoinHand
     })
 }
 
-fn cluster_database(name: &str) -> Option<(postgres::Cluster, String)> {
-    let cluster = postgres::Cluster::start()?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let url = runtime.block_on(cluster.create(name));
-    Some((cluster, url))
-}
-
 #[test]
 fn a_request_pending_on_one_daemon_is_answered_on_another() {
-    let Some((_cluster, url)) = cluster_database("queue") else {
+    let Some((_cluster, url)) = postgres::Cluster::with_database("queue") else {
         return;
     };
     let (_dirs, daemons) = replicas(&url, 3);
@@ -163,7 +153,7 @@ fn a_request_pending_on_one_daemon_is_answered_on_another() {
 #[test]
 fn answers_raced_across_daemons_are_recorded_once_each() {
     const REQUESTS: usize = 1_000;
-    let Some((_cluster, url)) = cluster_database("race") else {
+    let Some((_cluster, url)) = postgres::Cluster::with_database("race") else {
         return;
     };
     let (_dirs, daemons) = replicas(&url, 2);
@@ -269,7 +259,7 @@ fn answers_raced_across_daemons_are_recorded_once_each() {
 
 #[test]
 fn the_requests_of_a_killed_daemon_are_refused_by_the_others() {
-    let Some((_cluster, url)) = cluster_database("killed") else {
+    let Some((_cluster, url)) = postgres::Cluster::with_database("killed") else {
         return;
     };
     let (_dirs, mut daemons) = replicas(&url, 2);

@@ -173,6 +173,18 @@ impl Cluster {
         );
     }
 
+    /// [`Cluster::start`], with a new database `name` made on it (from code that has no
+    /// runtime of its own): the cluster and the database's connection string.
+    pub fn with_database(name: &str) -> Option<(Cluster, String)> {
+        let cluster = Cluster::start()?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let url = runtime.block_on(cluster.create(name));
+        Some((cluster, url))
+    }
+
     /// A connection string for database `name` (which [`Cluster::create`] made).
     pub fn url(&self, name: &str) -> String {
         format!(

@@ -175,6 +175,12 @@ impl DaemonProcess {
     }
 }
 
+/// A `bash` call sent to the daemon: `command` in `/tmp`, in `session`.
+pub fn bash_call(command: &str, session: &str) -> Value {
+    serde_json::json!({"tool": "bash", "args": {"command": command},
+                       "context": {"workspace": "/tmp", "session": session}})
+}
+
 /// One HTTP request; `None` when the connection failed or broke (nothing acknowledged).
 pub fn http(
     address: &str,
