@@ -8,11 +8,13 @@
 //!   trivial request it is compared with, not the client's JSON). The wait must be in flight
 //!   first, so each answer follows a 1 ms pause; the baseline it is compared with is a trivial
 //!   request after the same pause, interleaved with the round trips (an idle pause changes
-//!   what the next request costs on a shared machine, in both directions); with
-//!   `Durability::Full`, a bare write and flush of a journal-sized record on the same file
-//!   system, after the same pause, shows what the disk alone adds;
+//!   what the next request costs on a shared machine, in both directions); and next to a
+//!   trivial request plus one bare commit of the same engine (a one-row insert in autocommit
+//!   on a bare connection configured as the store's, after the same pause), the engine's own
+//!   floor;
 //! - sustained decisions: concurrent clients posting calls the policy decides at once, each
-//!   committed (journaled; with `Durability::Full`, flushed to the disk) before its answer;
+//!   committed (with `Durability::Full`, flushed to the disk) before its answer; the store's
+//!   writer groups the commits waiting at once into one transaction;
 //! - 10,000 pending requests held, and the memory each costs.
 //!
 //! The daemon runs on a runtime of its own, as `toolgate serve` does; the clients run on
@@ -20,13 +22,12 @@
 //!
 //! Each figure is measured twice: with `Durability::Full` (every commit flushed to the disk
 //! before it returns) and `Durability::Process`, the default (commits survive the daemon's
-//! crash; the journal is flushed off their path, so a power loss costs the last moment's).
+//! crash; SQLite's write-ahead log is flushed when it is folded into the database, so a power
+//! loss costs the last commits before it).
 //!
 //! Then once more on PostgreSQL (a server the bench starts in a temporary folder, as the tests
-//! do; skipped when PostgreSQL is not installed): the round trip is compared with a trivial
-//! request plus one bare commit of the same engine (a one-row insert in autocommit, after the
-//! same pause), and sustained decisions are measured on one daemon and across two daemons
-//! sharing the database.
+//! do; skipped when PostgreSQL is not installed), with sustained decisions also measured across
+//! two daemons sharing the database.
 //!
 //! Run with `cargo bench -p toolgate-server --bench daemon`; `TOOLGATE_BENCH_DURABILITY=process`
 //! (or `full`) measures one SQLite durability only, `TOOLGATE_BENCH_STORE=sqlite` (or
@@ -207,29 +208,36 @@ async fn bare_commit(url: &str) -> Duration {
     median(commits)
 }
 
-/// The p50 of a 1 KiB `pwrite` and `fdatasync` into a file allocated ahead (as the journal is),
-/// each after a 1 ms pause.
-async fn bare_flush(dir: &std::path::Path) -> Duration {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .read(true)
-        .write(true)
-        .open(dir.join("bare-flush"))
+/// The p50 of a one-row insert in autocommit on a bare SQLite connection configured as the
+/// store's writer is (WAL, the durability's `synchronous`), on the same file system, each
+/// after a 1 ms pause: the engine's own floor for a commit.
+async fn bare_sqlite_commit(dir: &std::path::Path, full: bool) -> Duration {
+    let connection = rusqlite::Connection::open(dir.join("bare.db")).unwrap();
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
         .unwrap();
-    file.set_len(1 << 20).unwrap();
-    file.sync_all().unwrap();
-    let record = [7u8; 1024];
-    let mut flushes = Vec::new();
-    for i in 0..500u64 {
+    connection
+        .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })
+        .unwrap();
+    connection
+        .execute(
+            "CREATE TABLE bare (seq INTEGER PRIMARY KEY AUTOINCREMENT, body TEXT)",
+            [],
+        )
+        .unwrap();
+    let mut commits = Vec::new();
+    for i in 0..500 {
         tokio::time::sleep(Duration::from_millis(1)).await;
+        let body = format!("{{\"i\": {i}}}");
         let started = Instant::now();
-        file.write_all_at(&record, i * 1024).unwrap();
-        file.sync_data().unwrap();
-        flushes.push(started.elapsed());
+        connection
+            .prepare_cached("INSERT INTO bare (body) VALUES (?)")
+            .unwrap()
+            .execute([body])
+            .unwrap();
+        commits.push(started.elapsed());
     }
-    median(flushes)
+    median(commits)
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -417,25 +425,16 @@ async fn run(engine: &Engine, address: String, token: String, dir: &std::path::P
         micros(answered),
         answered.as_secs_f64() / paused.as_secs_f64()
     );
-    if let Engine::Postgres(url) = engine {
-        // The engine's own floor: one bare commit, after the same pause.
-        let commit = bare_commit(url).await;
-        println!(
-            "  a bare one-row commit (autocommit)    p50 {:>8.1} µs   (round trip = {:.2}× trivial + commit)",
-            micros(commit),
-            round_trip.as_secs_f64() / (paused + commit).as_secs_f64()
-        );
-    }
-    if full {
-        // What the disk alone costs the round trip: a journal-sized write and its flush, after
-        // the same pause, on the same file system.
-        let flush = bare_flush(dir).await;
-        println!(
-            "  a bare 1 KiB write + fdatasync        p50 {:>8.1} µs   (round trip without it = {:.2}×)",
-            micros(flush),
-            round_trip.saturating_sub(flush).as_secs_f64() / paused.as_secs_f64()
-        );
-    }
+    // The engine's own floor: one bare commit, after the same pause.
+    let commit = match engine {
+        Engine::Postgres(url) => bare_commit(url).await,
+        Engine::Sqlite(_) => bare_sqlite_commit(dir, full).await,
+    };
+    println!(
+        "  a bare one-row commit (autocommit)    p50 {:>8.1} µs   (round trip = {:.2}× trivial + commit)",
+        micros(commit),
+        round_trip.as_secs_f64() / (paused + commit).as_secs_f64()
+    );
 
     if std::env::var_os("TOOLGATE_BENCH_ROUND_TRIP_ONLY").is_some() {
         return;

@@ -165,7 +165,7 @@ pub(crate) async fn resolve(
     tokio::spawn(async move { answer_request(&state, &id, answer, &by).await })
         .await
         .map_err(|error| {
-            ApiError::from(toolgate_store::StoreError(format!(
+            ApiError::from(toolgate_store::StoreError::unavailable(format!(
                 "the answer could not be recorded: {error}"
             )))
         })?
@@ -569,7 +569,9 @@ mod tests {
     impl Flaky {
         fn check(&self) -> Result<(), StoreError> {
             if self.failing.load(Ordering::SeqCst) {
-                Err(StoreError("No space left on device (os error 28)".into()))
+                Err(StoreError::unavailable(
+                    "No space left on device (os error 28)",
+                ))
             } else {
                 Ok(())
             }

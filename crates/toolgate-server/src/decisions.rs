@@ -424,7 +424,7 @@ pub(crate) async fn submit(
         }
     });
     opening.await.map_err(|error| {
-        toolgate_store::StoreError(format!("the request could not be opened: {error}"))
+        toolgate_store::StoreError::unavailable(format!("the request could not be opened: {error}"))
     })??;
     Ok(response)
 }

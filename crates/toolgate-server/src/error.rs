@@ -74,13 +74,53 @@ impl ApiError {
     }
 }
 
+/// Store failures told to clients so far, numbered for the log (see [`ApiError::from`]).
+static STORE_FAILURES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl From<StoreError> for ApiError {
+    /// A store failure as clients see it. What the store refused about the request itself
+    /// (it nests too deep, it is too large) and a condition it did not allow for (an id
+    /// already in use) are said in full; any other failure is said by its kind and a number,
+    /// and written whole to the daemon's log under that number: the store's own words (file
+    /// paths, the database's messages) are the operator's, not every client's.
     fn from(error: StoreError) -> ApiError {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "store_unavailable",
-            format!("{error} (no change this request asked for was recorded)"),
-        )
+        let unrecorded = "no change this request asked for was recorded";
+        match &error {
+            StoreError::Refused(message) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "not_storable",
+                format!("{message} ({unrecorded})"),
+            ),
+            StoreError::Conflict(message) => {
+                ApiError::conflict("store_conflict", format!("{message} ({unrecorded})"))
+            }
+            _ => {
+                let number = STORE_FAILURES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                let mut said = error.to_string();
+                let mut cause = std::error::Error::source(&error);
+                while let Some(next) = cause {
+                    said.push_str(&format!(": {next}"));
+                    cause = next.source();
+                }
+                eprintln!(
+                    "toolgate: store failure {number} ({}): {said}",
+                    error.kind()
+                );
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "store_unavailable",
+                    format!(
+                        "the store is {} (the daemon's log says why, as store failure \
+                         {number}); {unrecorded}",
+                        match &error {
+                            StoreError::Locked { .. } => "locked by another program",
+                            StoreError::Damaged { .. } => "damaged",
+                            _ => "unavailable",
+                        }
+                    ),
+                )
+            }
+        }
     }
 }
 
@@ -99,7 +139,7 @@ impl From<serde_json::Error> for ApiError {
 
 impl From<toolgate_runtime::grants::StoreError> for ApiError {
     fn from(error: toolgate_runtime::grants::StoreError) -> ApiError {
-        ApiError::from(StoreError(error.0))
+        ApiError::from(StoreError::unavailable(error.0))
     }
 }
 
@@ -133,13 +173,38 @@ impl IntoResponse for ApiError {
 mod tests {
     use super::*;
 
+    /// A store failure reaches the client as its kind and a number, never the store's own
+    /// words; what the store refused about the request itself is said in full.
     #[test]
-    fn a_store_failure_is_said_once() {
-        let error = ApiError::from(StoreError("database is locked".into()));
+    fn a_store_failure_is_said_by_its_kind_and_its_words_stay_in_the_log() {
+        let error = ApiError::from(StoreError::Locked {
+            message: "/home/alice/.local/share/toolgate/toolgate.db is locked".into(),
+            source: None,
+        });
         assert_eq!(error.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error.code, "store_unavailable");
+        assert!(error.message.starts_with("the store is locked by another program (the daemon's log says why, as store failure "), "{}", error.message);
+        assert!(!error.message.contains("alice"), "{}", error.message);
+        let error = ApiError::from(StoreError::unavailable("disk I/O error at /srv/db"));
+        assert!(
+            error.message.starts_with("the store is unavailable"),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("/srv"), "{}", error.message);
+
+        let error = ApiError::from(StoreError::Refused(
+            "the commit nests 120 levels deep".into(),
+        ));
+        assert_eq!(error.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(
             error.message,
-            "the store failed: database is locked (no change this request asked for was recorded)"
+            "the commit nests 120 levels deep (no change this request asked for was recorded)"
         );
+        let error = ApiError::from(StoreError::Conflict(
+            "request `r` is already pending".into(),
+        ));
+        assert_eq!(error.status, StatusCode::CONFLICT);
+        assert_eq!(error.code, "store_conflict");
     }
 }

@@ -43,6 +43,15 @@ fn main() {
                 baseline,
             )
             .await;
+            let three = sqlite_three_rows(dir.path(), durability).await;
+            println!(
+                "  the engine's floor for 3 rows     p50 {three:>8.1} µs   = {:.2}×   (BEGIN, the \
+                 same three rows and COMMIT on a bare connection to a database of the store's schema)",
+                three / baseline
+            );
+            let store = std::sync::Arc::new(store);
+            concurrent(store.clone(), 1).await;
+            concurrent(store, 8).await;
         });
     }
     if let Some(cluster) = postgres::Cluster::start() {
@@ -51,6 +60,9 @@ fn main() {
             let (baseline, three) = postgres_baseline(&url).await;
             let store = PostgresStore::open(&url).await.unwrap();
             run("PostgreSQL 15 on a Unix socket", &store, baseline).await;
+            let store = std::sync::Arc::new(store);
+            concurrent(store.clone(), 1).await;
+            concurrent(store, 8).await;
             println!(
                 "  the engine's floor for 3 rows     p50 {three:>8.1} µs   = {:.2}×   (BEGIN, three \
                  one-row inserts and COMMIT sent in one round trip on a bare connection)",
@@ -58,6 +70,58 @@ fn main() {
             );
         });
     }
+}
+
+/// Requests opened and closed (two commits of three rows each) by `clients` tasks at once, for
+/// a second: commits per second. The SQLite store's writer groups the commits waiting at once
+/// into one transaction, so more clients share each write (and, with `Full`, each flush).
+async fn concurrent(store: std::sync::Arc<dyn Store>, clients: usize) {
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut commits = 0u64;
+                let mut i = 0;
+                while started.elapsed() < Duration::from_secs(1) {
+                    let id = format!("c{c}-{i}");
+                    i += 1;
+                    let open = Batch {
+                        open: Some(PendingRecord {
+                            id: id.clone(),
+                            kind: "decision".into(),
+                            session: Some("bench".into()),
+                            created: "2026-11-22T00:00:00Z".into(),
+                            request: json!({"tool": "pay", "args": {"n": i}}),
+                        }),
+                        events: vec![EventRecord::new(
+                            "permission_requested",
+                            json!({"request_id": id}),
+                        )],
+                        ..Batch::default()
+                    };
+                    store.commit(open).await.unwrap();
+                    let close = Batch {
+                        close: Some(id.clone()),
+                        events: vec![EventRecord::new(
+                            "permission_resolved",
+                            json!({"request_id": id}),
+                        )],
+                        ..Batch::default()
+                    };
+                    store.commit(close).await.unwrap();
+                    commits += 2;
+                }
+                commits
+            })
+        })
+        .collect();
+    let mut commits = 0;
+    for task in tasks {
+        commits += task.await.unwrap();
+    }
+    let rate = commits as f64 / started.elapsed().as_secs_f64();
+    println!("  commits by {clients} client(s) at once     {rate:>8.0} /s");
 }
 
 /// A one-row insert in autocommit on a bare PostgreSQL connection; and a transaction of three
@@ -104,6 +168,73 @@ async fn postgres_baseline(url: &str) -> (f64, f64) {
         three.push(started.elapsed());
     }
     (median(samples), median(three))
+}
+
+/// The same three rows as opening a request writes (its pending row, event and decision, into
+/// the store's own tables and indexes), in one transaction on a bare connection configured as
+/// the store's writer: what SQLite alone costs for that work.
+async fn sqlite_three_rows(dir: &std::path::Path, durability: Durability) -> f64 {
+    let path = dir.join("floor.db");
+    // The store's schema, made by the store.
+    drop(SqliteStore::open_with(&path, durability).await.unwrap());
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let synchronous = match durability {
+        Durability::Full => "FULL",
+        Durability::Process => "NORMAL",
+    };
+    connection
+        .pragma_update(None, "synchronous", synchronous)
+        .unwrap();
+    let mut samples = Vec::with_capacity(N);
+    for i in 0..N {
+        let id = format!("r{i}");
+        let call = json!({"tool": "pay", "args": {"n": i}, "context": {"session": "bench"}});
+        let request = json!({"call": call}).to_string();
+        let event = json!({"type": "permission_requested", "request_id": id}).to_string();
+        let result = json!({"id": id, "status": "pending"}).to_string();
+        let started = Instant::now();
+        connection.execute_batch("BEGIN IMMEDIATE").unwrap();
+        connection
+            .prepare_cached(
+                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+            )
+            .unwrap()
+            .execute((&id, "decision", "bench", "2026-11-22T00:00:00Z", &request))
+            .unwrap();
+        connection
+            .prepare_cached(
+                "INSERT INTO events (type, time, session, request_id, tool_call_id, body) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .unwrap()
+            .execute((
+                "permission_requested",
+                "2026-11-22T00:00:00Z",
+                "bench",
+                &id,
+                None::<String>,
+                &event,
+            ))
+            .unwrap();
+        connection
+            .prepare_cached(
+                "INSERT INTO decisions (id, status, call, result, created, updated) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .unwrap()
+            .execute((
+                &id,
+                "pending",
+                call.to_string(),
+                &result,
+                "2026-11-22T00:00:00Z",
+                "2026-11-22T00:00:00Z",
+            ))
+            .unwrap();
+        connection.execute_batch("COMMIT").unwrap();
+        samples.push(started.elapsed());
+    }
+    median(samples)
 }
 
 /// A bare connection configured as the store's are.

@@ -3,7 +3,7 @@
 //!
 //! [`Store`] is the trait the daemon writes through; every write is committed before it
 //! returns, so whatever the daemon acknowledges survives a crash. [`SqliteStore`] is the
-//! embedded default (one file in WAL mode, with a commit journal in front of it);
+//! embedded default (one file in WAL mode, one writer thread grouping the commits that wait);
 //! `PostgresStore` (the `postgres` feature, on by default) keeps the same contract on a
 //! PostgreSQL database. A store is also the runtime's [`GrantStore`].
 //!
@@ -21,8 +21,6 @@
 //! # }).unwrap();
 //! ```
 
-mod journal;
-mod mapped;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod record;
@@ -31,18 +29,44 @@ mod sqlite;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{
-    DecisionRow, DecisionStatus, EVENT_NESTING, EventFilter, EventRecord, JsonText, MAX_NESTING,
-    PendingRecord, SessionRow, StoreError, nesting, nests_deeper,
+    DecisionRow, DecisionStatus, EVENT_NESTING, ErrorSource, EventFilter, EventRecord, JsonText,
+    MAX_NESTING, PendingRecord, SessionRow, StoreError, nesting, nests_deeper,
 };
 pub use sqlite::{Durability, SqliteStore};
 
 use async_trait::async_trait;
 
+use serde_json::Value;
+use toolgate_runtime::{Grant, GrantStore};
+
 /// A page of events read at once ends with the event that brings it to this many bytes: a
 /// page of large calls' events stays a few megabytes, not a thousand times a call.
 pub const PAGE_BYTES: usize = 8 << 20;
-use serde_json::Value;
-use toolgate_runtime::{Grant, GrantStore};
+
+/// The most one commit may hold, as JSON.
+pub const MAX_COMMIT_BYTES: usize = 256 << 20;
+
+/// Whether every store takes `batch`: at most [`MAX_COMMIT_BYTES`], and nested no deeper than
+/// [`MAX_NESTING`] (what JSON readers, the daemon's clients among them, read back).
+pub(crate) fn checked(batch: &Batch) -> Result<(), StoreError> {
+    let record = serde_json::to_vec(batch).map_err(|error| {
+        StoreError::Refused(format!("the commit cannot be written as JSON: {error}"))
+    })?;
+    if record.len() > MAX_COMMIT_BYTES {
+        return Err(StoreError::Refused(format!(
+            "the commit holds {} MiB, more than the {} MiB the store takes at once",
+            record.len() >> 20,
+            MAX_COMMIT_BYTES >> 20
+        )));
+    }
+    if let Some(nested) = nests_deeper(&record, MAX_NESTING) {
+        return Err(StoreError::Refused(format!(
+            "the commit nests {nested} levels deep (arrays and objects within each other), \
+             more than the {MAX_NESTING} the store keeps"
+        )));
+    }
+    Ok(())
+}
 
 /// How much a prune removes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -115,7 +139,7 @@ pub(crate) mod grant_writes {
 
     /// A store's failure, as the runtime's grant store says it.
     pub(crate) fn error(error: StoreError) -> GrantStoreError {
-        GrantStoreError(error.0)
+        GrantStoreError(error.to_string())
     }
 
     /// [`GrantStore::insert`](toolgate_runtime::GrantStore::insert).
@@ -157,8 +181,9 @@ pub(crate) mod grant_writes {
 pub trait Store: GrantStore {
     /// Writes a batch in one transaction.
     ///
-    /// The SQLite store's commit does not yield; the PostgreSQL store's does (and runs in a
-    /// task of its own, so a dropped caller never leaves a transaction half done). The daemon
+    /// A commit goes on to its end when its caller is dropped: the SQLite store's writer
+    /// thread, and the PostgreSQL store's task of its own, finish what they were handed (or
+    /// roll it back whole); only the answer is lost. The daemon
     /// runs the steps that must not stop between a commit and what follows it (opening a
     /// request: committed, then its timeout held; answering one: recorded, then its waiter
     /// released) in tasks of their own, so a requester hanging up cannot split them.
@@ -191,9 +216,9 @@ pub trait Store: GrantStore {
             Committed::Written(seqs) => seqs
                 .first()
                 .copied()
-                .ok_or_else(|| StoreError("no event was written".into())),
+                .ok_or_else(|| StoreError::unavailable("no event was written")),
             Committed::NotPending | Committed::NoGrant => {
-                Err(StoreError("no event was written".into()))
+                Err(StoreError::unavailable("no event was written"))
             }
         }
     }

@@ -118,9 +118,6 @@ $body$;
 const MIGRATION_LOCK: i64 = 0x746f_6f6c_6761_7465;
 /// The channel commits notify on.
 const CHANNEL: &str = "toolgate_changes";
-/// The most a commit may hold (its record as JSON): each value it sends is smaller, and far
-/// below what the protocol can carry.
-const MAX_COMMIT_BYTES: usize = 256 << 20;
 /// Connections in the pool.
 const POOL_SIZE: usize = 16;
 /// Changes held for a receiver that has not read them; one that falls further behind hears
@@ -176,11 +173,24 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// A database error, said with where it happened.
+/// A database error, said with where it happened, of the kind its SQLSTATE class says.
 fn failed(what: &str, error: &tokio_postgres::Error) -> StoreError {
-    match error.as_db_error() {
-        Some(db) => StoreError(format!("{what}: {} ({})", db.message(), db.code().code())),
-        None => StoreError(format!("{what}: {error}")),
+    let (message, code) = match error.as_db_error() {
+        Some(db) => (
+            format!("{what}: {} ({})", db.message(), db.code().code()),
+            Some(db.code().code().to_owned()),
+        ),
+        None => (format!("{what}: {error}"), None),
+    };
+    match code.as_deref() {
+        // lock_not_available, and a statement cancelled by the lock timeout.
+        Some("55P03" | "57014") => StoreError::Locked {
+            message,
+            source: None,
+        },
+        // data_corrupted, index_corrupted.
+        Some("XX001" | "XX002") => StoreError::damaged(message),
+        _ => StoreError::unavailable(message),
     }
 }
 
@@ -194,7 +204,7 @@ fn retryable(error: &tokio_postgres::Error) -> bool {
 
 fn parse(url: &str) -> Result<tokio_postgres::Config, StoreError> {
     tokio_postgres::Config::from_str(url).map_err(|error| {
-        StoreError(format!(
+        StoreError::unavailable(format!(
             "the store is not a PostgreSQL connection string ({error}): write \
              postgres://USER@HOST:PORT/DATABASE"
         ))
@@ -265,11 +275,12 @@ impl PostgresStore {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
-            .map_err(|error| StoreError(format!("cannot make a pool for the {target}: {error}")))?;
-        let client = pool
-            .get()
-            .await
-            .map_err(|error| StoreError(format!("cannot connect to the {target}: {error}")))?;
+            .map_err(|error| {
+                StoreError::unavailable(format!("cannot make a pool for the {target}: {error}"))
+            })?;
+        let client = pool.get().await.map_err(|error| {
+            StoreError::unavailable(format!("cannot connect to the {target}: {error}"))
+        })?;
         migrate(&client, &target).await?;
         let replica: i64 = client
             .query_one("SELECT nextval('replicas')", &[])
@@ -289,7 +300,7 @@ impl PostgresStore {
         )));
         started
             .await
-            .map_err(|_| StoreError(format!("cannot listen to the {target}")))??;
+            .map_err(|_| StoreError::unavailable(format!("cannot listen to the {target}")))??;
         Ok(PostgresStore {
             pool,
             target,
@@ -307,10 +318,9 @@ impl PostgresStore {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|error| StoreError(format!("cannot reach the {}: {error}", self.target)))
+        self.pool.get().await.map_err(|error| {
+            StoreError::unavailable(format!("cannot reach the {}: {error}", self.target))
+        })
     }
 
     /// Every row of a query, mapped by `map`.
@@ -581,7 +591,7 @@ async fn listening(
             return Ok((client, received));
         }
         if std::time::Instant::now() >= deadline {
-            return Err(StoreError(format!(
+            return Err(StoreError::unavailable(format!(
                 "replica {replica}'s lock on the {target} is still held by a connection that \
                  was lost"
             )));
@@ -629,7 +639,7 @@ async fn migrate(client: &Client, target: &str) -> Result<(), StoreError> {
             .get(0);
         let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
         if applied > known {
-            return Err(StoreError(format!(
+            return Err(StoreError::damaged(format!(
                 "the database has schema version {applied}, newer than this toolgate knows \
                  ({known})"
             )));
@@ -927,7 +937,7 @@ async fn write(
         .nth(1)
         .and_then(|rows| rows.first())
         .and_then(|row| row.try_get(0).ok())
-        .ok_or_else(|| Refused::Failed(StoreError("the events were not numbered".into())))?;
+        .ok_or_else(|| Refused::Failed(StoreError::unavailable("the events were not numbered")))?;
     Ok((last - count + 1..=last).collect())
 }
 
@@ -1006,9 +1016,13 @@ fn refusal(error: tokio_postgres::Error) -> Refused {
         Some(NO_GRANT) => Refused::Not(Committed::NoGrant),
         Some(other) => {
             if let Some(id) = other.strip_prefix(ALREADY_PENDING) {
-                Refused::Failed(StoreError(format!("request `{id}` is already pending")))
+                Refused::Failed(StoreError::Conflict(format!(
+                    "request `{id}` is already pending"
+                )))
             } else if let Some(id) = other.strip_prefix(GRANT_EXISTS) {
-                Refused::Failed(StoreError(format!("grant `{id}` is already stored")))
+                Refused::Failed(StoreError::Conflict(format!(
+                    "grant `{id}` is already stored"
+                )))
             } else {
                 Refused::Database(error)
             }
@@ -1023,24 +1037,10 @@ impl Store for PostgresStore {
         if batch == Batch::default() {
             return Ok(Committed::Written(Vec::new()));
         }
-        let record = serde_json::to_vec(&batch)?;
-        if record.len() > MAX_COMMIT_BYTES {
-            return Err(StoreError(format!(
-                "the commit holds {} MiB, more than the {} MiB the store takes at once",
-                record.len() >> 20,
-                MAX_COMMIT_BYTES >> 20
-            )));
-        }
-        if let Some(nested) = crate::record::nests_deeper(&record, crate::record::MAX_NESTING) {
-            return Err(StoreError(format!(
-                "the commit nests {nested} levels deep (arrays and objects within each other), \
-                 more than the {} the store keeps",
-                crate::record::MAX_NESTING
-            )));
-        }
+        crate::checked(&batch)?;
         if batch.open.is_some() && !self.held.load(Ordering::SeqCst) {
             // The other replicas could take a request opened now for an orphan.
-            return Err(StoreError(format!(
+            return Err(StoreError::unavailable(format!(
                 "this daemon has lost its connection to the {} that shows it is running; \
                  it opens no request until that connection is back",
                 self.target
@@ -1051,10 +1051,9 @@ impl Store for PostgresStore {
         let replica = self.replica;
         // In a task of its own: see the module's documentation.
         let task = tokio::spawn(async move {
-            let client = pool
-                .get()
-                .await
-                .map_err(|error| StoreError(format!("cannot reach the {target}: {error}")))?;
+            let client = pool.get().await.map_err(|error| {
+                StoreError::unavailable(format!("cannot reach the {target}: {error}"))
+            })?;
             let mut tries = 0;
             loop {
                 tries += 1;
@@ -1075,8 +1074,9 @@ impl Store for PostgresStore {
                 }
             }
         });
-        task.await
-            .map_err(|error| StoreError(format!("the commit's task failed: {error}")))?
+        task.await.map_err(|error| {
+            StoreError::unavailable(format!("the commit's task failed: {error}"))
+        })?
     }
 
     async fn events_after(

@@ -1,6 +1,5 @@
 //! The rows a store keeps.
 
-use std::fmt;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -8,33 +7,143 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use toolgate_runtime::Event;
 
-/// Why a store operation failed. The daemon answers 503 and acknowledges nothing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreError(pub String);
+/// A cause kept with a [`StoreError`].
+pub type ErrorSource = Box<dyn std::error::Error + Send + Sync>;
 
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the store failed: {}", self.0)
+/// Why a store operation failed. Nothing the operation asked for was written.
+///
+/// The daemon tells its clients only the kind (and, for [`StoreError::Refused`], which is
+/// about the client's own input, the words): the rest (paths, the engine's messages) goes to
+/// its log. What a condition of a write finds (the request no longer pending, the grant gone)
+/// is not an error: see [`Committed`](crate::Committed).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another program holds the database's write lock past the store's wait.
+    #[error("{message}")]
+    Locked {
+        /// What was locked, and what to do.
+        message: String,
+        /// The engine's error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// A condition of the write that the caller does not allow for failed: a request id
+    /// already pending, a grant id already stored.
+    #[error("{0}")]
+    Conflict(String),
+    /// The store cannot take or give anything now: the database is unreachable, its disk full
+    /// or read-only, its file replaced, too many commits waiting, the store closed.
+    #[error("{message}")]
+    Unavailable {
+        /// What failed.
+        message: String,
+        /// The engine's or the system's error.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+    /// What was to be stored cannot be (nested too deep for JSON readers, too large): about
+    /// the caller's own input, so its words may be shown to whoever sent it.
+    #[error("{0}")]
+    Refused(String),
+    /// What is stored cannot be read or used as it is: a damaged row, a schema newer than this
+    /// toolgate, a commit journal out of step with its database.
+    #[error("{message}")]
+    Damaged {
+        /// What is damaged, and what to do.
+        message: String,
+        /// The cause.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+}
+
+impl StoreError {
+    /// [`StoreError::Unavailable`] without a cause.
+    pub fn unavailable(message: impl Into<String>) -> StoreError {
+        StoreError::Unavailable {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// [`StoreError::Damaged`] without a cause.
+    pub fn damaged(message: impl Into<String>) -> StoreError {
+        StoreError::Damaged {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A short, stable name of the kind, for logs and clients.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            StoreError::Locked { .. } => "locked",
+            StoreError::Conflict(_) => "conflict",
+            StoreError::Unavailable { .. } => "unavailable",
+            StoreError::Refused(_) => "refused",
+            StoreError::Damaged { .. } => "damaged",
+        }
+    }
+
+    /// The same kind and words, without the cause (what a failed group of commits tells each
+    /// of its callers).
+    pub fn again(&self) -> StoreError {
+        let message = self.to_string();
+        match self {
+            StoreError::Locked { .. } => StoreError::Locked {
+                message,
+                source: None,
+            },
+            StoreError::Conflict(_) => StoreError::Conflict(message),
+            StoreError::Unavailable { .. } => StoreError::unavailable(message),
+            StoreError::Refused(_) => StoreError::Refused(message),
+            StoreError::Damaged { .. } => StoreError::damaged(message),
+        }
+    }
+
+    /// Whether the words say `text` (for tests and logs; code matches on the variants).
+    pub fn says(&self, text: &str) -> bool {
+        self.to_string().contains(text)
     }
 }
 
-impl std::error::Error for StoreError {}
-
 impl From<rusqlite::Error> for StoreError {
     fn from(error: rusqlite::Error) -> StoreError {
-        StoreError(error.to_string())
+        use rusqlite::ErrorCode;
+        let message = error.to_string();
+        let code = match &error {
+            rusqlite::Error::SqliteFailure(failure, _) => Some(failure.code),
+            _ => None,
+        };
+        let source = Some(Box::new(error) as ErrorSource);
+        match code {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                StoreError::Locked { message, source }
+            }
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+                StoreError::Damaged { message, source }
+            }
+            _ => StoreError::Unavailable { message, source },
+        }
     }
 }
 
 impl From<std::io::Error> for StoreError {
     fn from(error: std::io::Error) -> StoreError {
-        StoreError(error.to_string())
+        StoreError::Unavailable {
+            message: error.to_string(),
+            source: Some(Box::new(error)),
+        }
     }
 }
 
 impl From<serde_json::Error> for StoreError {
     fn from(error: serde_json::Error) -> StoreError {
-        StoreError(format!("a stored value is not valid JSON: {error}"))
+        StoreError::Damaged {
+            message: format!("a stored value is not valid JSON: {error}"),
+            source: Some(Box::new(error)),
+        }
     }
 }
 

@@ -25,8 +25,8 @@ fn call(command: &str) -> Value {
     common::bash_call(command, "crash")
 }
 
-/// With the default durability (`process`): what the journal holds when the process dies is
-/// applied when it starts again.
+/// With the default durability (`process`): what SQLite's write-ahead log holds when the
+/// process dies is there when it starts again.
 #[test]
 fn nothing_acknowledged_is_lost_when_the_daemon_is_killed() {
     killed_while_writing(&[]);

@@ -1,11 +1,9 @@
-//! The commit journal: what makes a commit cost one `write` instead of a SQLite transaction.
+//! The commit journal's records, as versions up to 0.1 wrote them: read once, to apply what a
+//! journal left next to the database holds and retire it (see [`super::retire`]).
 //!
-//! A commit appends one record to `toolgate.db.journal` (and flushes it with
-//! [`Durability::Full`](crate::Durability::Full)) and returns; the record is applied to the
-//! SQLite database moments later, in a transaction that also stores the record's number (its
-//! LSN), so a record is applied exactly once. Reads catch up first, so they see every commit
-//! that returned before them. When the daemon starts, the records the database has not
-//! applied yet (it stopped, or crashed, in between) are applied before anything else happens.
+//! Those versions appended each commit's record to `toolgate.db.journal` and applied it to the
+//! database moments later, in a transaction that also stored the record's number (its LSN),
+//! so a record was applied exactly once.
 //!
 //! A record is its payload's length (4 bytes, little-endian), the payload's CRC-32 (4 bytes)
 //! and the payload: JSON of the LSN, the events' sequence numbers and the [`Batch`]. Reading
@@ -19,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Batch;
+#[cfg(test)]
 use crate::record::StoreError;
 
 /// One commit, as journaled.
@@ -52,6 +51,7 @@ fn is_zero(n: &u64) -> bool {
 
 /// How deeply a record's JSON nests, when deeper than `limit`: its payload's (the header is
 /// binary, and a byte of it may look like a quote or a bracket).
+#[cfg(test)]
 pub(crate) fn nests_deeper(record: &[u8], limit: usize) -> Option<usize> {
     crate::record::nests_deeper(record.get(HEADER..).unwrap_or_default(), limit)
 }
@@ -65,13 +65,14 @@ pub(crate) fn encode(entry: &Entry) -> Result<Vec<u8>, StoreError> {
 }
 
 /// Replaces what `record` holds with `entry`'s record (a buffer used again keeps its memory).
+#[cfg(test)]
 pub(crate) fn encode_into(record: &mut Vec<u8>, entry: &Entry) -> Result<(), StoreError> {
     record.clear();
     record.extend_from_slice(&[0; HEADER]);
     serde_json::to_writer(&mut *record, entry)?;
     let (header, payload) = record.split_at_mut(HEADER);
     let length = u32::try_from(payload.len())
-        .map_err(|_| StoreError("a commit of more than 4 GiB".into()))?;
+        .map_err(|_| StoreError::Refused("a commit of more than 4 GiB".into()))?;
     let crc = crc32(payload);
     for (slot, byte) in header
         .iter_mut()

@@ -1,0 +1,574 @@
+//! The one thread that writes the SQLite database.
+//!
+//! Commits are handed to it in a queue. It takes every commit waiting at that moment and
+//! writes them in one transaction (group commit): one write-ahead log append, and with
+//! [`Durability::Full`](super::Durability::Full) one disk flush, for the whole group. Each
+//! commit runs in a savepoint of its own, so one whose condition fails (the request no longer
+//! pending, the grant gone) or whose rows are refused is rolled back alone and the others
+//! stand. Each caller is answered once the transaction holding its commit is committed, or
+//! failed: nothing is acknowledged before SQLite says it is written.
+//!
+//! The thread waits on other programs' locks (a `sqlite3` shell in a transaction, a backup),
+//! never a runtime's worker; while it waits, commits queue up to a bound and are refused past
+//! it.
+
+use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, ErrorCode};
+use tokio::sync::oneshot;
+
+use super::schema::BUSY_TIMEOUT;
+use crate::record::StoreError;
+use crate::{Batch, Committed};
+
+/// Commits waiting for the writer past which more are refused (the database is locked by
+/// another program, or the disk is slow): each waiting caller holds a connection.
+pub(super) const MAX_WAITING: usize = if cfg!(test) { 64 } else { 16_384 };
+
+/// The same in bytes of rows.
+pub(super) const MAX_WAITING_BYTES: usize = if cfg!(test) { 256 << 10 } else { 64 << 20 };
+
+/// The most commits one transaction holds: a group's callers wait for its last one.
+const MAX_GROUP: usize = 512;
+
+/// After a wait for another program's lock ran out, the writes in the moment after look once
+/// without waiting, rather than each waiting a timeout of its own in turn.
+const LOCKED_OUT_FOR: Duration = Duration::from_secs(1);
+
+/// A commit's answer.
+type Reply = oneshot::Sender<Result<Committed, StoreError>>;
+
+/// Work for the writer thread, other than a commit (a prune, a checkpoint).
+type Work = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A commit's rows, with the JSON they store written out by the caller (the writer thread only
+/// runs statements).
+pub(super) struct Rows {
+    pub(super) batch: Batch,
+    request: Option<String>,
+    call: Option<String>,
+    snapshot: Option<String>,
+    grants: Vec<String>,
+}
+
+impl Rows {
+    /// The rows of `batch` (already checked: see [`crate::checked`]).
+    pub(super) fn of(batch: Batch) -> Result<Rows, StoreError> {
+        let request = batch
+            .open
+            .as_ref()
+            .map(|open| serde_json::to_string(&open.request))
+            .transpose()?;
+        let call = batch
+            .decision
+            .as_ref()
+            .map(|decision| serde_json::to_string(&decision.call))
+            .transpose()?;
+        let snapshot = batch
+            .session
+            .as_ref()
+            .map(|session| serde_json::to_string(&session.snapshot))
+            .transpose()?;
+        let grants = batch
+            .grants
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<_, _>>()?;
+        Ok(Rows {
+            batch,
+            request,
+            call,
+            snapshot,
+            grants,
+        })
+    }
+
+    /// About how many bytes they hold.
+    fn bytes(&self) -> usize {
+        let events: usize = self
+            .batch
+            .events
+            .iter()
+            .map(|event| event.body.as_str().len())
+            .sum();
+        let texts = [&self.request, &self.call, &self.snapshot]
+            .into_iter()
+            .flatten()
+            .chain(&self.grants)
+            .map(String::len)
+            .sum::<usize>();
+        events + texts
+    }
+}
+
+enum Job {
+    Commit {
+        rows: Box<Rows>,
+        bytes: usize,
+        reply: Reply,
+    },
+    Run(Work),
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: VecDeque<Job>,
+    commits: usize,
+    bytes: usize,
+    closed: bool,
+}
+
+/// What waits for the writer thread.
+#[derive(Default)]
+pub(super) struct Queue {
+    waiting: Mutex<Waiting>,
+    ready: Condvar,
+    /// Transactions of commits committed so far.
+    pub(super) transactions: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Queue {
+    /// Hands a commit to the writer; its answer comes on the receiver. Refused when the queue
+    /// is full or closed.
+    pub(super) fn commit(
+        &self,
+        rows: Rows,
+        path: &Path,
+    ) -> Result<oneshot::Receiver<Result<Committed, StoreError>>, StoreError> {
+        let bytes = rows.bytes();
+        let (reply, answer) = oneshot::channel();
+        let mut waiting = lock(&self.waiting);
+        if waiting.closed {
+            return Err(StoreError::unavailable("the store is closed"));
+        }
+        // A commit larger than the bound is taken when nothing waits.
+        let too_much =
+            waiting.commits > 0 && waiting.bytes.saturating_add(bytes) > MAX_WAITING_BYTES;
+        if waiting.commits >= MAX_WAITING || too_much {
+            return Err(StoreError::Unavailable {
+                message: format!(
+                    "{} commits ({} KiB) are waiting to be written to {} (is another program \
+                     holding its write lock, or is the disk this slow?)",
+                    waiting.commits,
+                    waiting.bytes >> 10,
+                    path.display()
+                ),
+                source: None,
+            });
+        }
+        waiting.commits += 1;
+        waiting.bytes += bytes;
+        waiting.jobs.push_back(Job::Commit {
+            rows: Box::new(rows),
+            bytes,
+            reply,
+        });
+        drop(waiting);
+        self.ready.notify_one();
+        Ok(answer)
+    }
+
+    /// Hands other work to the writer, run between two groups of commits.
+    pub(super) fn run(&self, work: Work) -> Result<(), StoreError> {
+        let mut waiting = lock(&self.waiting);
+        if waiting.closed {
+            return Err(StoreError::unavailable("the store is closed"));
+        }
+        waiting.jobs.push_back(Job::Run(work));
+        drop(waiting);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// No more work is taken; the writer ends once what waits is done.
+    pub(super) fn close(&self) {
+        lock(&self.waiting).closed = true;
+        self.ready.notify_all();
+    }
+
+    /// The next jobs: one piece of work, or the commits waiting (at most [`MAX_GROUP`]) up to
+    /// the next piece of work. `None` once closed and empty.
+    fn next(&self) -> Option<Next> {
+        let mut waiting = lock(&self.waiting);
+        while waiting.jobs.is_empty() && !waiting.closed {
+            waiting = self
+                .ready
+                .wait(waiting)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        let mut group = Vec::new();
+        while group.len() < MAX_GROUP {
+            match waiting.jobs.pop_front() {
+                Some(Job::Commit { rows, bytes, reply }) => {
+                    waiting.commits -= 1;
+                    waiting.bytes -= bytes;
+                    group.push((*rows, reply));
+                }
+                Some(Job::Run(work)) if group.is_empty() => return Some(Next::Run(work)),
+                Some(job @ Job::Run(_)) => {
+                    waiting.jobs.push_front(job);
+                    break;
+                }
+                None => break,
+            }
+        }
+        (!group.is_empty()).then_some(Next::Group(group))
+    }
+}
+
+enum Next {
+    Group(Vec<(Rows, Reply)>),
+    Run(Work),
+}
+
+/// The file the store opened, to notice it deleted or replaced under the running daemon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Identity {
+    device: u64,
+    inode: u64,
+}
+
+impl Identity {
+    /// The identity of the file at `path` now.
+    pub(super) fn of(path: &Path) -> std::io::Result<Identity> {
+        let meta = std::fs::metadata(path)?;
+        Ok(Identity {
+            device: meta.dev(),
+            inode: meta.ino(),
+        })
+    }
+}
+
+/// The writer thread's state.
+pub(super) struct Writer {
+    connection: Connection,
+    path: PathBuf,
+    identity: Identity,
+    /// When a wait for another program's lock last ran out.
+    locked_out: Option<Instant>,
+}
+
+impl Writer {
+    pub(super) fn new(connection: Connection, path: &Path) -> Result<Writer, StoreError> {
+        Ok(Writer {
+            connection,
+            path: path.to_owned(),
+            identity: Identity::of(path)?,
+            locked_out: None,
+        })
+    }
+
+    /// Starts the thread; it ends once `queue` is closed and empty.
+    pub(super) fn start(
+        mut self,
+        queue: Arc<Queue>,
+    ) -> Result<std::thread::JoinHandle<()>, StoreError> {
+        let handle = std::thread::Builder::new()
+            .name("toolgate-store-write".into())
+            .spawn(move || {
+                while let Some(next) = queue.next() {
+                    match next {
+                        Next::Run(work) => work(&mut self.connection),
+                        Next::Group(group) => {
+                            let committed = self.commit_group(group);
+                            queue.transactions.fetch_add(committed, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })?;
+        Ok(handle)
+    }
+
+    /// Whether the database file is still the one opened: one deleted, moved away or replaced
+    /// (a backup restored over it) would take commits nobody reads.
+    fn still_there(&self) -> Result<(), StoreError> {
+        let gone = |how: String| {
+            StoreError::unavailable(format!(
+                "the database {} {how} while the daemon ran; nothing more is written to the file \
+                 it opened. Restart the daemon to open the file now at that path",
+                self.path.display()
+            ))
+        };
+        match Identity::of(&self.path) {
+            Ok(identity) if identity == self.identity => Ok(()),
+            Ok(_) => Err(gone("was replaced by another file".into())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Err(gone("was deleted or moved".into()))
+            }
+            Err(error) => Err(gone(format!("cannot be looked at ({error})"))),
+        }
+    }
+
+    /// Begins a transaction that holds the write lock: waits for another program's lock at most
+    /// [`BUSY_TIMEOUT`], and not at all right after such a wait ran out.
+    fn begin(&mut self) -> Result<(), StoreError> {
+        let recently = self
+            .locked_out
+            .is_some_and(|at| at.elapsed() < LOCKED_OUT_FOR);
+        if recently {
+            self.connection.busy_timeout(Duration::ZERO)?;
+        }
+        let begun = self
+            .connection
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut statement| statement.execute([]).map(drop));
+        if recently {
+            self.connection.busy_timeout(BUSY_TIMEOUT)?;
+        }
+        match begun {
+            Ok(()) => {
+                self.locked_out = None;
+                Ok(())
+            }
+            Err(error) => {
+                let error = StoreError::from(error);
+                if let StoreError::Locked { message, source } = error {
+                    if !recently {
+                        self.locked_out = Some(Instant::now());
+                    }
+                    return Err(StoreError::Locked {
+                        message: format!(
+                            "{} is locked by another program (is it holding a write \
+                             transaction?): {message}",
+                            self.path.display()
+                        ),
+                        source,
+                    });
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn statement(&self, sql: &str) -> Result<(), StoreError> {
+        self.connection.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+
+    /// Rolls back what a failed transaction left, if it left one.
+    fn abandon(&self) {
+        if !self.connection.is_autocommit() {
+            let _ = self.connection.execute_batch("ROLLBACK");
+        }
+    }
+
+    /// Writes a group of commits in as few transactions as failures allow, and answers each;
+    /// returns how many transactions it committed.
+    fn commit_group(&mut self, group: Vec<(Rows, Reply)>) -> u64 {
+        let mut committed = 0;
+        let mut group: VecDeque<(Rows, Reply)> = group.into();
+        while !group.is_empty() {
+            if let Err(error) = self.still_there().and_then(|()| self.begin()) {
+                self.abandon();
+                for (_, reply) in group {
+                    let _ = reply.send(Err(error.again()));
+                }
+                return committed;
+            }
+            let mut answered: Vec<(Reply, Result<Committed, StoreError>)> = Vec::new();
+            let mut lost = None;
+            while let Some((rows, reply)) = group.pop_front() {
+                match self.one(&rows) {
+                    Ok(result) => answered.push((reply, result)),
+                    // The transaction cannot go on (SQLite rolls back the whole transaction
+                    // on some errors: a full disk, an I/O error): the commits before it in the
+                    // group are not written either; those after it get a transaction of their
+                    // own.
+                    Err(error) => {
+                        answered.push((reply, Err(error.again())));
+                        lost = Some(error);
+                        break;
+                    }
+                }
+            }
+            let failed = match lost {
+                Some(error) => Some(error),
+                None => self.statement("COMMIT").err(),
+            };
+            if let Some(error) = failed {
+                self.abandon();
+                for (reply, _) in answered {
+                    let _ = reply.send(Err(error.again()));
+                }
+                continue;
+            }
+            committed += 1;
+            for (reply, result) in answered {
+                let _ = reply.send(result);
+            }
+        }
+        committed
+    }
+
+    /// One commit in a savepoint: released when written, rolled back when its condition fails
+    /// or one of its statements fails (its answer). `Err` when the transaction cannot go on.
+    fn one(&self, rows: &Rows) -> Result<Result<Committed, StoreError>, StoreError> {
+        self.statement("SAVEPOINT one")?;
+        let written = write(&self.connection, rows);
+        if self.connection.is_autocommit() {
+            return written.map(Ok);
+        }
+        match written {
+            Ok(Committed::Written(seqs)) => {
+                self.statement("RELEASE one")?;
+                Ok(Ok(Committed::Written(seqs)))
+            }
+            other => {
+                self.statement("ROLLBACK TO one")?;
+                self.statement("RELEASE one")?;
+                Ok(other)
+            }
+        }
+    }
+}
+
+/// Whether `error` is a broken uniqueness constraint.
+fn taken(error: &rusqlite::Error) -> bool {
+    matches!(
+        error,
+        rusqlite::Error::SqliteFailure(failure, _) if failure.code == ErrorCode::ConstraintViolation
+    )
+}
+
+/// One commit's statements, conditions first (in the order the PostgreSQL store checks them):
+/// the request to close still pending, the request to open not pending, the grant to revoke or
+/// spend there (with a use left), the grants to store new; then the rows. A failed condition
+/// returns without writing more; the caller rolls back what was written.
+fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> {
+    let batch = &rows.batch;
+    if let Some(id) = &batch.close {
+        let closed = connection
+            .prepare_cached("DELETE FROM pending WHERE id = ?")?
+            .execute([id])?;
+        if closed == 0 {
+            return Ok(Committed::NotPending);
+        }
+    }
+    if let (Some(request), Some(text)) = (&batch.open, &rows.request) {
+        let opened = connection
+            .prepare_cached(
+                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, ?, ?, ?, ?)",
+            )?
+            .execute((
+                &request.id,
+                &request.kind,
+                &request.session,
+                &request.created,
+                text,
+            ));
+        match opened {
+            Err(error) if taken(&error) => {
+                return Err(StoreError::Conflict(format!(
+                    "request `{}` is already pending",
+                    request.id
+                )));
+            }
+            opened => drop(opened?),
+        }
+    }
+    if let Some(id) = &batch.revoke {
+        let revoked = connection
+            .prepare_cached("DELETE FROM grants WHERE id = ?")?
+            .execute([id])?;
+        if revoked == 0 {
+            return Ok(Committed::NoGrant);
+        }
+    }
+    if let Some(id) = &batch.spend {
+        let uses: Option<Option<i64>> = connection
+            .prepare_cached("SELECT uses_left FROM grants WHERE id = ?")?
+            .query_row([id], |row| row.get(0))
+            .map(Some)
+            .or_else(|error| match error {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                error => Err(error),
+            })?;
+        match uses {
+            None | Some(Some(..=0)) => return Ok(Committed::NoGrant),
+            // Uses without end: nothing to count.
+            Some(None) => {}
+            Some(Some(_)) => {
+                connection
+                    .prepare_cached("UPDATE grants SET uses_left = uses_left - 1 WHERE id = ?")?
+                    .execute([id])?;
+            }
+        }
+    }
+    for (grant, body) in batch.grants.iter().zip(&rows.grants) {
+        let stored = connection
+            .prepare_cached(
+                "INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
+            )?
+            .execute((
+                &grant.id,
+                &grant.tool,
+                grant.uses_left.map(i64::from),
+                body,
+                crate::record::rfc3339(grant.created_at),
+            ));
+        match stored {
+            Err(error) if taken(&error) => {
+                return Err(StoreError::Conflict(format!(
+                    "grant `{}` is already stored",
+                    grant.id
+                )));
+            }
+            stored => drop(stored?),
+        }
+    }
+    let mut seqs = Vec::with_capacity(batch.events.len());
+    for event in &batch.events {
+        // Numbered by SQLite (`AUTOINCREMENT`): one past the highest ever given, never reused
+        // after a prune, and given again only when the savepoint is rolled back.
+        connection
+            .prepare_cached(
+                "INSERT INTO events (type, time, session, request_id, tool_call_id, body) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )?
+            .execute((
+                &event.kind,
+                &event.time,
+                &event.session,
+                &event.request_id,
+                &event.tool_call_id,
+                event.body.as_str(),
+            ))?;
+        seqs.push(connection.last_insert_rowid());
+    }
+    if let (Some(decision), Some(call)) = (&batch.decision, &rows.call) {
+        connection
+            .prepare_cached(
+                "INSERT INTO decisions (id, status, call, result, created, updated) \
+                 VALUES (?, ?, ?, ?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+                 result = excluded.result, updated = excluded.updated",
+            )?
+            .execute((
+                &decision.id,
+                decision.status.as_str(),
+                call,
+                decision.result.as_str(),
+                &decision.created,
+                &decision.updated,
+            ))?;
+    }
+    if let (Some(session), Some(snapshot)) = (&batch.session, &rows.snapshot) {
+        connection
+            .prepare_cached(
+                "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
+                 ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
+                 updated = excluded.updated",
+            )?
+            .execute((&session.id, snapshot, &session.updated))?;
+    }
+    Ok(Committed::Written(seqs))
+}
