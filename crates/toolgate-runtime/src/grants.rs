@@ -243,6 +243,23 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// Whether this grant and `other` answer the same calls the same way for good: the same
+    /// effect, tool, target and scope, neither with a count of uses nor an expiry. A store
+    /// keeps one of such grants (revoking one would otherwise leave the other answering).
+    pub fn lasts_like(&self, other: &Grant) -> bool {
+        self.effect == other.effect
+            && self.tool == other.tool
+            && self.target == other.target
+            && self.scope == other.scope
+            && self.lasts()
+            && other.lasts()
+    }
+
+    /// Whether it answers for good: no count of uses, no expiry.
+    pub fn lasts(&self) -> bool {
+        self.uses_left.is_none() && self.expires_at.is_none()
+    }
+
     /// A grant made now, by `created_by`.
     pub fn new(
         effect: Effect,

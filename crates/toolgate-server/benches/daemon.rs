@@ -240,6 +240,89 @@ async fn bare_sqlite_commit(dir: &std::path::Path, full: bool) -> Duration {
     median(commits)
 }
 
+/// The p50 of the rows an answer writes (its pending row deleted, its `permission_resolved`
+/// event inserted, its decision updated), in one transaction on a bare connection configured as
+/// the store's writer, to a database of the store's schema, each after a 1 ms pause; the rows'
+/// text is the daemon's own (its last answer's event and decision, read from its database).
+async fn bare_sqlite_answer(
+    dir: &std::path::Path,
+    durability: toolgate_store::Durability,
+) -> Duration {
+    let (event, result, call) = {
+        let daemon = rusqlite::Connection::open(dir.join("toolgate.db")).unwrap();
+        let event: String = daemon
+            .query_row(
+                "SELECT body FROM events WHERE type = 'permission_resolved' ORDER BY seq DESC LIMIT 1",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        let (result, call): (String, String) = daemon
+            .query_row(
+                "SELECT result, call FROM decisions ORDER BY updated DESC LIMIT 1",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .unwrap();
+        (event, result, call)
+    };
+    let path = dir.join("floor.db");
+    // The store's schema, made by the store.
+    drop(
+        toolgate_store::SqliteStore::open_with(&path, durability)
+            .await
+            .unwrap(),
+    );
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let full = durability == toolgate_store::Durability::Full;
+    connection
+        .pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })
+        .unwrap();
+    let mut samples = Vec::new();
+    for i in 0..500 {
+        let id = format!("r{i}");
+        connection
+            .execute(
+                "INSERT INTO pending (id, kind, session, created, request) VALUES (?, 'decision', 'bench', '2026-11-22T00:00:00Z', ?)",
+                (&id, &call),
+            )
+            .unwrap();
+        connection
+            .execute(
+                "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, 'pending', ?, ?, '2026-11-22T00:00:00Z', '2026-11-22T00:00:00Z')",
+                (&id, &call, &result),
+            )
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        let started = Instant::now();
+        connection.execute_batch("BEGIN IMMEDIATE").unwrap();
+        connection
+            .prepare_cached("DELETE FROM pending WHERE id = ?")
+            .unwrap()
+            .execute([&id])
+            .unwrap();
+        connection
+            .prepare_cached(
+                "INSERT INTO events (type, time, session, request_id, body) \
+                 VALUES ('permission_resolved', '2026-11-22T00:00:01Z', 'bench', ?, ?)",
+            )
+            .unwrap()
+            .execute((&id, &event))
+            .unwrap();
+        connection
+            .prepare_cached(
+                "UPDATE decisions SET status = 'decided', result = ?, updated = \
+                 '2026-11-22T00:00:01Z' WHERE id = ?",
+            )
+            .unwrap()
+            .execute((&result, &id))
+            .unwrap();
+        connection.execute_batch("COMMIT").unwrap();
+        samples.push(started.elapsed());
+    }
+    median(samples)
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
@@ -435,6 +518,15 @@ async fn run(engine: &Engine, address: String, token: String, dir: &std::path::P
         micros(commit),
         round_trip.as_secs_f64() / (paused + commit).as_secs_f64()
     );
+    if let Engine::Sqlite(durability) = engine {
+        // And for the rows an answer writes: what SQLite alone costs for them.
+        let rows = bare_sqlite_answer(dir, *durability).await;
+        println!(
+            "  the answer's rows, bare connection    p50 {:>8.1} µs   (round trip = {:.2}× trivial + them)",
+            micros(rows),
+            round_trip.as_secs_f64() / (paused + rows).as_secs_f64()
+        );
+    }
 
     if std::env::var_os("TOOLGATE_BENCH_ROUND_TRIP_ONLY").is_some() {
         return;

@@ -286,32 +286,6 @@ async fn answer_request(
     .into_iter()
     .map(|grant| grant.with_reason(answer.reason.as_deref()))
     .collect();
-    // A grant like one already stored is not made twice (revoking one would leave the other
-    // answering); the answer names the one stored. (Unread, the store makes them all.) The
-    // read and the commit are one step for answers that make grants.
-    let mut already = Vec::new();
-    let making = if grants.is_empty() {
-        None
-    } else {
-        Some(state.inner.grant_writes.lock().await)
-    };
-    let grants = if grants.is_empty() {
-        grants
-    } else {
-        let stored = state
-            .store()
-            .for_tool(&request.tool)
-            .await
-            .unwrap_or_default();
-        let mut new = Vec::new();
-        for grant in grants {
-            match stored.iter().find(|s| same_lasting_grant(s, &grant)) {
-                Some(existing) => already.push(existing.clone()),
-                None => new.push(grant),
-            }
-        }
-        new
-    };
     let (decision, reason) = if answer.decision.allows() {
         // The approver's words, when they gave some, are kept with the approval.
         let said = match answer.reason.as_deref().map(str::trim) {
@@ -338,22 +312,67 @@ async fn answer_request(
         }
         return Ok(Vec::new());
     }
-    let made: Vec<Grant> = grants.iter().chain(&already).cloned().collect();
-    let closed = close(
-        state,
-        id,
-        facts,
-        decision,
-        &reason,
-        Layer::Handler,
-        by,
-        Some(crate::decisions::Answered {
-            answer: answer.decision,
-            grants,
-        }),
-    )
-    .await;
-    drop(making);
+    // A grant like one already stored is not made twice (revoking one would leave the other
+    // answering): the answer names the one stored, which must still be there when the answer
+    // is recorded. The store refuses a batch whose lasting grant is like a stored one
+    // ([`Committed::SameGrant`]: another answer stored one since they were read), or that
+    // names one revoked since ([`Committed::NoGrant`]): they are read again (a few times at
+    // most: each refusal means a grant was stored or revoked meanwhile).
+    let (closed, made) = {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let stored = if grants.is_empty() {
+                Vec::new()
+            } else {
+                state
+                    .store()
+                    .for_tool(&request.tool)
+                    .await
+                    .unwrap_or_default()
+            };
+            let (mut new, mut already) = (Vec::new(), Vec::new());
+            for grant in &grants {
+                match stored.iter().find(|s| s.lasts_like(grant)) {
+                    Some(existing) => already.push(existing.clone()),
+                    None => new.push(grant.clone()),
+                }
+            }
+            let made: Vec<Grant> = new.iter().chain(&already).cloned().collect();
+            let kept = already.iter().map(|grant| grant.id.clone()).collect();
+            let closed = close(
+                state,
+                id,
+                facts,
+                decision,
+                &reason,
+                Layer::Handler,
+                by,
+                Some(crate::decisions::Answered {
+                    answer: answer.decision,
+                    grants: new,
+                    kept,
+                }),
+            )
+            .await;
+            match closed {
+                Ok((Committed::SameGrant(_), _)) if tries < SAME_GRANT_TRIES => continue,
+                // A grant it names was revoked since it was read: read again (its own is made).
+                Ok((Committed::NoGrant, _)) if !already.is_empty() && tries < SAME_GRANT_TRIES => {
+                    continue;
+                }
+                // Grants like this answer's kept coming and going while it was recorded.
+                Ok((Committed::SameGrant(other), _)) => {
+                    let error = toolgate_store::StoreError::Conflict(format!(
+                        "grants like this answer's (such as `{other}`) kept being made and \
+                         revoked while it was recorded"
+                    ));
+                    break (Err(ApiError::from(error)), made);
+                }
+                closed => break (closed, made),
+            }
+        }
+    };
     match closed {
         Ok((Committed::Written(_), result)) => {
             // A hosted run, released, stores none of these grants again.
@@ -378,8 +397,15 @@ async fn answer_request(
             drop(recorded);
             Ok(made)
         }
-        // (A batch that closes a request revokes and spends nothing.)
-        Ok((Committed::NotPending | Committed::NoGrant, _)) => {
+        // (A batch that closes a request revokes and spends nothing; one that met a grant like
+        // its own was read again above.)
+        Ok((
+            Committed::NotPending
+            | Committed::NoGrant
+            | Committed::SameGrant(_)
+            | Committed::SessionChanged,
+            _,
+        )) => {
             match claim {
                 // Another daemon's answer was recorded first: the waiter here hears that one.
                 Some(claim) if state.store().shared() => {
@@ -417,17 +443,9 @@ async fn answer_request(
     }
 }
 
-/// Whether `stored` answers every call `new` would, for as long: the same effect, tool, target
-/// and scope, neither counting uses nor (the stored one) expiring.
-fn same_lasting_grant(stored: &Grant, new: &Grant) -> bool {
-    stored.effect == new.effect
-        && stored.tool == new.tool
-        && stored.target == new.target
-        && stored.scope == new.scope
-        && stored.uses_left.is_none()
-        && new.uses_left.is_none()
-        && stored.expires_at.is_none()
-}
+/// How many times an answer reads the stored grants again when the store found one like its own
+/// stored since it read them.
+const SAME_GRANT_TRIES: usize = 4;
 
 /// The broker's bookkeeping of an answer recorded and announced (its claim completed, its
 /// ticket let go), done when this is dropped: also when the handler is dropped while it waits

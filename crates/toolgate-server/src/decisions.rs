@@ -525,7 +525,10 @@ async fn record_ending(
         Committed::Written(_) => drop(state.announce_decided(id, result)),
         // Ended first otherwise (an answer, here or on another daemon sharing the store): the
         // polls hear what was recorded.
-        Committed::NotPending | Committed::NoGrant => {
+        Committed::NotPending
+        | Committed::NoGrant
+        | Committed::SameGrant(_)
+        | Committed::SessionChanged => {
             crate::replicas::announce_recorded(state, id).await;
         }
     }
@@ -536,6 +539,8 @@ async fn record_ending(
 pub(crate) struct Answered {
     pub(crate) answer: Choice,
     pub(crate) grants: Vec<toolgate_runtime::Grant>,
+    /// The stored grants it names instead of making its own (see [`Batch::grants_kept`]).
+    pub(crate) kept: Vec<String>,
 }
 
 /// Closes a pending request with its final decision: the `permission_resolved` event, the
@@ -561,13 +566,13 @@ pub(crate) async fn close(
         reason,
         actor,
     );
-    let grants = match answered {
+    let (grants, grants_kept) = match answered {
         Some(answered) => {
             event.answer = Some(answered.answer);
             event.grants = answered.grants.iter().map(|g| g.id.clone()).collect();
-            answered.grants
+            (answered.grants, answered.kept)
         }
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     // One reading of the clock for the event and the decision (and one formatting of it).
     let time = now();
@@ -606,6 +611,7 @@ pub(crate) async fn close(
             events: vec![event],
             decision: row,
             grants,
+            grants_kept,
             ..Batch::default()
         })
         .await?;

@@ -157,8 +157,6 @@ pub(crate) async fn revoke(
     Query(query): Query<ByQuery>,
 ) -> Result<StatusCode, ApiError> {
     let by = crate::approvals::named_actor(query.by.as_deref(), "api")?;
-    // Not while an answer that found this grant stored names it instead of making another.
-    let _writing = state.inner.grant_writes.lock().await;
     let grant = state
         .store()
         .list()
@@ -183,8 +181,9 @@ pub(crate) async fn revoke(
     match committed {
         Committed::Written(_) => Ok(StatusCode::NO_CONTENT),
         // Revoked by someone else since it was read.
-        Committed::NoGrant | Committed::NotPending => {
-            Err(ApiError::not_found(format!("no grant `{id}`")))
-        }
+        Committed::NoGrant
+        | Committed::NotPending
+        | Committed::SameGrant(_)
+        | Committed::SessionChanged => Err(ApiError::not_found(format!("no grant `{id}`"))),
     }
 }

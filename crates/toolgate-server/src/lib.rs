@@ -23,7 +23,6 @@ mod hosted;
 mod outcome;
 mod page;
 mod replicas;
-mod repoll;
 mod retention;
 pub mod security;
 mod sessions;
@@ -302,7 +301,7 @@ impl Server {
                     }
                 };
                 tokio::select! {
-                    () = repoll::Repoll::new(served) => {}
+                    () = served => {}
                     // A newer connection took its place: it had shown no credentials.
                     () = slot.evicted.cancelled() => {}
                 }

@@ -135,22 +135,43 @@ pub(crate) async fn record(
     {
         return Ok(workspace_of(&row.snapshot));
     }
-    let _writing = state.inner.session_writes.lock().await;
-    let mut snapshot = match state.store().session(id).await? {
-        Some(row) if has_branch(&row.snapshot) => return Ok(workspace_of(&row.snapshot)),
-        Some(row) => row.snapshot,
-        None => session_json(id, workspace),
-    };
-    if let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut)
-        && !branches.iter().any(|b| b.as_str() == Some(branch))
-    {
-        if branches.len() >= MAX_BRANCHES {
-            return Err(too_many_branches(id));
+    // Read, changed and saved only if nobody saved it meanwhile; else again.
+    for _ in 0..SAVE_TRIES {
+        let (mut snapshot, was) = match state.store().session(id).await? {
+            Some(row) if has_branch(&row.snapshot) => return Ok(workspace_of(&row.snapshot)),
+            Some(row) => (row.snapshot, Some(row.updated)),
+            None => (session_json(id, workspace), None),
+        };
+        if let Some(branches) = snapshot.get_mut("branches").and_then(Value::as_array_mut)
+            && !branches.iter().any(|b| b.as_str() == Some(branch))
+        {
+            if branches.len() >= MAX_BRANCHES {
+                return Err(too_many_branches(id));
+            }
+            branches.push(Value::String(branch.to_owned()));
         }
-        branches.push(Value::String(branch.to_owned()));
+        if state
+            .store()
+            .put_session_if(id, &snapshot, was.as_deref())
+            .await?
+        {
+            return Ok(workspace_of(&snapshot));
+        }
     }
-    state.store().put_session(id, &snapshot).await?;
-    Ok(workspace_of(&snapshot))
+    Err(contended(id))
+}
+
+/// How many times a change to a session reads it again when another change was saved between
+/// its read and its save.
+const SAVE_TRIES: usize = 16;
+
+/// A session changed by others each time this change read it.
+fn contended(id: &str) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "session_busy",
+        format!("session `{id}` changed each time this change read it; try again"),
+    )
 }
 
 /// `POST /api/sessions` with `{"id"?, "workspace"?}`.
@@ -184,15 +205,14 @@ pub(crate) async fn create(
             ));
         }
     };
-    let _writing = state.inner.session_writes.lock().await;
-    if state.store().session(&id).await?.is_some() {
+    let snapshot = session_json(&id, workspace);
+    // Saved only if none is (two creations of one id at once: one is created).
+    if !state.store().put_session_if(&id, &snapshot, None).await? {
         return Err(ApiError::conflict(
             "session_exists",
             format!("session `{id}` exists"),
         ));
     }
-    let snapshot = session_json(&id, workspace);
-    state.store().put_session(&id, &snapshot).await?;
     Ok((StatusCode::CREATED, Json(snapshot)))
 }
 
@@ -268,13 +288,28 @@ pub(crate) async fn fork(
     JsonBody(body): JsonBody,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     known_keys(&body, &["name", "from"])?;
-    let _writing = state.inner.session_writes.lock().await;
-    let mut session = state
-        .store()
-        .session(&id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?
-        .snapshot;
+    // Read, changed and saved only if nobody saved it meanwhile; else again.
+    for _ in 0..SAVE_TRIES {
+        let row = state
+            .store()
+            .session(&id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+        if let Some(forked) = fork_once(&state, &id, &body, row).await? {
+            return Ok(forked);
+        }
+    }
+    Err(contended(&id))
+}
+
+/// One try of [`fork`] from the session as read: `None` when it changed before the save.
+async fn fork_once(
+    state: &AppState,
+    id: &str,
+    body: &Value,
+    row: toolgate_store::SessionRow,
+) -> Result<Option<(StatusCode, Json<Value>)>, ApiError> {
+    let mut session = row.snapshot;
     let name = body
         .get("name")
         .and_then(Value::as_str)
@@ -315,14 +350,20 @@ pub(crate) async fn fork(
         ));
     }
     if branches.len() >= MAX_BRANCHES {
-        return Err(too_many_branches(&id));
+        return Err(too_many_branches(id));
     }
     branches.push(Value::String(name.clone()));
-    state.store().put_session(&id, &session).await?;
-    Ok((
+    if !state
+        .store()
+        .put_session_if(id, &session, Some(&row.updated))
+        .await?
+    {
+        return Ok(None);
+    }
+    Ok(Some((
         StatusCode::CREATED,
         Json(json!({"session": id, "branch": name, "from": from})),
-    ))
+    )))
 }
 
 fn request_of(record: &PendingRecord) -> &Value {

@@ -205,14 +205,6 @@ pub(crate) struct Inner {
     open: Mutex<Open>,
     /// External requests' tickets and their timeouts.
     pub(crate) timer: Arc<crate::timer::Timer>,
-    /// Held while a session is read, changed and written back, so two changes at once (two
-    /// forks, two creations of one id) cannot both read the old snapshot.
-    pub(crate) session_writes: tokio::sync::Mutex<()>,
-    /// Held by an answer that makes grants from its read of the stored ones until its own are
-    /// committed, so two "always" answers at once cannot both find none and make two, and by a
-    /// revocation, so an answer that names a stored grant as its own never names one revoked
-    /// meanwhile.
-    pub(crate) grant_writes: tokio::sync::Mutex<()>,
     /// Hosted requests answered over HTTP with the grants their answer made (see `hosted`).
     pub(crate) answered_with_grants: Arc<Mutex<crate::hosted::AnsweredWithGrants>>,
     /// Cancelled when the daemon stops serving: event streams end and long polls answer.
@@ -283,8 +275,6 @@ impl AppState {
                 decided: Mutex::new(HashMap::new()),
                 open: Mutex::default(),
                 timer: Arc::default(),
-                session_writes: tokio::sync::Mutex::new(()),
-                grant_writes: tokio::sync::Mutex::new(()),
                 answered_with_grants: Arc::default(),
                 closing: toolgate_runtime::CancellationToken::new(),
                 config,

@@ -90,8 +90,13 @@ pub struct Batch {
     /// An external requester's decision to create, or to update: an update writes its status,
     /// result and update time, and keeps the call and creation time it was created with.
     pub decision: Option<DecisionRow>,
-    /// Grants to store.
+    /// Grants to store: if one of them answers the same calls for good as a stored grant (see
+    /// [`Grant::lasts_like`]), nothing of the batch is written ([`Committed::SameGrant`]).
     pub grants: Vec<Grant>,
+    /// Grants the batch names as stored (an answer that found a grant like its own names that
+    /// one): if one of them is gone, nothing of the batch is written ([`Committed::NoGrant`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grants_kept: Vec<String>,
     /// A grant to remove: if there is no such grant, nothing of the batch is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revoke: Option<String>,
@@ -102,6 +107,12 @@ pub struct Batch {
     /// A session's snapshot to save (created, or replacing the one saved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionRow>,
+    /// What `session` must find saved, when given: `Some(updated)`, the snapshot saved at that
+    /// time; `None`, no snapshot. Otherwise nothing of the batch is written
+    /// ([`Committed::SessionChanged`]): a change made from an older read is not saved over a
+    /// newer one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_was: Option<Option<String>>,
 }
 
 /// What a batch wrote.
@@ -111,8 +122,14 @@ pub enum Committed {
     Written(Vec<i64>),
     /// Nothing: the request to close was no longer pending.
     NotPending,
-    /// Nothing: the grant to revoke or spend was gone, or had no use left.
+    /// Nothing: the grant to revoke, spend or keep was gone, or had no use left.
     NoGrant,
+    /// Nothing: a grant to store answers the same calls for good as the stored grant with
+    /// this id (see [`Grant::lasts_like`]): the store keeps one of such grants.
+    SameGrant(String),
+    /// Nothing: the session to save was not as the batch found it (see
+    /// [`Batch::session_was`]).
+    SessionChanged,
 }
 
 /// What another daemon sharing the store did (see [`Store::changes`]).
@@ -197,7 +214,10 @@ pub trait Store: GrantStore {
         };
         match self.commit(batch).await? {
             Committed::Written(seqs) => Ok(seqs),
-            Committed::NotPending | Committed::NoGrant => Ok(Vec::new()),
+            Committed::NotPending
+            | Committed::NoGrant
+            | Committed::SameGrant(_)
+            | Committed::SessionChanged => Ok(Vec::new()),
         }
     }
 
@@ -217,9 +237,10 @@ pub trait Store: GrantStore {
                 .first()
                 .copied()
                 .ok_or_else(|| StoreError::unavailable("no event was written")),
-            Committed::NotPending | Committed::NoGrant => {
-                Err(StoreError::unavailable("no event was written"))
-            }
+            Committed::NotPending
+            | Committed::NoGrant
+            | Committed::SameGrant(_)
+            | Committed::SessionChanged => Err(StoreError::unavailable("no event was written")),
         }
     }
 
@@ -237,7 +258,10 @@ pub trait Store: GrantStore {
         };
         Ok(match self.commit(batch).await? {
             Committed::Written(seqs) => seqs.first().copied(),
-            Committed::NotPending | Committed::NoGrant => None,
+            Committed::NotPending
+            | Committed::NoGrant
+            | Committed::SameGrant(_)
+            | Committed::SessionChanged => None,
         })
     }
 
@@ -317,6 +341,35 @@ pub trait Store: GrantStore {
             ..Batch::default()
         };
         self.commit(batch).await.map(|_| ())
+    }
+
+    /// Saves a session's snapshot only if the one saved is still `was` (the `updated` of the
+    /// snapshot read; `None`: none was saved): `false`, writing nothing, when it changed
+    /// meanwhile. A read, a change and this, again on `false`, change a session without a lock
+    /// (two forks at once both count; two creations of one id, one wins).
+    async fn put_session_if(
+        &self,
+        id: &str,
+        snapshot: &Value,
+        was: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        // This save's time differs from the one it replaces (a clock read twice in one
+        // microsecond, or set back): a save made from a read of this one is then told apart.
+        let mut updated = record::rfc3339(std::time::SystemTime::now());
+        while was == Some(updated.as_str()) {
+            std::thread::yield_now();
+            updated = record::rfc3339(std::time::SystemTime::now());
+        }
+        let batch = Batch {
+            session: Some(SessionRow {
+                id: id.to_owned(),
+                snapshot: snapshot.clone(),
+                updated,
+            }),
+            session_was: Some(was.map(str::to_owned)),
+            ..Batch::default()
+        };
+        Ok(matches!(self.commit(batch).await?, Committed::Written(_)))
     }
 
     /// A saved session.

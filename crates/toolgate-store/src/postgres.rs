@@ -729,6 +729,30 @@ mod sql {
     pub(super) const LOCK_GRANT: &str = "WITH found AS (SELECT uses_left FROM grants \
          WHERE id = $1 FOR UPDATE) SELECT toolgate_expect(EXISTS (SELECT 1 FROM found \
          WHERE $2 OR uses_left IS NULL OR uses_left > 0), $3)";
+    /// Taken before [`SAME_GRANT`] looks, in a statement of its own (so that statement's
+    /// snapshot sees what the holder before committed): one transaction at a time stores a
+    /// lasting grant of a tool.
+    pub(super) const LOCK_TOOL_GRANTS: &str =
+        "SELECT pg_advisory_xact_lock(hashtextextended('toolgate grants of ' || $1, 0))";
+    /// No stored grant answers the same calls for good as the lasting grant `$2` (JSON) of
+    /// tool `$1` (see `Grant::lasts_like`); else `$3` followed by the stored one's id. Alike:
+    /// the same JSON once what names and dates a grant is taken away (what is left is its
+    /// effect, tool, target and scope, and its count or expiry, which a lasting grant has not).
+    pub(super) const SAME_GRANT: &str = "WITH same AS (SELECT id FROM grants \
+         WHERE tool = $1 AND uses_left IS NULL \
+           AND body::jsonb - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
+             = $2::text::jsonb - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
+         ORDER BY created, id LIMIT 1) \
+         SELECT toolgate_expect(NOT EXISTS (SELECT 1 FROM same), \
+           $3 || COALESCE((SELECT id FROM same), ''))";
+    /// Taken before [`SESSION_WAS`] looks, in a statement of its own (see
+    /// [`LOCK_TOOL_GRANTS`]): one transaction at a time saves a session it read.
+    pub(super) const LOCK_SESSION: &str =
+        "SELECT pg_advisory_xact_lock(hashtextextended('toolgate session ' || $1, 0))";
+    /// Session `$1` is saved with time `$2`, or not saved when `$2` is null; else `$3`.
+    pub(super) const SESSION_WAS: &str = "SELECT toolgate_expect(CASE WHEN $2::text IS NULL \
+         THEN NOT EXISTS (SELECT 1 FROM sessions WHERE id = $1) \
+         ELSE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND updated = $2::text) END, $3)";
     pub(super) const NEW_GRANT: &str = "WITH added AS (INSERT INTO grants \
          (id, tool, uses_left, body, created) VALUES ($1, $2, $3, $4, $5) \
          ON CONFLICT (id) DO NOTHING RETURNING 1) \
@@ -783,7 +807,8 @@ async fn pipelined(
 
 /// Writes `batch` in one transaction, sent whole in one round trip: `BEGIN`, the batch's
 /// conditions (each checked inside its statement, in the SQLite store's order: close, open,
-/// revoke, spend, new grants, each against the store as it was before the batch), its writes,
+/// revoke, spend, the grants named as stored, no stored grant like a lasting one to store, new
+/// grants, the session as it was read, each against the store as it was before the batch), its writes,
 /// and `COMMIT`. A condition that does not hold raises an error that ends the transaction (the
 /// COMMIT sent after it then rolls back), and says which condition it was. The connection is
 /// left outside any transaction whatever happens, unless it is lost ([`Refused::Lost`]).
@@ -892,8 +917,28 @@ async fn write(
     if let Some(id) = &spend {
         checks.push((sql::LOCK_GRANT, vec![id, &false, &NO_GRANT]));
     }
+    let kept: Vec<std::borrow::Cow<'_, str>> =
+        batch.grants_kept.iter().map(|id| clean(id)).collect();
+    for id in &kept {
+        // Locked until the commit: a revocation waits for it, or came first.
+        checks.push((sql::LOCK_GRANT, vec![id, &true, &NO_GRANT]));
+    }
+    for (grant, (_, tool, _, body, _)) in batch.grants.iter().zip(&grants) {
+        if grant.lasts() {
+            checks.push((sql::LOCK_TOOL_GRANTS, vec![tool]));
+            checks.push((sql::SAME_GRANT, vec![tool, body, &SAME_GRANT]));
+        }
+    }
     for ((id, tool, uses, body, created), exists) in grants.iter().zip(&grant_exists) {
         checks.push((sql::NEW_GRANT, vec![id, tool, uses, body, created, exists]));
+    }
+    let session_was = batch
+        .session_was
+        .as_ref()
+        .map(|was| was.as_deref().map(clean));
+    if let (Some((id, ..)), Some(was)) = (&session, &session_was) {
+        checks.push((sql::LOCK_SESSION, vec![id]));
+        checks.push((sql::SESSION_WAS, vec![id, was, &SESSION_CHANGED]));
     }
     // The writes, with COMMIT.
     let mut writes: Vec<(&str, Vec<Param<'_>>)> = Vec::new();
@@ -1004,6 +1049,8 @@ const NOT_PENDING: &str = "not_pending";
 const ALREADY_PENDING: &str = "already_pending:";
 const NO_GRANT: &str = "no_grant";
 const GRANT_EXISTS: &str = "grant_exists:";
+const SAME_GRANT: &str = "same_grant:";
+const SESSION_CHANGED: &str = "session_changed";
 
 /// A failed statement: a condition of the batch that did not hold, or the database's failure.
 fn refusal(error: tokio_postgres::Error) -> Refused {
@@ -1014,8 +1061,11 @@ fn refusal(error: tokio_postgres::Error) -> Refused {
     match condition.as_deref() {
         Some(NOT_PENDING) => Refused::Not(Committed::NotPending),
         Some(NO_GRANT) => Refused::Not(Committed::NoGrant),
+        Some(SESSION_CHANGED) => Refused::Not(Committed::SessionChanged),
         Some(other) => {
-            if let Some(id) = other.strip_prefix(ALREADY_PENDING) {
+            if let Some(id) = other.strip_prefix(SAME_GRANT) {
+                Refused::Not(Committed::SameGrant(id.to_owned()))
+            } else if let Some(id) = other.strip_prefix(ALREADY_PENDING) {
                 Refused::Failed(StoreError::Conflict(format!(
                     "request `{id}` is already pending"
                 )))

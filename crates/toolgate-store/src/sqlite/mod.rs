@@ -100,8 +100,11 @@ struct Shared {
     durability: Durability,
     /// Held for the store's life: one store per database (see [`schema::owner_lock`]).
     _owner: Mutex<Connection>,
-    /// What waits for the writer thread.
+    /// What waits for the writer.
     queue: Arc<Queue>,
+    /// The write connection: the writer thread's, or a caller's that leads a group (see
+    /// [`writer::lead`]).
+    write: Arc<Mutex<Writer>>,
     /// The writer thread, joined when the last clone goes.
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Cuts short the writer's wait for another program's lock when the store goes.
@@ -164,13 +167,16 @@ impl SqliteStore {
             let reader = schema::connect(path, durability, true)?;
             let interrupt = connection.get_interrupt_handle();
             let queue = Arc::new(Queue::default());
-            let writer = Writer::new(connection, path)?.start(Arc::clone(&queue))?;
+            let leads = durability == Durability::Process;
+            let write = Arc::new(Mutex::new(Writer::new(connection, path, leads)?));
+            let writer = Writer::start(Arc::clone(&write), Arc::clone(&queue))?;
             Ok(SqliteStore {
                 shared: Arc::new(Shared {
                     path: path.to_owned(),
                     durability,
                     _owner: Mutex::new(owner),
                     queue,
+                    write,
                     writer: Mutex::new(Some(writer)),
                     interrupt,
                     readers: Mutex::new(vec![reader]),
@@ -378,10 +384,17 @@ impl Store for SqliteStore {
             return Ok(Committed::Written(Vec::new()));
         }
         crate::checked(&batch)?;
+        // With `Process`, a commit is a write to the operating system: the caller writes it
+        // when nobody is writing (see `writer::lead`). With `Full`, a disk flush: the writer
+        // thread does, never a runtime's worker.
+        let leads = self.shared.durability == Durability::Process;
         let answer = self
             .shared
             .queue
-            .commit(Rows::of(batch)?, &self.shared.path)?;
+            .commit(Rows::of(batch)?, &self.shared.path, !leads)?;
+        if leads {
+            writer::lead(&self.shared.write, &self.shared.queue);
+        }
         answer
             .await
             .unwrap_or_else(|_| Err(StoreError::unavailable("the store's writer stopped")))

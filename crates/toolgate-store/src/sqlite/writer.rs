@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use tokio::sync::oneshot;
 use super::schema::BUSY_TIMEOUT;
 use crate::record::StoreError;
 use crate::{Batch, Committed};
+use toolgate_runtime::Grant;
 
 /// Commits waiting for the writer past which more are refused (the database is locked by
 /// another program, or the disk is slow): each waiting caller holds a connection.
@@ -35,6 +36,11 @@ pub(super) const MAX_WAITING_BYTES: usize = if cfg!(test) { 256 << 10 } else { 6
 
 /// The most commits one transaction holds: a group's callers wait for its last one.
 const MAX_GROUP: usize = 512;
+
+/// Transactions between two folds of the write-ahead log into the database, when the writer
+/// thread folds it (see [`Writer::new`]): a few megabytes of log at most, as SQLite's own
+/// threshold (1,000 pages) keeps it.
+const CHECKPOINT_EVERY: u64 = 128;
 
 /// After a wait for another program's lock ran out, the writes in the moment after look once
 /// without waiting, rather than each waiting a timeout of its own in turn.
@@ -123,13 +129,16 @@ struct Waiting {
     closed: bool,
 }
 
-/// What waits for the writer thread.
+/// What waits for the writer.
 #[derive(Default)]
 pub(super) struct Queue {
     waiting: Mutex<Waiting>,
     ready: Condvar,
     /// Transactions of commits committed so far.
     pub(super) transactions: AtomicU64,
+    /// Set when the write-ahead log is due to be folded into the database (see
+    /// [`CHECKPOINT_EVERY`]): the writer thread does it.
+    checkpoint_due: AtomicBool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -139,10 +148,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Queue {
     /// Hands a commit to the writer; its answer comes on the receiver. Refused when the queue
     /// is full or closed.
+    /// With `wake`, the writer thread is woken for it; without, the caller leads it (see
+    /// [`lead`]).
     pub(super) fn commit(
         &self,
         rows: Rows,
         path: &Path,
+        wake: bool,
     ) -> Result<oneshot::Receiver<Result<Committed, StoreError>>, StoreError> {
         let bytes = rows.bytes();
         let (reply, answer) = oneshot::channel();
@@ -173,8 +185,15 @@ impl Queue {
             reply,
         });
         drop(waiting);
-        self.ready.notify_one();
+        if wake {
+            self.wake();
+        }
         Ok(answer)
+    }
+
+    /// Wakes the writer thread.
+    fn wake(&self) {
+        self.ready.notify_one();
     }
 
     /// Hands other work to the writer, run between two groups of commits.
@@ -195,16 +214,27 @@ impl Queue {
         self.ready.notify_all();
     }
 
-    /// The next jobs: one piece of work, or the commits waiting (at most [`MAX_GROUP`]) up to
-    /// the next piece of work. `None` once closed and empty.
-    fn next(&self) -> Option<Next> {
+    /// Waits until there is work (or a checkpoint is due); `false` once closed and empty.
+    fn wait(&self) -> bool {
         let mut waiting = lock(&self.waiting);
-        while waiting.jobs.is_empty() && !waiting.closed {
+        loop {
+            if !waiting.jobs.is_empty() || self.checkpoint_due.load(Ordering::Acquire) {
+                return true;
+            }
+            if waiting.closed {
+                return false;
+            }
             waiting = self
                 .ready
                 .wait(waiting)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+    }
+
+    /// The next jobs, without waiting: one piece of work, or the commits waiting (at most
+    /// [`MAX_GROUP`]) up to the next piece of work.
+    fn take(&self, commits_only: bool) -> Option<Next> {
+        let mut waiting = lock(&self.waiting);
         let mut group = Vec::new();
         while group.len() < MAX_GROUP {
             match waiting.jobs.pop_front() {
@@ -213,7 +243,9 @@ impl Queue {
                     waiting.bytes -= bytes;
                     group.push((*rows, reply));
                 }
-                Some(Job::Run(work)) if group.is_empty() => return Some(Next::Run(work)),
+                Some(Job::Run(work)) if group.is_empty() && !commits_only => {
+                    return Some(Next::Run(work));
+                }
                 Some(job @ Job::Run(_)) => {
                     waiting.jobs.push_front(job);
                     break;
@@ -222,6 +254,58 @@ impl Queue {
             }
         }
         (!group.is_empty()).then_some(Next::Group(group))
+    }
+
+    /// Puts a group taken back at the front, in order.
+    fn give_back(&self, group: Vec<(Rows, Reply)>) {
+        let mut waiting = lock(&self.waiting);
+        for (rows, reply) in group.into_iter().rev() {
+            let bytes = rows.bytes();
+            waiting.commits += 1;
+            waiting.bytes += bytes;
+            waiting.jobs.push_front(Job::Commit {
+                rows: Box::new(rows),
+                bytes,
+                reply,
+            });
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        lock(&self.waiting).jobs.is_empty()
+    }
+}
+
+/// Writes the commits waiting, on the calling thread, when the writer is free: a caller that
+/// finds nobody writing leads one group (its own commit and those that came with it), sparing
+/// two thread hand-offs; otherwise, or when another program holds the database's lock (the
+/// leader does not wait for it), the writer thread is woken to do it. Used with
+/// [`Durability::Process`](super::Durability::Process), where a commit is a write to the
+/// operating system and no disk flush: the caller's thread is busy for about as long as the
+/// hand-offs would have taken.
+pub(super) fn lead(writer: &Mutex<Writer>, queue: &Queue) {
+    let mut writer = match writer.try_lock() {
+        Ok(writer) => writer,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            // The writer (thread or leader) finishes its group first; the thread takes this.
+            queue.wake();
+            return;
+        }
+    };
+    if let Some(Next::Group(group)) = queue.take(true) {
+        match writer.commit_group(group, false) {
+            Ok(committed) => {
+                queue.transactions.fetch_add(committed, Ordering::Relaxed);
+                writer.count_toward_checkpoint(committed, queue);
+            }
+            Err(group) => queue.give_back(group),
+        }
+    }
+    drop(writer);
+    // What came meanwhile, or waits behind other work, or was given back: the thread's.
+    if !queue.is_empty() {
+        queue.wake();
     }
 }
 
@@ -248,40 +332,87 @@ impl Identity {
     }
 }
 
-/// The writer thread's state.
+/// The write connection and what writing needs to know.
 pub(super) struct Writer {
     connection: Connection,
     path: PathBuf,
     identity: Identity,
     /// When a wait for another program's lock last ran out.
     locked_out: Option<Instant>,
+    /// Whether the write-ahead log is folded by the writer thread (see [`CHECKPOINT_EVERY`])
+    /// rather than by SQLite at the commit that crosses its threshold.
+    folds: bool,
+    /// Transactions since the last fold.
+    since_fold: u64,
 }
 
 impl Writer {
-    pub(super) fn new(connection: Connection, path: &Path) -> Result<Writer, StoreError> {
+    /// With `folds`, SQLite's own checkpoints are turned off: the writer thread folds the log
+    /// every [`CHECKPOINT_EVERY`] transactions, so a commit led on a caller's thread never
+    /// waits for one (a checkpoint flushes the disk).
+    pub(super) fn new(
+        connection: Connection,
+        path: &Path,
+        folds: bool,
+    ) -> Result<Writer, StoreError> {
+        if folds {
+            connection.pragma_update(None, "wal_autocheckpoint", 0)?;
+        }
         Ok(Writer {
             connection,
             path: path.to_owned(),
             identity: Identity::of(path)?,
             locked_out: None,
+            folds,
+            since_fold: 0,
         })
     }
 
-    /// Starts the thread; it ends once `queue` is closed and empty.
+    /// Counts transactions toward the next fold, and says when it is due.
+    fn count_toward_checkpoint(&mut self, transactions: u64, queue: &Queue) {
+        if !self.folds {
+            return;
+        }
+        self.since_fold += transactions;
+        if self.since_fold >= CHECKPOINT_EVERY && !queue.checkpoint_due.swap(true, Ordering::AcqRel)
+        {
+            // Said under the queue's lock, so the thread sees it or is woken by it.
+            drop(lock(&queue.waiting));
+            queue.wake();
+        }
+    }
+
+    /// Folds the write-ahead log into the database as far as readers allow (a passive
+    /// checkpoint: it waits for nobody); the log starts again from its top at the next write.
+    fn fold(&mut self) {
+        self.since_fold = 0;
+        let _ = self
+            .connection
+            .execute_batch("PRAGMA wal_checkpoint(PASSIVE)");
+    }
+
+    /// Starts the writer thread; it ends once `queue` is closed and empty.
     pub(super) fn start(
-        mut self,
+        writer: Arc<Mutex<Writer>>,
         queue: Arc<Queue>,
     ) -> Result<std::thread::JoinHandle<()>, StoreError> {
         let handle = std::thread::Builder::new()
             .name("toolgate-store-write".into())
             .spawn(move || {
-                while let Some(next) = queue.next() {
-                    match next {
-                        Next::Run(work) => work(&mut self.connection),
-                        Next::Group(group) => {
-                            let committed = self.commit_group(group);
+                while queue.wait() {
+                    let mut writer = lock(&writer);
+                    if queue.checkpoint_due.swap(false, Ordering::AcqRel) {
+                        writer.fold();
+                    }
+                    match queue.take(false) {
+                        Some(Next::Run(work)) => work(&mut writer.connection),
+                        Some(Next::Group(group)) => {
+                            // Patient: waits for another program's lock (never refused back).
+                            let committed = writer.commit_group(group, true).unwrap_or(0);
                             queue.transactions.fetch_add(committed, Ordering::Relaxed);
+                            writer.count_toward_checkpoint(committed, &queue);
                         }
+                        None => {}
                     }
                 }
             })?;
@@ -308,30 +439,38 @@ impl Writer {
         }
     }
 
-    /// Begins a transaction that holds the write lock: waits for another program's lock at most
-    /// [`BUSY_TIMEOUT`], and not at all right after such a wait ran out.
-    fn begin(&mut self) -> Result<(), StoreError> {
+    /// Begins a transaction that holds the write lock. A `patient` one waits for another
+    /// program's lock at most [`BUSY_TIMEOUT`], and not at all right after such a wait ran out;
+    /// an impatient one (a leader on a caller's thread) does not wait: `Ok(false)` when the
+    /// lock is taken.
+    fn begin(&mut self, patient: bool) -> Result<bool, StoreError> {
         let recently = self
             .locked_out
             .is_some_and(|at| at.elapsed() < LOCKED_OUT_FOR);
-        if recently {
+        let hurried = recently || !patient;
+        if hurried {
             self.connection.busy_timeout(Duration::ZERO)?;
         }
         let begun = self
             .connection
             .prepare_cached("BEGIN IMMEDIATE")
             .and_then(|mut statement| statement.execute([]).map(drop));
-        if recently {
+        if hurried {
             self.connection.busy_timeout(BUSY_TIMEOUT)?;
         }
         match begun {
             Ok(()) => {
-                self.locked_out = None;
-                Ok(())
+                if patient {
+                    self.locked_out = None;
+                }
+                Ok(true)
             }
             Err(error) => {
                 let error = StoreError::from(error);
                 if let StoreError::Locked { message, source } = error {
+                    if !patient {
+                        return Ok(false);
+                    }
                     if !recently {
                         self.locked_out = Some(Instant::now());
                     }
@@ -362,17 +501,26 @@ impl Writer {
     }
 
     /// Writes a group of commits in as few transactions as failures allow, and answers each;
-    /// returns how many transactions it committed.
-    fn commit_group(&mut self, group: Vec<(Rows, Reply)>) -> u64 {
+    /// returns how many transactions it committed. An impatient writer (see [`Writer::begin`])
+    /// gives the group back untouched when another program holds the database's lock.
+    fn commit_group(
+        &mut self,
+        group: Vec<(Rows, Reply)>,
+        patient: bool,
+    ) -> Result<u64, Vec<(Rows, Reply)>> {
         let mut committed = 0;
         let mut group: VecDeque<(Rows, Reply)> = group.into();
         while !group.is_empty() {
-            if let Err(error) = self.still_there().and_then(|()| self.begin()) {
+            let begun = self.still_there().and_then(|()| self.begin(patient));
+            if let Ok(false) = begun {
+                return Err(group.into());
+            }
+            if let Err(error) = begun {
                 self.abandon();
                 for (_, reply) in group {
                     let _ = reply.send(Err(error.again()));
                 }
-                return committed;
+                return Ok(committed);
             }
             let mut answered: Vec<(Reply, Result<Committed, StoreError>)> = Vec::new();
             let mut lost = None;
@@ -406,7 +554,7 @@ impl Writer {
                 let _ = reply.send(result);
             }
         }
-        committed
+        Ok(committed)
     }
 
     /// One commit in a savepoint: released when written, rolled back when its condition fails
@@ -441,7 +589,9 @@ fn taken(error: &rusqlite::Error) -> bool {
 
 /// One commit's statements, conditions first (in the order the PostgreSQL store checks them):
 /// the request to close still pending, the request to open not pending, the grant to revoke or
-/// spend there (with a use left), the grants to store new; then the rows. A failed condition
+/// spend there (with a use left), the grants named as stored there, no stored grant like a
+/// lasting one to store, the grants to store new, the session to save as it was read; then the
+/// rows. A failed condition
 /// returns without writing more; the caller rolls back what was written.
 fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> {
     let batch = &rows.batch;
@@ -503,6 +653,28 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
             }
         }
     }
+    for id in &batch.grants_kept {
+        let kept = connection
+            .prepare_cached("SELECT 1 FROM grants WHERE id = ?")?
+            .exists([id])?;
+        if !kept {
+            return Ok(Committed::NoGrant);
+        }
+    }
+    for grant in batch.grants.iter().filter(|grant| grant.lasts()) {
+        let mut statement = connection
+            .prepare_cached("SELECT body FROM grants WHERE tool = ? AND uses_left IS NULL")?;
+        let mut stored = statement.query([&grant.tool])?;
+        while let Some(row) = stored.next()? {
+            let body: String = row.get(0)?;
+            // One that cannot be read answers nothing, and is left for its own reader to say.
+            if let Ok(same) = crate::record::from_stored::<Grant>(body.as_bytes())
+                && same.lasts_like(grant)
+            {
+                return Ok(Committed::SameGrant(same.id));
+            }
+        }
+    }
     for (grant, body) in batch.grants.iter().zip(&rows.grants) {
         let stored = connection
             .prepare_cached(
@@ -523,6 +695,19 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
                 )));
             }
             stored => drop(stored?),
+        }
+    }
+    if let (Some(session), Some(was)) = (&batch.session, &batch.session_was) {
+        let saved: Option<String> = connection
+            .prepare_cached("SELECT updated FROM sessions WHERE id = ?")?
+            .query_row([&session.id], |row| row.get(0))
+            .map(Some)
+            .or_else(|error| match error {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                error => Err(error),
+            })?;
+        if saved != *was {
+            return Ok(Committed::SessionChanged);
         }
     }
     let mut seqs = Vec::with_capacity(batch.events.len());

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
 use toolgate_store::{
-    Batch, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, Pruned,
-    Store, StoreError,
+    Batch, Committed, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText,
+    PendingRecord, Pruned, Store, StoreError,
 };
 
 /// A store to open, and open again (the same database).
@@ -207,6 +207,135 @@ pub async fn grants_are_stored_spent_exactly_and_revoked(engine: &dyn Engine) {
     assert!(store.revoke(&counted.id).await.unwrap());
     assert!(!store.revoke(&counted.id).await.unwrap());
     assert_eq!(store.list().await.unwrap().len(), 1);
+}
+
+/// A lasting grant like one stored (the same effect, tool, target and scope, neither counted nor
+/// expiring) is not stored again: the batch that brings it writes nothing and names the stored
+/// one, also when several bring one at once — one is stored, the others name it. Grants that
+/// differ, or count their uses, are stored.
+pub async fn a_grant_like_a_lasting_one_stored_is_not_stored_again(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let racers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                let like = grant(None);
+                let id = like.id.clone();
+                let committed = store
+                    .commit(Batch {
+                        grants: vec![like],
+                        events: vec![event(&format!("granted-{i}"), "s")],
+                        ..Batch::default()
+                    })
+                    .await
+                    .unwrap();
+                (id, committed)
+            })
+        })
+        .collect();
+    let mut written = Vec::new();
+    let mut named = Vec::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            (id, Committed::Written(_)) => written.push(id),
+            (_, Committed::SameGrant(other)) => named.push(other),
+            (_, other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(written.len(), 1, "one stored: {written:?}");
+    assert_eq!(named.len(), 7);
+    assert!(named.iter().all(|id| *id == written[0]), "{named:?}");
+    let stored = store.list().await.unwrap();
+    assert_eq!(stored.len(), 1);
+    let events = store
+        .events_after(0, &EventFilter::default(), 100)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1, "the refused batches wrote no event");
+
+    // Counted, or with another scope: stored.
+    store.insert(grant(Some(3))).await.unwrap();
+    let mut elsewhere = grant(None);
+    elsewhere.scope = GrantScope::Session {
+        session: "other".into(),
+    };
+    store.insert(elsewhere).await.unwrap();
+    assert_eq!(store.list().await.unwrap().len(), 3);
+    // Through the runtime's grant store: the like one is already there, which is no failure
+    // (whoever made it, and why).
+    let mut like = grant(None);
+    like.created_by = "bob".into();
+    like.reason = Some("again".into());
+    like.request_id = Some("r9".into());
+    store.insert(like).await.unwrap();
+    assert_eq!(store.list().await.unwrap().len(), 3);
+}
+
+/// A session saved "only if still as read" is not saved over a newer one: a creation when one
+/// exists, or a change from an older read, writes nothing; changes that read again when told
+/// so all count, however many run at once.
+pub async fn a_session_is_saved_only_over_what_was_read(engine: &dyn Engine) {
+    let store = engine.open().await;
+    assert!(
+        store
+            .put_session_if("s", &json!({"items": []}), None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_session_if("s", &json!({"items": ["x"]}), None)
+            .await
+            .unwrap()
+    );
+    let read = store.session("s").await.unwrap().unwrap();
+    assert!(
+        !store
+            .put_session_if(
+                "s",
+                &json!({"items": ["stale"]}),
+                Some("2000-01-01T00:00:00Z")
+            )
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.session("s").await.unwrap().unwrap().snapshot,
+        read.snapshot
+    );
+
+    let changers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    let row = store.session("s").await.unwrap().unwrap();
+                    let mut snapshot = row.snapshot;
+                    snapshot["items"].as_array_mut().unwrap().push(json!(i));
+                    if store
+                        .put_session_if("s", &snapshot, Some(&row.updated))
+                        .await
+                        .unwrap()
+                    {
+                        return;
+                    }
+                }
+                panic!("changer {i} never saved");
+            })
+        })
+        .collect();
+    for changer in changers {
+        changer.await.unwrap();
+    }
+    let saved = store.session("s").await.unwrap().unwrap().snapshot;
+    let mut items: Vec<i64> = saved["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    items.sort_unstable();
+    assert_eq!(items, (0..8).collect::<Vec<_>>(), "no change lost: {saved}");
 }
 
 pub async fn concurrent_appends_get_distinct_gapless_sequence_numbers(engine: &dyn Engine) {
@@ -496,6 +625,8 @@ macro_rules! each_case {
             a_request_is_closed_once,
             decisions_and_sessions_are_upserted,
             grants_are_stored_spent_exactly_and_revoked,
+            a_grant_like_a_lasting_one_stored_is_not_stored_again,
+            a_session_is_saved_only_over_what_was_read,
             concurrent_appends_get_distinct_gapless_sequence_numbers,
             a_batch_stands_or_falls_together,
             the_pending_list_is_read_a_page_at_a_time,
