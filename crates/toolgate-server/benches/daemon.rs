@@ -565,6 +565,8 @@ async fn run(engine: &Engine, address: String, token: String, dir: &std::path::P
     }
 
     // 10,000 pending requests.
+    static MEASURED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let first = !MEASURED.swap(true, std::sync::atomic::Ordering::SeqCst);
     let before = rss_kib();
     let held = 10_000;
     let started = Instant::now();
@@ -597,7 +599,7 @@ async fn run(engine: &Engine, address: String, token: String, dir: &std::path::P
         opened.as_secs_f64()
     );
     // Only the first run starts from a fresh heap: later runs reuse what the first freed.
-    if let (Some(before), Some(after), true) = (before, after, full) {
+    if let (Some(before), Some(after), true) = (before, after, first) {
         println!(
             "  memory per pending request             {:>8.0} bytes (resident {} → {} KiB)",
             (after.saturating_sub(before) * 1024) as f64 / held as f64,

@@ -318,6 +318,12 @@ async fn answer_request(
     // ([`Committed::SameGrant`]: another answer stored one since they were read), or that
     // names one revoked since ([`Committed::NoGrant`]): they are read again (a few times at
     // most: each refusal means a grant was stored or revoked meanwhile).
+    let ending = crate::outcome::Ending {
+        decision,
+        layer: Layer::Handler,
+        reason,
+        actor: by.to_owned(),
+    };
     let (closed, made) = {
         let mut tries = 0;
         loop {
@@ -344,10 +350,7 @@ async fn answer_request(
                 state,
                 id,
                 facts,
-                decision,
-                &reason,
-                Layer::Handler,
-                by,
+                &ending,
                 Some(crate::decisions::Answered {
                     answer: answer.decision,
                     grants: new,

@@ -24,6 +24,7 @@ use toolgate_store::{
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
+use crate::outcome::Ending;
 use crate::state::AppState;
 
 /// The longest a `GET /api/decisions/{id}?wait=` waits.
@@ -453,15 +454,6 @@ pub(crate) async fn settle_unanswered(
     close_until_recorded(state, id, facts, ending).await;
 }
 
-/// How a request ended, when no answer given over HTTP ended it.
-#[derive(Clone, Debug)]
-pub(crate) struct Ending {
-    pub(crate) decision: Decision,
-    pub(crate) reason: String,
-    pub(crate) layer: Layer,
-    pub(crate) actor: String,
-}
-
 /// How long an ending that could not be recorded waits before it is tried again: at first,
 /// and at most (the wait doubles in between).
 const RETRY_FIRST: Duration = Duration::from_millis(100);
@@ -509,17 +501,7 @@ async fn record_ending(
     facts: &Facts,
     ending: &Ending,
 ) -> Result<(), ApiError> {
-    let (committed, result) = close(
-        state,
-        id,
-        facts,
-        ending.decision,
-        &ending.reason,
-        ending.layer,
-        &ending.actor,
-        None,
-    )
-    .await?;
+    let (committed, result) = close(state, id, facts, ending, None).await?;
     match committed {
         // Nobody waits for this ending's response: the polls answer when they run.
         Committed::Written(_) => drop(state.announce_decided(id, result)),
@@ -546,25 +528,21 @@ pub(crate) struct Answered {
 /// Closes a pending request with its final decision: the `permission_resolved` event, the
 /// external requester's decision (when there is one) and the grants an "always" answer makes,
 /// in one transaction. Returns the decision's final form.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn close(
     state: &AppState,
     id: &str,
     facts: &Facts,
-    decision: Decision,
-    reason: &str,
-    layer: Layer,
-    actor: &str,
+    ending: &Ending,
     answered: Option<Answered>,
 ) -> Result<(Committed, Option<Bytes>), ApiError> {
     // A withdrawn request was decided by nobody here: its event has no decision.
     let mut event = facts.event(
         "permission_resolved",
         id,
-        Some(decision).filter(|_| layer != Layer::Withdrawn),
-        layer,
-        reason,
-        actor,
+        Some(ending.decision).filter(|_| ending.layer != Layer::Withdrawn),
+        ending.layer,
+        &ending.reason,
+        &ending.actor,
     );
     let (grants, grants_kept) = match answered {
         Some(answered) => {
@@ -577,12 +555,6 @@ pub(crate) async fn close(
     // One reading of the clock for the event and the decision (and one formatting of it).
     let time = now();
     let event = event.record_at(time.clone())?;
-    let ending = crate::outcome::Ending {
-        decision,
-        layer,
-        reason,
-        actor,
-    };
     // The external requester's decision, when there is one, in its final form: written once,
     // for the store and for every waiting poll. The call is not copied: an update keeps the
     // call the decision was created with.
@@ -596,7 +568,7 @@ pub(crate) async fn close(
             id: pending.id.clone(),
             status: DecisionStatus::Decided,
             call: Value::Null,
-            result: crate::outcome::decided(&pending.result, &ending)?,
+            result: crate::outcome::decided(&pending.result, ending)?,
             created: pending.created.clone(),
             updated: time,
         }),

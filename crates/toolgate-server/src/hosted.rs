@@ -403,7 +403,7 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
 }
 
 /// How a hosted request's resolution is recorded: its decision, reason, layer and actor.
-fn ending_of(resolution: &Resolution) -> crate::decisions::Ending {
+fn ending_of(resolution: &Resolution) -> crate::outcome::Ending {
     let (decision, reason, layer, actor) = match resolution {
         Resolution::Answered {
             response: Response::Permission(answer),
@@ -452,7 +452,7 @@ fn ending_of(resolution: &Resolution) -> crate::decisions::Ending {
             "daemon".to_owned(),
         ),
     };
-    crate::decisions::Ending {
+    crate::outcome::Ending {
         decision,
         reason,
         layer,

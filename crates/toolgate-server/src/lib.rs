@@ -328,17 +328,13 @@ pub(crate) async fn recover(state: &AppState, reason: &str) -> Result<usize, Api
             .get("facts")
             .and_then(|f| serde_json::from_value(f.clone()).ok())
             .unwrap_or_default();
-        let _ = decisions::close(
-            state,
-            &record.id,
-            &facts,
-            Decision::Deny,
-            reason,
-            Layer::Timeout,
-            "daemon",
-            None,
-        )
-        .await?;
+        let ending = outcome::Ending {
+            decision: Decision::Deny,
+            layer: Layer::Timeout,
+            reason: reason.to_owned(),
+            actor: "daemon".to_owned(),
+        };
+        let _ = decisions::close(state, &record.id, &facts, &ending, None).await?;
         recovered += 1;
     }
     Ok(recovered)

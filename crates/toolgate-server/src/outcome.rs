@@ -27,21 +27,21 @@ pub(crate) fn respond(status: StatusCode, text: &JsonText) -> Response {
         .into_response()
 }
 
-/// How a pending outcome ends.
-pub(crate) struct Ending<'a> {
+/// How a pending request ends, whatever ends it (an answer, its timeout, its withdrawal, a
+/// failure, a restart): the one description its event, its decision and its polls are made
+/// from.
+#[derive(Clone, Debug)]
+pub(crate) struct Ending {
     pub(crate) decision: Decision,
     pub(crate) layer: Layer,
-    pub(crate) reason: &'a str,
-    pub(crate) actor: &'a str,
+    pub(crate) reason: String,
+    pub(crate) actor: String,
 }
 
 /// `pending` decided: `decision`, `layer`, `reason` and `status` replaced in place, `actor` set,
 /// the offer (`choices`, `always`, `timeout_ms`, `grant`) dropped, every other field copied as it is. (Of anything but
 /// an object, which the daemon never stores, nothing is kept.)
-pub(crate) fn decided(
-    pending: &JsonText,
-    ending: &Ending<'_>,
-) -> Result<JsonText, serde_json::Error> {
+pub(crate) fn decided(pending: &JsonText, ending: &Ending) -> Result<JsonText, serde_json::Error> {
     let fields = serde_json::from_str(pending.as_str()).unwrap_or(Fields(Vec::new()));
     JsonText::of(&Decided { fields, ending })
 }
@@ -97,7 +97,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
 
 struct Decided<'a, 'e> {
     fields: Fields<'a>,
-    ending: &'e Ending<'e>,
+    ending: &'e Ending,
 }
 
 impl Serialize for Decided<'_, '_> {
@@ -116,7 +116,7 @@ impl Serialize for Decided<'_, '_> {
                     replaced[1] = true;
                 }
                 "reason" => {
-                    map.serialize_entry("reason", ending.reason)?;
+                    map.serialize_entry("reason", &ending.reason)?;
                     replaced[2] = true;
                 }
                 "status" => {
@@ -136,12 +136,12 @@ impl Serialize for Decided<'_, '_> {
             map.serialize_entry("layer", &ending.layer)?;
         }
         if !reason {
-            map.serialize_entry("reason", ending.reason)?;
+            map.serialize_entry("reason", &ending.reason)?;
         }
         if !status {
             map.serialize_entry("status", "decided")?;
         }
-        map.serialize_entry("actor", ending.actor)?;
+        map.serialize_entry("actor", &ending.actor)?;
         map.end()
     }
 }
@@ -158,8 +158,8 @@ mod tests {
         let ending = Ending {
             decision: Decision::Allow,
             layer: Layer::Handler,
-            reason: "approved by ann \"the\" reviewer",
-            actor: "ann",
+            reason: "approved by ann \"the\" reviewer".into(),
+            actor: "ann".into(),
         };
         decided(&JsonText::of(pending).unwrap(), &ending).map(|t| t.to_value().unwrap())
     }
