@@ -6,13 +6,14 @@ use axum::extract::State;
 
 use crate::body::{Path, Query};
 use serde_json::{Value, json};
-use toolgate_policy::{Choice, Decision, Layer};
-use toolgate_runtime::{Answer, Grant, Request, Response, messages};
-use toolgate_store::{Committed, PendingRecord};
+use toolgate_policy::Choice;
+use toolgate_runtime::{Answer, Grant};
+use toolgate_store::PendingRecord;
 
 use crate::body::JsonBody;
-use crate::decisions::{Facts, close};
+use crate::decisions::Facts;
 use crate::error::ApiError;
+use crate::lifecycle::resolve;
 use crate::state::AppState;
 
 #[derive(Debug, serde::Deserialize)]
@@ -150,335 +151,8 @@ pub(crate) async fn no_longer_pending(
         .map(|event| said(event.body.to_value().ok())))
 }
 
-/// Answers a pending request: takes the answer from the broker, records it (event, decision,
-/// grants) and only then releases the waiter. A store failure denies the request.
-///
-/// In a task of its own: an answerer hanging up while its answer is recorded (the PostgreSQL
-/// store's commit yields) cannot leave the answer recorded and its waiter told otherwise.
-pub(crate) async fn resolve(
-    state: &AppState,
-    id: &str,
-    answer: Answer,
-    by: &str,
-) -> Result<Vec<Grant>, ApiError> {
-    let (state, id, by) = (state.clone(), id.to_owned(), by.to_owned());
-    tokio::spawn(async move { answer_request(&state, &id, answer, &by).await })
-        .await
-        .map_err(|error| {
-            ApiError::from(toolgate_store::StoreError::unavailable(format!(
-                "the answer could not be recorded: {error}"
-            )))
-        })?
-}
-
-async fn answer_request(
-    state: &AppState,
-    id: &str,
-    answer: Answer,
-    by: &str,
-) -> Result<Vec<Grant>, ApiError> {
-    // What answering needs: kept in memory for requests this process opened.
-    let open = state.open_request(id);
-    let record = match &open {
-        Some(_) => None,
-        None => state.store().pending_request(id).await?,
-    };
-    // A request this daemon decided before it restarted is no longer anywhere but the store:
-    // said as resolved (as it would have been before the restart), not as unknown.
-    if open.is_none()
-        && record.is_none()
-        && let Some(message) = no_longer_pending(state, id, None).await?
-    {
-        return Err(ApiError::conflict("already_resolved", message));
-    }
-    let claimed = match state
-        .broker()
-        .claim(id, Response::Permission(answer.clone()))
-    {
-        // Pending in the store and waited on by another daemon sharing it: answered here all
-        // the same (recorded here; that daemon hears of it and releases its waiter).
-        Err(toolgate_runtime::Conflict::Unknown { .. })
-            if open.is_none() && state.store().shared() =>
-        {
-            match record.as_ref().map(elsewhere) {
-                Some(Ok(request)) if request.choices.contains(&answer.decision) => {
-                    Ok(Claimed::Elsewhere(request))
-                }
-                Some(Ok(request)) => Err(toolgate_runtime::Conflict::NotOffered {
-                    id: id.to_owned(),
-                    choice: answer.decision,
-                    offered: request.choices.clone(),
-                }),
-                Some(Err(error)) => return Err(error),
-                None => Err(toolgate_runtime::Conflict::Unknown { id: id.to_owned() }),
-            }
-        }
-        claimed => claimed.map(Claimed::Here),
-    };
-    let claim = match claimed {
-        Ok(claim) => claim,
-        // Answered, and not closed yet: that answer is being recorded, or could not be and
-        // the request is being refused.
-        Err(toolgate_runtime::Conflict::AlreadyResolved { .. }) if open.is_some() => {
-            return Err(ApiError::conflict(
-                "already_resolved",
-                format!(
-                    "request `{id}` already has an answer, which is being recorded; if the \
-                     store cannot take it, the request is refused as soon as it can"
-                ),
-            ));
-        }
-        // An "always" a session-less call was not offered: said why.
-        Err(conflict @ toolgate_runtime::Conflict::NotOffered { .. })
-            if matches!(answer.decision, Choice::AllowAlways | Choice::RejectAlways)
-                && open.as_ref().map_or_else(
-                    || record.as_ref().is_some_and(|r| r.session.is_none()),
-                    |open| open.facts.session.is_none(),
-                ) =>
-        {
-            return Err(ApiError::conflict(
-                "decision_not_offered",
-                format!(
-                    "{conflict}; a call that names no session (`context.session`) is offered \
-                     no \"always\": a grant for it would answer every other caller that names \
-                     none"
-                ),
-            ));
-        }
-        Err(conflict) => return Err(conflict.into()),
-    };
-    let (claim, request) = match claim {
-        Claimed::Here(claim) => {
-            let Some(Request::Permission(request)) = claim.request().cloned() else {
-                claim.fail("the request is not a permission request");
-                return Err(ApiError::conflict(
-                    "wrong_request_kind",
-                    format!("request `{id}` is not a permission request"),
-                ));
-            };
-            (Some(claim), request)
-        }
-        Claimed::Elsewhere(request) => (None, request),
-    };
-    // Borrowed, not copied: this is the approval's path.
-    let fallback;
-    let (facts, call): (&Facts, Option<&Value>) = match (&open, &record) {
-        (Some(open), _) => (&open.facts, Some(&open.row.call)),
-        (None, Some(record)) => {
-            fallback = facts_of(record);
-            (&fallback, record.request.get("call"))
-        }
-        (None, None) => {
-            fallback = Facts {
-                action: request.tool.clone(),
-                rule: request.rule.clone(),
-                ..Facts::default()
-            };
-            (&fallback, None)
-        }
-    };
-    let grants: Vec<Grant> = match &record {
-        Some(record) if record.kind == crate::hosted::HOSTED => {
-            crate::hosted::grants_for(record, &request, answer.decision, by)
-        }
-        _ => grants_for(&request, call, answer.decision, by),
-    }
-    .into_iter()
-    .map(|grant| grant.with_reason(answer.reason.as_deref()))
-    .collect();
-    let (decision, reason) = if answer.decision.allows() {
-        // The approver's words, when they gave some, are kept with the approval.
-        let said = match answer.reason.as_deref().map(str::trim) {
-            Some(said) if !said.is_empty() => format!(": {said}"),
-            _ => String::new(),
-        };
-        (
-            Decision::Allow,
-            format!("approved by {by} ({}){said}", answer.decision),
-        )
-    } else {
-        let reason = answer
-            .reason
-            .clone()
-            .filter(|r| !r.trim().is_empty())
-            .unwrap_or_else(|| messages::USER_DENIED.to_owned());
-        (Decision::Deny, reason)
-    };
-    if open.is_none() && record.is_none() {
-        // Not a request of this daemon's store (an in-process run's): nothing to close (the
-        // run stores what an "always" makes).
-        if let Some(claim) = claim {
-            claim.complete(by);
-        }
-        return Ok(Vec::new());
-    }
-    // A grant like one already stored is not made twice (revoking one would leave the other
-    // answering): the answer names the one stored, which must still be there when the answer
-    // is recorded. The store refuses a batch whose lasting grant is like a stored one
-    // ([`Committed::SameGrant`]: another answer stored one since they were read), or that
-    // names one revoked since ([`Committed::NoGrant`]): they are read again (a few times at
-    // most: each refusal means a grant was stored or revoked meanwhile).
-    let ending = crate::outcome::Ending {
-        decision,
-        layer: Layer::Handler,
-        reason,
-        actor: by.to_owned(),
-    };
-    let (closed, made) = {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            let stored = if grants.is_empty() {
-                Vec::new()
-            } else {
-                state
-                    .store()
-                    .for_tool(&request.tool)
-                    .await
-                    .unwrap_or_default()
-            };
-            let (mut new, mut already) = (Vec::new(), Vec::new());
-            for grant in &grants {
-                match stored.iter().find(|s| s.lasts_like(grant)) {
-                    Some(existing) => already.push(existing.clone()),
-                    None => new.push(grant.clone()),
-                }
-            }
-            let made: Vec<Grant> = new.iter().chain(&already).cloned().collect();
-            let kept = already.iter().map(|grant| grant.id.clone()).collect();
-            let closed = close(
-                state,
-                id,
-                facts,
-                &ending,
-                Some(crate::decisions::Answered {
-                    answer: answer.decision,
-                    grants: new,
-                    kept,
-                }),
-            )
-            .await;
-            match closed {
-                Ok((Committed::SameGrant(_), _)) if tries < SAME_GRANT_TRIES => continue,
-                // A grant it names was revoked since it was read: read again (its own is made).
-                Ok((Committed::NoGrant, _)) if !already.is_empty() && tries < SAME_GRANT_TRIES => {
-                    continue;
-                }
-                // Grants like this answer's kept coming and going while it was recorded.
-                Ok((Committed::SameGrant(other), _)) => {
-                    let error = toolgate_store::StoreError::Conflict(format!(
-                        "grants like this answer's (such as `{other}`) kept being made and \
-                         revoked while it was recorded"
-                    ));
-                    break (Err(ApiError::from(error)), made);
-                }
-                closed => break (closed, made),
-            }
-        }
-    };
-    match closed {
-        Ok((Committed::Written(_), result)) => {
-            // A hosted run, released, stores none of these grants again.
-            if !made.is_empty()
-                && record
-                    .as_ref()
-                    .is_some_and(|r| r.kind == crate::hosted::HOSTED)
-            {
-                crate::state::lock(&state.inner.answered_with_grants).insert(id);
-            }
-            // The released call first: it is what the requester waits for.
-            let served = state.announce_decided(id, result);
-            let recorded = Recorded {
-                claim,
-                state,
-                id,
-                by,
-            };
-            // Its poll answers before anything else is done here (the broker's bookkeeping, this
-            // answer's own response): the waiting agent is who the person is waiting for.
-            served.wait().await;
-            drop(recorded);
-            Ok(made)
-        }
-        // (A batch that closes a request revokes and spends nothing; one that met a grant like
-        // its own was read again above.)
-        Ok((
-            Committed::NotPending
-            | Committed::NoGrant
-            | Committed::SameGrant(_)
-            | Committed::SessionChanged,
-            _,
-        )) => {
-            match claim {
-                // Another daemon's answer was recorded first: the waiter here hears that one.
-                Some(claim) if state.store().shared() => {
-                    crate::replicas::deliver_recorded(state, id, claim).await;
-                }
-                Some(claim) => claim.fail("the request was resolved elsewhere"),
-                None => {}
-            }
-            state.inner.timer.release(id);
-            Err(ApiError::conflict(
-                "already_resolved",
-                format!("request `{id}` is no longer pending"),
-            ))
-        }
-        Err(error) => {
-            let message = "the answer could not be recorded, so the request is refused";
-            let Some(claim) = claim else {
-                // Another daemon's waiter keeps waiting: nothing was recorded.
-                return Err(error);
-            };
-            claim.fail(message);
-            state.inner.timer.release(id);
-            // Try to record the refusal (the store may be back); the waiting call hears of it.
-            crate::decisions::settle_unanswered(
-                state,
-                id,
-                facts,
-                toolgate_runtime::Resolution::Failed {
-                    message: message.to_owned(),
-                },
-            )
-            .await;
-            Err(error)
-        }
-    }
-}
-
-/// How many times an answer reads the stored grants again when the store found one like its own
-/// stored since it read them.
-const SAME_GRANT_TRIES: usize = 4;
-
-/// The broker's bookkeeping of an answer recorded and announced (its claim completed, its
-/// ticket let go), done when this is dropped: also when the handler is dropped while it waits
-/// for the released poll to be served (the approver hung up).
-struct Recorded<'a> {
-    claim: Option<toolgate_runtime::Claim>,
-    state: &'a AppState,
-    id: &'a str,
-    by: &'a str,
-}
-
-impl Drop for Recorded<'_> {
-    fn drop(&mut self) {
-        if let Some(claim) = self.claim.take() {
-            claim.complete(self.by);
-        }
-        self.state.inner.timer.release(self.id);
-    }
-}
-
-/// An answer taken: from this daemon's broker, or for a request another daemon waits on.
-/// (Held for one answer, on the stack: not boxed.)
-#[allow(clippy::large_enum_variant)]
-enum Claimed {
-    Here(toolgate_runtime::Claim),
-    Elsewhere(std::sync::Arc<toolgate_runtime::PermissionRequest>),
-}
-
 /// The request another daemon sharing the store waits on, as its record holds it.
-fn elsewhere(
+pub(crate) fn elsewhere(
     record: &PendingRecord,
 ) -> Result<std::sync::Arc<toolgate_runtime::PermissionRequest>, ApiError> {
     record
@@ -494,7 +168,7 @@ fn elsewhere(
         })
 }
 
-fn facts_of(record: &PendingRecord) -> Facts {
+pub(crate) fn facts_of(record: &PendingRecord) -> Facts {
     record
         .request
         .get("facts")
@@ -503,7 +177,7 @@ fn facts_of(record: &PendingRecord) -> Facts {
 }
 
 /// The grants an "always" answer to an external request stores.
-fn grants_for(
+pub(crate) fn grants_for(
     request: &toolgate_runtime::PermissionRequest,
     call: Option<&Value>,
     choice: Choice,
@@ -580,6 +254,7 @@ mod tests {
 
     use super::*;
     use crate::ServerConfig;
+    use toolgate_store::Committed;
 
     /// A store whose commits fail while `failing` is set, as on a full disk.
     struct Flaky {

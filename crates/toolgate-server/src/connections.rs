@@ -201,9 +201,9 @@ impl Connections {
     }
 }
 
-/// Files the daemon keeps open besides its connections (the database, its journal and lock,
-/// each reader's connection to it, the listener, the standard streams, connections closing),
-/// with room to spare.
+/// Files the daemon keeps open besides its connections (the database, its write-ahead log and
+/// lock, each reader's connection to it, the listener, the standard streams, connections
+/// closing), with room to spare.
 const OTHER_FILES: u64 = 256;
 
 /// The connections without credentials held at most: `configured`, and fewer when the process

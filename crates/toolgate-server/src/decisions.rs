@@ -1,14 +1,12 @@
 //! External requesters: a gateway or another program submits a call and gets its decision —
 //! at once, or, when a person must answer, an id to wait on.
 
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use axum::Json;
 use axum::extract::State;
 
 use crate::body::{Path, Query};
-use axum::body::Bytes;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -16,15 +14,13 @@ use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Choice, Decision, Evaluation, Layer};
 use toolgate_runtime::ask::{Consulted, Offer, stored_answer};
 use toolgate_runtime::{
-    Effect, GrantContext, PermissionRequest, Request, Resolution, Scope, ScopeKind, messages,
+    Effect, GrantContext, PermissionRequest, Resolution, Scope, ScopeKind, messages,
 };
-use toolgate_store::{
-    Batch, Committed, DecisionRow, DecisionStatus, EventRecord, JsonText, PendingRecord,
-};
+use toolgate_store::{Batch, DecisionRow, DecisionStatus, EventRecord, JsonText, PendingRecord};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
-use crate::outcome::Ending;
+use crate::lifecycle::{Ending, close_until_recorded, settle_unanswered};
 use crate::state::AppState;
 
 /// The longest a `GET /api/decisions/{id}?wait=` waits.
@@ -384,213 +380,23 @@ pub(crate) async fn submit(
         created: created.clone(),
         updated: created,
     };
-    // Kept in memory (see `AppState::remember_open`), and its waiter registered, before it is
-    // committed: from then on anyone reading the log or the pending list may answer it. (Its
-    // id is known to no one before.)
-    state.remember_open(&id, facts, row.clone(), room);
-    let ticket = state
-        .broker()
-        .open(scope_of(&call, &id), Request::Permission(Arc::new(request)))
-        .map_err(|error| {
-            // (Only a duplicate id.)
-            state.forget_open(&id);
-            ApiError::from(error)
-        })?;
-    // In a task of its own, so that a requester hanging up cannot leave the request committed
-    // without its waiter held (the PostgreSQL store's commit yields; SQLite's does not).
-    let timeout = offer.timeout;
-    let opening = tokio::spawn({
-        let state = state.clone();
-        async move {
-            let committed = state
-                .commit(Batch {
-                    open: Some(pending),
-                    events: vec![event],
-                    decision: Some(row),
-                    ..Batch::default()
-                })
-                .await;
-            if let Err(error) = committed {
-                // Never asked: its waiter goes (as cancelled, which nobody records) with what
-                // was kept.
-                drop(ticket);
-                state.forget_open(&id);
-                return Err(error);
-            }
-            state
-                .inner
-                .timer
-                .hold(ticket, tokio::time::Instant::now() + timeout);
-            Ok(())
-        }
-    });
-    opening.await.map_err(|error| {
-        toolgate_store::StoreError::unavailable(format!("the request could not be opened: {error}"))
-    })??;
+    let scope = scope_of(&call, &id);
+    crate::lifecycle::open(
+        &state,
+        crate::lifecycle::Opening {
+            id,
+            facts,
+            row,
+            room,
+            scope,
+            request,
+            pending,
+            event,
+            timeout: offer.timeout,
+        },
+    )
+    .await?;
     Ok(response)
-}
-
-/// Records how a request ended when nobody's answer ended it (a timeout, a failure); answers
-/// are recorded by whoever gave them, before the waiter hears of them.
-pub(crate) async fn settle_unanswered(
-    state: &AppState,
-    id: &str,
-    facts: &Facts,
-    resolution: Resolution,
-) {
-    let (reason, layer, actor) = match resolution {
-        // Whoever answered recorded and announced it.
-        Resolution::Answered { .. } => return,
-        Resolution::TimedOut => (messages::TIMED_OUT.to_owned(), Layer::Timeout, "timeout"),
-        Resolution::Cancelled => (messages::CANCELLED.to_owned(), Layer::Handler, "cancelled"),
-        Resolution::Failed { message } => (message, Layer::Handler, "daemon"),
-    };
-    let ending = Ending {
-        decision: Decision::Deny,
-        reason,
-        layer,
-        actor: actor.to_owned(),
-    };
-    close_until_recorded(state, id, facts, ending).await;
-}
-
-/// How long an ending that could not be recorded waits before it is tried again: at first,
-/// and at most (the wait doubles in between).
-const RETRY_FIRST: Duration = Duration::from_millis(100);
-const RETRY_MOST: Duration = Duration::from_secs(5);
-
-/// Closes a request that ended without an answer given over HTTP, and tells its polls.
-///
-/// When the store refuses (a full disk, a database another program holds locked), the request
-/// would stay pending with nobody able to answer it (its ticket is gone), so the ending is
-/// tried again in the background until it is recorded or the daemon stops; a restart refuses
-/// what is left. The first failure and the eventual success are logged.
-pub(crate) async fn close_until_recorded(
-    state: &AppState,
-    id: &str,
-    facts: &Facts,
-    ending: Ending,
-) {
-    let Err(error) = record_ending(state, id, facts, &ending).await else {
-        return;
-    };
-    eprintln!(
-        "toolgate: request `{id}` could not be closed ({}); trying again until the store takes it",
-        error.message
-    );
-    let (state, id, facts) = (state.clone(), id.to_owned(), facts.clone());
-    tokio::spawn(async move {
-        let mut delay = RETRY_FIRST;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(delay) => {}
-                () = state.inner.closing.cancelled() => return,
-            }
-            if record_ending(&state, &id, &facts, &ending).await.is_ok() {
-                eprintln!("toolgate: request `{id}` is closed now ({})", ending.reason);
-                return;
-            }
-            delay = (delay * 2).min(RETRY_MOST);
-        }
-    });
-}
-
-async fn record_ending(
-    state: &AppState,
-    id: &str,
-    facts: &Facts,
-    ending: &Ending,
-) -> Result<(), ApiError> {
-    let (committed, result) = close(state, id, facts, ending, None).await?;
-    match committed {
-        // Nobody waits for this ending's response: the polls answer when they run.
-        Committed::Written(_) => drop(state.announce_decided(id, result)),
-        // Ended first otherwise (an answer, here or on another daemon sharing the store): the
-        // polls hear what was recorded.
-        Committed::NotPending
-        | Committed::NoGrant
-        | Committed::SameGrant(_)
-        | Committed::SessionChanged => {
-            crate::replicas::announce_recorded(state, id).await;
-        }
-    }
-    Ok(())
-}
-
-/// A person's answer to a pending request, as recorded: the choice and the grants it makes.
-pub(crate) struct Answered {
-    pub(crate) answer: Choice,
-    pub(crate) grants: Vec<toolgate_runtime::Grant>,
-    /// The stored grants it names instead of making its own (see [`Batch::grants_kept`]).
-    pub(crate) kept: Vec<String>,
-}
-
-/// Closes a pending request with its final decision: the `permission_resolved` event, the
-/// external requester's decision (when there is one) and the grants an "always" answer makes,
-/// in one transaction. Returns the decision's final form.
-pub(crate) async fn close(
-    state: &AppState,
-    id: &str,
-    facts: &Facts,
-    ending: &Ending,
-    answered: Option<Answered>,
-) -> Result<(Committed, Option<Bytes>), ApiError> {
-    // A withdrawn request was decided by nobody here: its event has no decision.
-    let mut event = facts.event(
-        "permission_resolved",
-        id,
-        Some(ending.decision).filter(|_| ending.layer != Layer::Withdrawn),
-        ending.layer,
-        &ending.reason,
-        &ending.actor,
-    );
-    let (grants, grants_kept) = match answered {
-        Some(answered) => {
-            event.answer = Some(answered.answer);
-            event.grants = answered.grants.iter().map(|g| g.id.clone()).collect();
-            (answered.grants, answered.kept)
-        }
-        None => (Vec::new(), Vec::new()),
-    };
-    // One reading of the clock for the event and the decision (and one formatting of it).
-    let time = now();
-    let event = event.record_at(time.clone())?;
-    // The external requester's decision, when there is one, in its final form: written once,
-    // for the store and for every waiting poll. The call is not copied: an update keeps the
-    // call the decision was created with.
-    let open = state.open_request(id);
-    let stored = match open {
-        Some(_) => None,
-        None => state.store().decision(id).await?,
-    };
-    let row = match open.as_ref().map(|open| &open.row).or(stored.as_ref()) {
-        Some(pending) => Some(DecisionRow {
-            id: pending.id.clone(),
-            status: DecisionStatus::Decided,
-            call: Value::Null,
-            result: crate::outcome::decided(&pending.result, ending)?,
-            created: pending.created.clone(),
-            updated: time,
-        }),
-        None => None,
-    };
-    let result = row
-        .as_ref()
-        .map(|r| Bytes::copy_from_slice(r.result.as_str().as_bytes()));
-    let committed = state
-        .commit(Batch {
-            close: Some(id.to_owned()),
-            events: vec![event],
-            decision: row,
-            grants,
-            grants_kept,
-            ..Batch::default()
-        })
-        .await?;
-    if matches!(committed, Committed::Written(_)) {
-        state.forget_open(id);
-    }
-    Ok((committed, result))
 }
 
 /// `DELETE /api/decisions/{id}?by=NAME`: the requester withdraws a call that waits for a

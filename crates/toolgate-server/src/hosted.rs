@@ -398,12 +398,12 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
         .get("facts")
         .and_then(|f| serde_json::from_value(f.clone()).ok())
         .unwrap_or_default();
-    crate::decisions::close_until_recorded(state, id, &facts, ending_of(resolution)).await;
+    crate::lifecycle::close_until_recorded(state, id, &facts, ending_of(resolution)).await;
     Ok(())
 }
 
 /// How a hosted request's resolution is recorded: its decision, reason, layer and actor.
-fn ending_of(resolution: &Resolution) -> crate::outcome::Ending {
+fn ending_of(resolution: &Resolution) -> crate::lifecycle::Ending {
     let (decision, reason, layer, actor) = match resolution {
         Resolution::Answered {
             response: Response::Permission(answer),
@@ -452,7 +452,7 @@ fn ending_of(resolution: &Resolution) -> crate::outcome::Ending {
             "daemon".to_owned(),
         ),
     };
-    crate::outcome::Ending {
+    crate::lifecycle::Ending {
         decision,
         reason,
         layer,

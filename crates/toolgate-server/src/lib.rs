@@ -20,6 +20,7 @@ mod error;
 mod events;
 mod grants;
 mod hosted;
+mod lifecycle;
 mod outcome;
 mod page;
 mod replicas;
@@ -328,13 +329,13 @@ pub(crate) async fn recover(state: &AppState, reason: &str) -> Result<usize, Api
             .get("facts")
             .and_then(|f| serde_json::from_value(f.clone()).ok())
             .unwrap_or_default();
-        let ending = outcome::Ending {
+        let ending = lifecycle::Ending {
             decision: Decision::Deny,
             layer: Layer::Timeout,
             reason: reason.to_owned(),
             actor: "daemon".to_owned(),
         };
-        let _ = decisions::close(state, &record.id, &facts, &ending, None).await?;
+        let _ = lifecycle::close(state, &record.id, &facts, &ending, None).await?;
         recovered += 1;
     }
     Ok(recovered)

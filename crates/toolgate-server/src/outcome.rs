@@ -1,4 +1,4 @@
-//! An external requester's outcome as JSON text: written once, then journaled, stored and sent
+//! An external requester's outcome as JSON text: written once, then stored and sent
 //! as it is. Deciding a pending outcome copies its fields' text instead of parsing them.
 
 use std::borrow::Cow;
@@ -11,8 +11,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use toolgate_policy::{Decision, Layer};
 use toolgate_store::JsonText;
+
+use crate::lifecycle::Ending;
 
 /// `text` as a JSON response.
 pub(crate) fn respond(status: StatusCode, text: &JsonText) -> Response {
@@ -25,17 +26,6 @@ pub(crate) fn respond(status: StatusCode, text: &JsonText) -> Response {
         Bytes::copy_from_slice(text.as_str().as_bytes()),
     )
         .into_response()
-}
-
-/// How a pending request ends, whatever ends it (an answer, its timeout, its withdrawal, a
-/// failure, a restart): the one description its event, its decision and its polls are made
-/// from.
-#[derive(Clone, Debug)]
-pub(crate) struct Ending {
-    pub(crate) decision: Decision,
-    pub(crate) layer: Layer,
-    pub(crate) reason: String,
-    pub(crate) actor: String,
 }
 
 /// `pending` decided: `decision`, `layer`, `reason` and `status` replaced in place, `actor` set,
@@ -153,6 +143,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use toolgate_policy::{Decision, Layer};
 
     fn decide(pending: &Value) -> Result<Value, serde_json::Error> {
         let ending = Ending {

@@ -16,10 +16,11 @@ use toolgate_policy::Choice;
 use toolgate_runtime::{Answer, ContinuationAnswer, MAIN_BRANCH, Request, Response};
 use toolgate_store::PendingRecord;
 
-use crate::approvals::{actor, no_longer_pending, resolve};
+use crate::approvals::{actor, no_longer_pending};
 use crate::body::{JsonBody, known_keys};
 use crate::decisions::{SOURCE, now};
 use crate::error::ApiError;
+use crate::lifecycle::resolve;
 use crate::state::AppState;
 
 /// The agent id of the daemon's own requests on HPD's route.

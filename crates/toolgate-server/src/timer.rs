@@ -121,7 +121,7 @@ pub(crate) fn start(state: &AppState) {
                 let state = AppState { inner };
                 for (id, resolution) in ended {
                     if let Some(open) = state.open_request(&id) {
-                        crate::decisions::settle_unanswered(&state, &id, &open.facts, resolution)
+                        crate::lifecycle::settle_unanswered(&state, &id, &open.facts, resolution)
                             .await;
                     }
                 }
