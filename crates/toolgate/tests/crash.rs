@@ -290,3 +290,54 @@ fn a_second_daemon_on_the_same_data_directory_refuses_to_start() {
         "the first daemon's request is still waiting"
     );
 }
+
+/// The database file replaced under the running daemon (a backup restored over it): the next
+/// write is refused (`503`, nothing recorded, the call not allowed), the client is told the kind
+/// of failure and a number, and the daemon's log says under that number what happened, path
+/// and all — which the client's answer does not.
+#[test]
+fn a_database_replaced_under_the_daemon_refuses_writes_and_says_why_in_its_log() {
+    let data = tempfile::tempdir().unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let daemon = DaemonProcess::start_logged(data.path(), &[], log.path());
+    let (address, token) = (daemon.address.clone(), daemon.token());
+    let (status, _) = http(
+        &address,
+        &token,
+        "POST",
+        "/api/decisions",
+        Some(&call("cat README.md")),
+    )
+    .unwrap();
+    assert_eq!(status, 200);
+
+    let database = data.path().join("toolgate.db");
+    let copy = data.path().join("restored.db");
+    std::fs::copy(&database, &copy).unwrap();
+    std::fs::rename(&copy, &database).unwrap();
+
+    for command in ["cat README.md", "rm -rf build"] {
+        let (status, body) = http(
+            &address,
+            &token,
+            "POST",
+            "/api/decisions",
+            Some(&call(command)),
+        )
+        .unwrap();
+        assert_eq!(status, 503, "{command}: {body}");
+        assert_eq!(body["error"]["code"], "store_unavailable", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("store failure"), "{message}");
+        assert!(
+            !message.contains(&data.path().display().to_string()),
+            "no path reaches the client: {message}"
+        );
+    }
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        logged.contains("store failure") && logged.contains("was replaced by another file"),
+        "{logged}"
+    );
+    assert!(logged.contains(&database.display().to_string()), "{logged}");
+}

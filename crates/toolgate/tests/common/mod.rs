@@ -96,6 +96,17 @@ impl DaemonProcess {
     /// Starts `toolgate serve` with `policy` alone (a path from the repository's root) and more
     /// arguments.
     pub fn start_with_policy(data: &Path, policy: &str, more: &[&str]) -> DaemonProcess {
+        DaemonProcess::start_writing(data, policy, more, Stdio::null())
+    }
+
+    /// Starts `toolgate serve` with the repository's example policy, its standard error written
+    /// to `log`.
+    pub fn start_logged(data: &Path, more: &[&str], log: &Path) -> DaemonProcess {
+        let log = std::fs::File::create(log).unwrap();
+        DaemonProcess::start_writing(data, "examples/policy.toml", more, Stdio::from(log))
+    }
+
+    fn start_writing(data: &Path, policy: &str, more: &[&str], stderr: Stdio) -> DaemonProcess {
         let child = Command::new(BIN)
             .args(["serve", "--isolated", "--policy", policy])
             .args(more)
@@ -103,7 +114,7 @@ impl DaemonProcess {
             .env("TOOLGATE_DATA_DIR", data)
             .env("TOOLGATE_LISTEN", "127.0.0.1:0")
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut child = Killed(child);
