@@ -19,6 +19,7 @@
 //! notices on; when the connection is lost it is made again, and the loss is said as
 //! [`Change::Resync`] so nothing missed goes unlooked at.
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +31,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{Client, Row};
+use tokio_postgres_rustls::MakeRustlsConnect;
 use toolgate_runtime::{Grant, GrantStore};
 
 use crate::record::{
@@ -194,6 +196,22 @@ fn failed(what: &str, error: &tokio_postgres::Error) -> StoreError {
     }
 }
 
+/// An error and its causes, said in one line (a pool's error says only its own part: "error
+/// performing TLS handshake", where its cause says which certificate was refused, and why).
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut said = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let next_said = next.to_string();
+        if !said.contains(&next_said) {
+            said.push_str(": ");
+            said.push_str(&next_said);
+        }
+        cause = next.source();
+    }
+    said
+}
+
 /// Whether the database gave up on a transaction another one was in the way of: tried again.
 fn retryable(error: &tokio_postgres::Error) -> bool {
     error.code().is_some_and(|code| {
@@ -203,12 +221,131 @@ fn retryable(error: &tokio_postgres::Error) -> bool {
 }
 
 fn parse(url: &str) -> Result<tokio_postgres::Config, StoreError> {
-    tokio_postgres::Config::from_str(url).map_err(|error| {
+    parse_with_roots(url).map(|(config, _)| config)
+}
+
+/// A connection string, and the certificate file its `sslrootcert` names (libpq's option, which
+/// the driver does not read: taken out here).
+fn parse_with_roots(url: &str) -> Result<(tokio_postgres::Config, Option<PathBuf>), StoreError> {
+    let (url, roots) = without_root_certificates(url);
+    let config = tokio_postgres::Config::from_str(&url).map_err(|error| {
         StoreError::unavailable(format!(
             "the store is not a PostgreSQL connection string ({error}): write \
              postgres://USER@HOST:PORT/DATABASE"
         ))
-    })
+    })?;
+    Ok((config, roots))
+}
+
+/// `url` without its `sslrootcert` option, and that option's file: in a URL's query
+/// (percent-encoded), or among `key=value` pairs (plain or in single quotes).
+fn without_root_certificates(url: &str) -> (String, Option<PathBuf>) {
+    const KEY: &str = "sslrootcert=";
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let Some((base, query)) = url.split_once('?') else {
+            return (url.to_owned(), None);
+        };
+        let mut roots = None;
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| match pair.strip_prefix(KEY) {
+                Some(value) => {
+                    roots = Some(PathBuf::from(percent_decoded(value)));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        let url = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return (url, roots);
+    }
+    let Some(at) = url
+        .find(KEY)
+        .filter(|&at| at == 0 || url[..at].ends_with(char::is_whitespace))
+    else {
+        return (url.to_owned(), None);
+    };
+    let rest = &url[at + KEY.len()..];
+    let (value, after) = match rest.strip_prefix('\'') {
+        Some(quoted) => match quoted.split_once('\'') {
+            Some((value, after)) => (value, after),
+            None => (quoted, ""),
+        },
+        None => rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len())),
+    };
+    (
+        format!("{}{}", &url[..at], after.trim_start()),
+        Some(PathBuf::from(value)),
+    )
+}
+
+/// `%XX` sequences read as bytes (what a URL's query holds of a path).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&byte) = bytes.get(at) {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|pair| std::str::from_utf8(pair).ok())
+            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
+        match (byte, hex) {
+            (b'%', Some(decoded)) => {
+                out.push(decoded);
+                at += 3;
+            }
+            _ => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// How connections are encrypted: TLS (rustls) whenever the connection string's `sslmode`
+/// asks for it (`require`; `prefer`, the default, when the server offers it; never on a Unix
+/// socket), the server's certificate checked against `roots` (a PEM file, libpq's
+/// `sslrootcert`) or else the system's certificate authorities, and its name against the host.
+fn tls(roots: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
+    let mut store = rustls::RootCertStore::empty();
+    match roots {
+        Some(path) => {
+            let unreadable = |error: &dyn std::fmt::Display| {
+                StoreError::unavailable(format!(
+                    "cannot read the certificate authorities in {} (`sslrootcert`): {error}",
+                    path.display()
+                ))
+            };
+            use rustls_pki_types::pem::PemObject;
+            for certificate in rustls_pki_types::CertificateDer::pem_file_iter(path)
+                .map_err(|error| unreadable(&error))?
+            {
+                let certificate = certificate.map_err(|error| unreadable(&error))?;
+                store.add(certificate).map_err(|error| unreadable(&error))?;
+            }
+            if store.is_empty() {
+                return Err(unreadable(&"it holds no certificate"));
+            }
+        }
+        None => {
+            // What cannot be read of the system's is left out; a server none of the rest
+            // vouches for is then refused, not trusted.
+            let found = rustls_native_certs::load_native_certs();
+            let _ = store.add_parsable_certificates(found.certs);
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| StoreError::unavailable(format!("TLS cannot be set up: {error}")))?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
 }
 
 /// What a connection string names, without its password.
@@ -243,7 +380,8 @@ impl PostgresStore {
     /// Connects to the database `url` names (a `postgres://` URL or `key=value` pairs, as
     /// libpq takes them), creating or upgrading its tables, and takes ownership of it.
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
-        let mut config = parse(url)?;
+        let (mut config, roots) = parse_with_roots(url)?;
+        let tls = tls(roots.as_deref())?;
         // A database that does not answer is said so in bounded time, and a connection whose
         // peer is gone is noticed.
         if config.get_connect_timeout().is_none() {
@@ -263,7 +401,7 @@ impl PostgresStore {
         let target = describe(&config);
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -279,7 +417,10 @@ impl PostgresStore {
                 StoreError::unavailable(format!("cannot make a pool for the {target}: {error}"))
             })?;
         let client = pool.get().await.map_err(|error| {
-            StoreError::unavailable(format!("cannot connect to the {target}: {error}"))
+            StoreError::unavailable(format!(
+                "cannot connect to the {target}: {}",
+                causes(&error)
+            ))
         })?;
         migrate(&client, &target).await?;
         let replica: i64 = client
@@ -293,6 +434,7 @@ impl PostgresStore {
         let held = Arc::new(AtomicBool::new(false));
         let listener = Listener(tokio::spawn(listen(
             config,
+            tls,
             replica,
             changes.clone(),
             Arc::clone(&held),
@@ -319,7 +461,11 @@ impl PostgresStore {
 
     async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|error| {
-            StoreError::unavailable(format!("cannot reach the {}: {error}", self.target))
+            StoreError::unavailable(format!(
+                "cannot reach the {}: {}",
+                self.target,
+                causes(&error)
+            ))
         })
     }
 
@@ -499,6 +645,7 @@ fn grant_from_row(row: &Row) -> Result<Grant, StoreError> {
 /// went.
 async fn listen(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     replica: i64,
     changes: broadcast::Sender<Change>,
     held: Arc<AtomicBool>,
@@ -507,7 +654,7 @@ async fn listen(
     let mut ready = Some(ready);
     let mut wait = std::time::Duration::from_millis(50);
     loop {
-        match listening(&config, replica).await {
+        match listening(&config, &tls, replica).await {
             Ok((client, mut notices)) => {
                 held.store(true, Ordering::SeqCst);
                 match ready.take() {
@@ -546,6 +693,7 @@ async fn listen(
 /// connection this one replaces.
 async fn listening(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     replica: i64,
 ) -> Result<(Client, mpsc::UnboundedReceiver<String>), StoreError> {
     let target = describe(config);
@@ -560,7 +708,7 @@ async fn listening(
     };
     config.options(&options);
     let (client, mut connection) = config
-        .connect(NoTls)
+        .connect(tls.clone())
         .await
         .map_err(|error| failed(&format!("cannot connect to the {target}"), &error))?;
     let (notices, received) = mpsc::unbounded_channel();
@@ -1102,7 +1250,7 @@ impl Store for PostgresStore {
         // In a task of its own: see the module's documentation.
         let task = tokio::spawn(async move {
             let client = pool.get().await.map_err(|error| {
-                StoreError::unavailable(format!("cannot reach the {target}: {error}"))
+                StoreError::unavailable(format!("cannot reach the {target}: {}", causes(&error)))
             })?;
             let mut tries = 0;
             loop {
@@ -1390,5 +1538,49 @@ impl GrantStore for PostgresStore {
 
     async fn revoke(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
         crate::grant_writes::revoke(self, id).await
+    }
+}
+
+#[cfg(test)]
+mod connection_string_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// libpq's `sslrootcert`, which the driver does not read, is taken out of either form of
+    /// connection string, and its file kept; the rest is left as it was.
+    #[test]
+    fn the_root_certificates_option_is_taken_out_of_either_form() {
+        let cases = [
+            (
+                "postgres://u@db:5432/t?sslmode=require&sslrootcert=%2Fetc%2Fca%20x.pem",
+                "postgres://u@db:5432/t?sslmode=require",
+                Some("/etc/ca x.pem"),
+            ),
+            (
+                "postgresql://u@db/t?sslrootcert=/ca.pem",
+                "postgresql://u@db/t",
+                Some("/ca.pem"),
+            ),
+            ("postgres://u@db/t", "postgres://u@db/t", None),
+            (
+                "host=db sslrootcert='/a b/ca.pem' sslmode=require",
+                "host=db sslmode=require",
+                Some("/a b/ca.pem"),
+            ),
+            ("sslrootcert=/ca.pem host=db", "host=db", Some("/ca.pem")),
+            // A value that only ends in the key's name is not the key.
+            (
+                "host=db application_name=xsslrootcert=1",
+                "host=db application_name=xsslrootcert=1",
+                None,
+            ),
+        ];
+        for (given, left, roots) in cases {
+            let (url, found) = without_root_certificates(given);
+            assert_eq!(url, left, "{given}");
+            assert_eq!(found.as_deref(), roots.map(Path::new), "{given}");
+        }
+        assert!(parse_with_roots("host=db sslrootcert=/ca.pem sslmode=require").is_ok());
     }
 }

@@ -233,3 +233,56 @@ async fn replicas_share_one_database() {
         ["r2"]
     );
 }
+
+/// A database reached over the network is spoken to over TLS, its certificate checked: with
+/// `sslmode=require` and the server's authority (`sslrootcert`), every connection the store
+/// makes is encrypted (the server says so); a server no authority the store trusts vouches for
+/// is refused, not spoken to in the clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_over_the_network_is_spoken_to_over_tls_and_its_certificate_checked() {
+    let Some(cluster) = Cluster::start_tls() else {
+        return;
+    };
+    cluster.create("tls").await;
+    let certificate = cluster.certificate();
+    let url = cluster.tcp_url("tls", "require", Some(&certificate));
+    let store = PostgresStore::open(&url).await.unwrap();
+    store.append(&[event("over-tls", "s")]).await.unwrap();
+    assert_eq!(store.last_seq().await.unwrap(), 1);
+
+    let (admin, connection) =
+        tokio_postgres::connect(&cluster.url("postgres"), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+    tokio::spawn(connection);
+    let row = admin
+        .query_one(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FILTER (WHERE NOT s.ssl) \
+             FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'tls'",
+            &[],
+        )
+        .await
+        .unwrap();
+    let (encrypted, clear): (i64, i64) = (row.get(0), row.get(1));
+    assert!(encrypted >= 2, "the pool's and the listener's: {encrypted}");
+    assert_eq!(clear, 0);
+    drop(store);
+
+    // The system's authorities do not vouch for a self-signed server: refused.
+    let error = PostgresStore::open(&cluster.tcp_url("tls", "require", None))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("cannot connect"), "{error}");
+    assert!(error.to_lowercase().contains("certificate"), "{error}");
+    // A certificate file that is not one: said.
+    let error = PostgresStore::open(&cluster.tcp_url(
+        "tls",
+        "require",
+        Some(std::path::Path::new("/nonexistent/ca.pem")),
+    ))
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("sslrootcert"), "{error}");
+}

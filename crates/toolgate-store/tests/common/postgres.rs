@@ -1,5 +1,6 @@
 //! A real PostgreSQL server for tests: a cluster made in a temporary folder (`initdb`), served on
-//! a unix socket in that folder only (no TCP port), stopped and removed when dropped. As root it
+//! a unix socket in that folder only (no TCP port; [`Cluster::start_tls`] adds a loopback port
+//! that speaks TLS), stopped and removed when dropped. As root it
 //! runs as `nobody` (PostgreSQL refuses to run as root). Without PostgreSQL installed the tests
 //! that need it skip, unless `TOOLGATE_REQUIRE_POSTGRES` is set.
 
@@ -14,6 +15,8 @@ pub struct Cluster {
     data: PathBuf,
     bin: PathBuf,
     user: Option<&'static str>,
+    /// The loopback port, with TLS ([`Cluster::start_tls`]).
+    port: Option<u16>,
 }
 
 /// The folder holding `initdb`, `pg_ctl` and `postgres`: on `PATH`, else Debian's.
@@ -48,6 +51,36 @@ impl Cluster {
     /// Starts a cluster; `None` (the caller skips) when PostgreSQL is not installed and not
     /// required.
     pub fn start() -> Option<Cluster> {
+        Cluster::start_with(false)
+    }
+
+    /// [`Cluster::start`], also listening on a loopback port that speaks TLS, with a
+    /// certificate for `localhost` that [`Cluster::certificate`] holds (self-signed, made by
+    /// `openssl`).
+    pub fn start_tls() -> Option<Cluster> {
+        Cluster::start_with(true)
+    }
+
+    /// The PEM file of the TLS port's certificate (its own authority).
+    pub fn certificate(&self) -> PathBuf {
+        self.data
+            .parent()
+            .unwrap_or(Path::new("/"))
+            .join("server.crt")
+    }
+
+    /// A connection string for database `name` over the TLS port, with `sslmode` and, when
+    /// given, `sslrootcert`.
+    pub fn tcp_url(&self, name: &str, sslmode: &str, roots: Option<&Path>) -> String {
+        let port = self.port.unwrap_or(5432);
+        let mut url = format!("postgres://toolgate@localhost:{port}/{name}?sslmode={sslmode}");
+        if let Some(roots) = roots {
+            url.push_str(&format!("&sslrootcert={}", roots.display()));
+        }
+        url
+    }
+
+    fn start_with(tls: bool) -> Option<Cluster> {
         let Some(bin) = binaries() else {
             assert!(
                 std::env::var_os("TOOLGATE_REQUIRE_POSTGRES").is_none(),
@@ -73,11 +106,16 @@ impl Cluster {
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
             std::os::unix::fs::chown(&data, Some(uid(Some("nobody"))), None).unwrap();
         }
+        let port = tls.then(|| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        });
         let cluster = Cluster {
             _dir: dir,
             data,
             bin,
             user,
+            port,
         };
         cluster.run(
             "initdb",
@@ -95,10 +133,75 @@ impl Cluster {
                 "--no-sync",
             ],
         );
-        let options = format!(
+        let mut options = format!(
             "-k {} -c listen_addresses='' -c max_connections=200 -c fsync=on",
             cluster.data.display()
         );
+        if let Some(port) = cluster.port {
+            let (key, certificate) = (
+                cluster.data.join("server.key"),
+                cluster.data.join("server.crt"),
+            );
+            let authority = cluster.certificate();
+            let authority_key = cluster.data.join("authority.key");
+            let openssl = |args: &[&str], subject: &str| {
+                let made = Command::new("openssl")
+                    .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+                    .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+                    .args(["-subj", subject])
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(
+                    made.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&made.stderr)
+                );
+            };
+            let path = |path: &Path| path.display().to_string();
+            // An authority, and the server's certificate it signs (a self-signed certificate
+            // is an authority, which TLS clients refuse as a server's own).
+            openssl(
+                &["-keyout", &path(&authority_key), "-out", &path(&authority)],
+                "/CN=toolgate test authority",
+            );
+            openssl(
+                &[
+                    "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                    "-addext",
+                    "basicConstraints=critical,CA:FALSE",
+                    "-CA",
+                    &path(&authority),
+                    "-CAkey",
+                    &path(&authority_key),
+                    "-keyout",
+                    &path(&key),
+                    "-out",
+                    &path(&certificate),
+                ],
+                "/CN=localhost",
+            );
+            if cluster.user.is_some() {
+                use std::os::unix::fs::PermissionsExt;
+                let nobody = Command::new("id").args(["-u", "nobody"]).output().unwrap();
+                let nobody: u32 = String::from_utf8_lossy(&nobody.stdout)
+                    .trim()
+                    .parse()
+                    .unwrap();
+                std::os::unix::fs::chown(&key, Some(nobody), None).unwrap();
+                std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+                std::fs::set_permissions(&certificate, std::fs::Permissions::from_mode(0o644))
+                    .unwrap();
+            }
+            options = format!(
+                "-k {} -c listen_addresses='127.0.0.1' -c port={port} -c max_connections=200 \
+                 -c fsync=on -c ssl=on -c ssl_cert_file='{}' -c ssl_key_file='{}'",
+                cluster.data.display(),
+                certificate.display(),
+                key.display()
+            );
+        }
         cluster.run(
             "pg_ctl",
             &[
@@ -188,8 +291,9 @@ impl Cluster {
     /// A connection string for database `name` (which [`Cluster::create`] made).
     pub fn url(&self, name: &str) -> String {
         format!(
-            "host={} port=5432 user=toolgate dbname={name}",
-            self.data.display()
+            "host={} port={} user=toolgate dbname={name}",
+            self.data.display(),
+            self.port.unwrap_or(5432)
         )
     }
 
