@@ -13,7 +13,8 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use toolgate_runtime::Grant;
 
 use super::journal::{self, Entry};
-use crate::record::{EventRecord, StoreError, rfc3339};
+use super::writer::{insert_event, put_decision, put_session};
+use crate::record::{StoreError, rfc3339};
 
 /// Commits applied per transaction.
 const RECOVER_CHUNK: usize = 1024;
@@ -63,22 +64,10 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
         ))?;
     }
     for (event, seq) in batch.events.iter().zip(&entry.seqs) {
-        insert_event(tx, event, *seq)?;
+        insert_event(tx, event, Some(*seq))?;
     }
     if let Some(decision) = &batch.decision {
-        tx.prepare_cached(
-            "INSERT INTO decisions (id, status, call, result, created, updated) VALUES (?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, result = excluded.result, \
-             updated = excluded.updated",
-        )?
-        .execute((
-            &decision.id,
-            decision.status.as_str(),
-            serde_json::to_string(&decision.call)?,
-            decision.result.as_str(),
-            &decision.created,
-            &decision.updated,
-        ))?;
+        put_decision(tx, decision, &serde_json::to_string(&decision.call)?)?;
     }
     for grant in &batch.grants {
         insert_grant(tx, grant)?;
@@ -94,15 +83,7 @@ fn apply_entry(tx: &Transaction<'_>, entry: &Entry) -> Result<(), StoreError> {
         .execute([id])?;
     }
     if let Some(session) = &batch.session {
-        tx.prepare_cached(
-            "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
-             ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, updated = excluded.updated",
-        )?
-        .execute((
-            &session.id,
-            serde_json::to_string(&session.snapshot)?,
-            &session.updated,
-        ))?;
+        put_session(tx, session, &serde_json::to_string(&session.snapshot)?)?;
     }
     Ok(())
 }
@@ -321,23 +302,6 @@ pub(super) fn retire(connection: &mut Connection, path: &Path) -> Result<(), Sto
     Ok(())
 }
 
-fn insert_event(tx: &Transaction<'_>, event: &EventRecord, seq: i64) -> Result<(), StoreError> {
-    tx.prepare_cached(
-        "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )?
-    .execute((
-        seq,
-        &event.kind,
-        &event.time,
-        &event.session,
-        &event.request_id,
-        &event.tool_call_id,
-        event.body.as_str(),
-    ))?;
-    Ok(())
-}
-
 /// Stores a grant (a commit checked that its id is new).
 fn insert_grant(connection: &Connection, grant: &Grant) -> Result<(), StoreError> {
     connection
@@ -379,7 +343,10 @@ mod tests {
 
     use super::*;
     use crate::sqlite::{Durability, SqliteStore, schema};
-    use crate::{Batch, DecisionRow, DecisionStatus, EventFilter, JsonText, PendingRecord, Store};
+    use crate::{
+        Batch, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord,
+        Store,
+    };
     use serde_json::json;
     use toolgate_runtime::{Effect, GrantScope, GrantStore, GrantTarget};
 

@@ -23,7 +23,7 @@ use rusqlite::{Connection, ErrorCode};
 use tokio::sync::oneshot;
 
 use super::schema::BUSY_TIMEOUT;
-use crate::record::StoreError;
+use crate::record::{DecisionRow, EventRecord, SessionRow, StoreError};
 use crate::{Batch, Committed};
 use toolgate_runtime::Grant;
 
@@ -714,46 +714,77 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
     for event in &batch.events {
         // Numbered by SQLite (`AUTOINCREMENT`): one past the highest ever given, never reused
         // after a prune, and given again only when the savepoint is rolled back.
-        connection
-            .prepare_cached(
-                "INSERT INTO events (type, time, session, request_id, tool_call_id, body) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )?
-            .execute((
-                &event.kind,
-                &event.time,
-                &event.session,
-                &event.request_id,
-                &event.tool_call_id,
-                event.body.as_str(),
-            ))?;
-        seqs.push(connection.last_insert_rowid());
+        seqs.push(insert_event(connection, event, None)?);
     }
     if let (Some(decision), Some(call)) = (&batch.decision, &rows.call) {
-        connection
-            .prepare_cached(
-                "INSERT INTO decisions (id, status, call, result, created, updated) \
-                 VALUES (?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
-                 result = excluded.result, updated = excluded.updated",
-            )?
-            .execute((
-                &decision.id,
-                decision.status.as_str(),
-                call,
-                decision.result.as_str(),
-                &decision.created,
-                &decision.updated,
-            ))?;
+        put_decision(connection, decision, call)?;
     }
     if let (Some(session), Some(snapshot)) = (&batch.session, &rows.snapshot) {
-        connection
-            .prepare_cached(
-                "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
-                 ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
-                 updated = excluded.updated",
-            )?
-            .execute((&session.id, snapshot, &session.updated))?;
+        put_session(connection, session, snapshot)?;
     }
     Ok(Committed::Written(seqs))
+}
+
+/// Inserts an event: numbered `seq`, or by SQLite when `None`. Returns its number.
+pub(super) fn insert_event(
+    connection: &Connection,
+    event: &EventRecord,
+    seq: Option<i64>,
+) -> Result<i64, StoreError> {
+    connection
+        .prepare_cached(
+            "INSERT INTO events (seq, type, time, session, request_id, tool_call_id, body) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )?
+        .execute((
+            seq,
+            &event.kind,
+            &event.time,
+            &event.session,
+            &event.request_id,
+            &event.tool_call_id,
+            event.body.as_str(),
+        ))?;
+    Ok(connection.last_insert_rowid())
+}
+
+/// Creates a decision, or updates its status, result and update time (`call`, its call as
+/// JSON, is kept from its creation).
+pub(super) fn put_decision(
+    connection: &Connection,
+    decision: &DecisionRow,
+    call: &str,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(
+            "INSERT INTO decisions (id, status, call, result, created, updated) \
+             VALUES (?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, \
+             result = excluded.result, updated = excluded.updated",
+        )?
+        .execute((
+            &decision.id,
+            decision.status.as_str(),
+            call,
+            decision.result.as_str(),
+            &decision.created,
+            &decision.updated,
+        ))?;
+    Ok(())
+}
+
+/// Saves a session's snapshot (`snapshot`, as JSON), created or replacing the one saved.
+pub(super) fn put_session(
+    connection: &Connection,
+    session: &SessionRow,
+    snapshot: &str,
+) -> Result<(), StoreError> {
+    connection
+        .prepare_cached(
+            "INSERT INTO sessions (id, snapshot, updated) VALUES (?, ?, ?) \
+             ON CONFLICT (id) DO UPDATE SET snapshot = excluded.snapshot, \
+             updated = excluded.updated",
+        )?
+        .execute((&session.id, snapshot, &session.updated))?;
+    Ok(())
 }
