@@ -460,11 +460,11 @@ async fn answer_request(
             let stored = if grants.is_empty() {
                 Vec::new()
             } else {
-                state
-                    .store()
-                    .for_tool(&request.tool)
-                    .await
-                    .unwrap_or_default()
+                // Unread, the answer cannot name what is stored: it fails as a commit would.
+                match state.store().for_tool(&request.tool).await {
+                    Ok(stored) => stored,
+                    Err(error) => break (Err(ApiError::from(error)), Vec::new()),
+                }
             };
             let (mut new, mut already) = (Vec::new(), Vec::new());
             for grant in &grants {
@@ -493,13 +493,11 @@ async fn answer_request(
                 Ok((Committed::NoGrant, _)) if !already.is_empty() && tries < SAME_GRANT_TRIES => {
                     continue;
                 }
-                // Grants like this answer's kept coming and going while it was recorded.
-                Ok((Committed::SameGrant(other), _)) => {
-                    let error = toolgate_store::StoreError::Conflict(format!(
-                        "grants like this answer's (such as `{other}`) kept being made and \
-                         revoked while it was recorded"
-                    ));
-                    break (Err(ApiError::from(error)), made);
+                // Grants like this answer's kept coming and going while it was recorded: it
+                // fails as a commit would (the request is still pending, and is refused).
+                Ok((Committed::SameGrant(_), _)) => break (Err(contended()), made),
+                Ok((Committed::NoGrant, _)) if !already.is_empty() => {
+                    break (Err(contended()), made);
                 }
                 closed => break (closed, made),
             }
@@ -578,6 +576,13 @@ async fn answer_request(
 /// How many times an answer reads the stored grants again when the store found one like its own
 /// stored since it read them.
 const SAME_GRANT_TRIES: usize = 4;
+
+/// An answer whose grants kept meeting others' being made and revoked as it was recorded.
+fn contended() -> ApiError {
+    ApiError::from(toolgate_store::StoreError::Conflict(
+        "grants like this answer's kept being made and revoked while it was recorded".to_owned(),
+    ))
+}
 
 /// The broker's bookkeeping of an answer recorded and announced (its claim completed, its
 /// ticket let go), done when this is dropped: also when the handler is dropped while it waits

@@ -885,11 +885,14 @@ mod sql {
     /// No stored grant answers the same calls for good as the lasting grant `$2` (JSON) of
     /// tool `$1` (see `Grant::lasts_like`); else `$3` followed by the stored one's id. Alike:
     /// the same JSON once what names and dates a grant is taken away (what is left is its
-    /// effect, tool, target and scope, and its count or expiry, which a lasting grant has not).
+    /// effect, tool, target and scope, and its count or expiry, which a lasting grant has not),
+    /// with an escaped NUL (which `jsonb` refuses, and text keeps) read as U+FFFD on both sides.
     pub(super) const SAME_GRANT: &str = "WITH same AS (SELECT id FROM grants \
          WHERE tool = $1 AND uses_left IS NULL \
-           AND body::jsonb - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
-             = $2::text::jsonb - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
+           AND replace(body, '\\u0000', '\\ufffd')::jsonb \
+               - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
+             = replace($2::text, '\\u0000', '\\ufffd')::jsonb \
+               - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
          ORDER BY created, id LIMIT 1) \
          SELECT toolgate_expect(NOT EXISTS (SELECT 1 FROM same), \
            $3 || COALESCE((SELECT id FROM same), ''))";

@@ -119,8 +119,16 @@ impl Drop for Shared {
         // the next store on this file starts after it.
         self.queue.close();
         self.interrupt.interrupt();
+        // Waited for a moment at most: a writer waiting out another program's lock (SQLite's
+        // wait does not stop for an interrupt) finishes on its own.
         if let Some(writer) = lock(&self.writer).take() {
-            let _ = writer.join();
+            let deadline = std::time::Instant::now() + CLOSE_WAIT * 5;
+            while !writer.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if writer.is_finished() {
+                let _ = writer.join();
+            }
         }
     }
 }
@@ -800,6 +808,35 @@ mod tests {
 
     fn writer_locked_out() -> Duration {
         Duration::from_millis(1100)
+    }
+
+    /// A writer thread that ends unexpectedly (a panic) leaves no caller waiting: what was
+    /// queued hears that the writer stopped, and later commits are refused.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_writer_that_stops_leaves_nobody_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("toolgate.db"))
+            .await
+            .unwrap();
+        store.append(&[event("first", "r")]).await.unwrap();
+        store.hold_writer(Duration::from_millis(200));
+        store
+            .shared
+            .queue
+            .run(Box::new(|_| panic!("the writer fails")))
+            .unwrap();
+        let queued = {
+            let store = store.clone();
+            tokio::spawn(async move { store.append(&[event("queued", "r")]).await })
+        };
+        let error = tokio::time::timeout(Duration::from_secs(10), queued)
+            .await
+            .expect("answered")
+            .unwrap()
+            .unwrap_err();
+        assert!(error.says("writer stopped"), "{error}");
+        let error = store.append(&[event("later", "r")]).await.unwrap_err();
+        assert!(error.says("closed"), "{error}");
     }
 
     /// A database file deleted or replaced under the running store is noticed: commits are

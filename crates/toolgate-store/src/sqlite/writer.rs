@@ -37,10 +37,11 @@ pub(super) const MAX_WAITING_BYTES: usize = if cfg!(test) { 256 << 10 } else { 6
 /// The most commits one transaction holds: a group's callers wait for its last one.
 const MAX_GROUP: usize = 512;
 
-/// Transactions between two folds of the write-ahead log into the database, when the writer
-/// thread folds it (see [`Writer::new`]): a few megabytes of log at most, as SQLite's own
-/// threshold (1,000 pages) keeps it.
-const CHECKPOINT_EVERY: u64 = 128;
+/// Commits between two folds of the write-ahead log into the database, when the writer thread
+/// folds it (see [`Writer::new`]): a commit writes a few pages of the log, so this keeps it
+/// within a few megabytes, as SQLite's own threshold (1,000 pages) would. (A fold due is the
+/// thread's next work: leaders leave the writer to it.)
+const CHECKPOINT_EVERY: u64 = 256;
 
 /// After a wait for another program's lock ran out, the writes in the moment after look once
 /// without waiting, rather than each waiting a timeout of its own in turn.
@@ -284,6 +285,12 @@ impl Queue {
 /// operating system and no disk flush: the caller's thread is busy for about as long as the
 /// hand-offs would have taken.
 pub(super) fn lead(writer: &Mutex<Writer>, queue: &Queue) {
+    // A fold due is the thread's: leaders taking the writer again and again would keep it
+    // from its turn.
+    if queue.checkpoint_due.load(Ordering::Acquire) {
+        queue.wake();
+        return;
+    }
     let mut writer = match writer.try_lock() {
         Ok(writer) => writer,
         Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
@@ -294,12 +301,15 @@ pub(super) fn lead(writer: &Mutex<Writer>, queue: &Queue) {
         }
     };
     if let Some(Next::Group(group)) = queue.take(true) {
-        match writer.commit_group(group, false) {
-            Ok(committed) => {
-                queue.transactions.fetch_add(committed, Ordering::Relaxed);
-                writer.count_toward_checkpoint(committed, queue);
-            }
-            Err(group) => queue.give_back(group),
+        let commits = group.len();
+        let grouped = writer.commit_group(group, false);
+        let left = grouped.given_back.as_ref().map_or(0, Vec::len);
+        queue
+            .transactions
+            .fetch_add(grouped.committed, Ordering::Relaxed);
+        writer.count_toward_checkpoint(commits - left, queue);
+        if let Some(group) = grouped.given_back {
+            queue.give_back(group);
         }
     }
     drop(writer);
@@ -312,6 +322,28 @@ pub(super) fn lead(writer: &Mutex<Writer>, queue: &Queue) {
 enum Next {
     Group(Vec<(Rows, Reply)>),
     Run(Work),
+}
+
+/// What writing a group did.
+struct Grouped {
+    /// Transactions committed.
+    committed: u64,
+    /// The commits not begun (an impatient writer met another program's lock), in order.
+    given_back: Option<Vec<(Rows, Reply)>>,
+}
+
+/// Closes the queue and drops what waits in it (its callers hear that the writer stopped) when
+/// the writer thread ends.
+struct Stopped(Arc<Queue>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.0.waiting);
+        waiting.closed = true;
+        waiting.jobs.clear();
+        waiting.commits = 0;
+        waiting.bytes = 0;
+    }
 }
 
 /// The file the store opened, to notice it deleted or replaced under the running daemon.
@@ -342,13 +374,13 @@ pub(super) struct Writer {
     /// Whether the write-ahead log is folded by the writer thread (see [`CHECKPOINT_EVERY`])
     /// rather than by SQLite at the commit that crosses its threshold.
     folds: bool,
-    /// Transactions since the last fold.
+    /// Commits since the last fold.
     since_fold: u64,
 }
 
 impl Writer {
     /// With `folds`, SQLite's own checkpoints are turned off: the writer thread folds the log
-    /// every [`CHECKPOINT_EVERY`] transactions, so a commit led on a caller's thread never
+    /// every [`CHECKPOINT_EVERY`] commits, so a commit led on a caller's thread never
     /// waits for one (a checkpoint flushes the disk).
     pub(super) fn new(
         connection: Connection,
@@ -368,12 +400,12 @@ impl Writer {
         })
     }
 
-    /// Counts transactions toward the next fold, and says when it is due.
-    fn count_toward_checkpoint(&mut self, transactions: u64, queue: &Queue) {
+    /// Counts commits written (or refused) toward the next fold, and says when it is due.
+    fn count_toward_checkpoint(&mut self, commits: usize, queue: &Queue) {
         if !self.folds {
             return;
         }
-        self.since_fold += transactions;
+        self.since_fold += u64::try_from(commits).unwrap_or(u64::MAX);
         if self.since_fold >= CHECKPOINT_EVERY && !queue.checkpoint_due.swap(true, Ordering::AcqRel)
         {
             // Said under the queue's lock, so the thread sees it or is woken by it.
@@ -399,6 +431,9 @@ impl Writer {
         let handle = std::thread::Builder::new()
             .name("toolgate-store-write".into())
             .spawn(move || {
+                // However the thread ends (a panic included), what waits is answered: the
+                // queue closes, and the commits in it hear that the writer stopped.
+                let _stopped = Stopped(Arc::clone(&queue));
                 while queue.wait() {
                     let mut writer = lock(&writer);
                     if queue.checkpoint_due.swap(false, Ordering::AcqRel) {
@@ -407,10 +442,13 @@ impl Writer {
                     match queue.take(false) {
                         Some(Next::Run(work)) => work(&mut writer.connection),
                         Some(Next::Group(group)) => {
-                            // Patient: waits for another program's lock (never refused back).
-                            let committed = writer.commit_group(group, true).unwrap_or(0);
-                            queue.transactions.fetch_add(committed, Ordering::Relaxed);
-                            writer.count_toward_checkpoint(committed, &queue);
+                            // Patient: waits for another program's lock (never gives back).
+                            let commits = group.len();
+                            let grouped = writer.commit_group(group, true);
+                            queue
+                                .transactions
+                                .fetch_add(grouped.committed, Ordering::Relaxed);
+                            writer.count_toward_checkpoint(commits, &queue);
                         }
                         None => {}
                     }
@@ -500,27 +538,29 @@ impl Writer {
         }
     }
 
-    /// Writes a group of commits in as few transactions as failures allow, and answers each;
-    /// returns how many transactions it committed. An impatient writer (see [`Writer::begin`])
-    /// gives the group back untouched when another program holds the database's lock.
-    fn commit_group(
-        &mut self,
-        group: Vec<(Rows, Reply)>,
-        patient: bool,
-    ) -> Result<u64, Vec<(Rows, Reply)>> {
+    /// Writes a group of commits in as few transactions as failures allow, and answers each.
+    /// An impatient writer (see [`Writer::begin`]) gives back what it has not begun when
+    /// another program holds the database's lock.
+    fn commit_group(&mut self, group: Vec<(Rows, Reply)>, patient: bool) -> Grouped {
         let mut committed = 0;
         let mut group: VecDeque<(Rows, Reply)> = group.into();
         while !group.is_empty() {
             let begun = self.still_there().and_then(|()| self.begin(patient));
             if let Ok(false) = begun {
-                return Err(group.into());
+                return Grouped {
+                    committed,
+                    given_back: Some(group.into()),
+                };
             }
             if let Err(error) = begun {
                 self.abandon();
                 for (_, reply) in group {
                     let _ = reply.send(Err(error.again()));
                 }
-                return Ok(committed);
+                return Grouped {
+                    committed,
+                    given_back: None,
+                };
             }
             let mut answered: Vec<(Reply, Result<Committed, StoreError>)> = Vec::new();
             let mut lost = None;
@@ -554,7 +594,10 @@ impl Writer {
                 let _ = reply.send(result);
             }
         }
-        Ok(committed)
+        Grouped {
+            committed,
+            given_back: None,
+        }
     }
 
     /// One commit in a savepoint: released when written, rolled back when its condition fails

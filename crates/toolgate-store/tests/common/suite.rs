@@ -261,6 +261,29 @@ pub async fn a_grant_like_a_lasting_one_stored_is_not_stored_again(engine: &dyn 
     };
     store.insert(elsewhere).await.unwrap();
     assert_eq!(store.list().await.unwrap().len(), 3);
+    // A NUL in what it covers (a model may write one) is stored, and found like itself.
+    let mut odd = grant(None);
+    odd.target = GrantTarget::Command {
+        prefix: vec!["git\0x".into()],
+        exact: false,
+    };
+    let again = Grant {
+        id: "odd-again".into(),
+        ..odd.clone()
+    };
+    store.insert(odd).await.unwrap();
+    let committed = store
+        .commit(Batch {
+            grants: vec![again],
+            ..Batch::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(committed, Committed::SameGrant(_)),
+        "{committed:?}"
+    );
+    assert_eq!(store.list().await.unwrap().len(), 4);
     // Through the runtime's grant store: the like one is already there, which is no failure
     // (whoever made it, and why).
     let mut like = grant(None);
@@ -268,7 +291,7 @@ pub async fn a_grant_like_a_lasting_one_stored_is_not_stored_again(engine: &dyn 
     like.reason = Some("again".into());
     like.request_id = Some("r9".into());
     store.insert(like).await.unwrap();
-    assert_eq!(store.list().await.unwrap().len(), 3);
+    assert_eq!(store.list().await.unwrap().len(), 4);
 }
 
 /// A session saved "only if still as read" is not saved over a newer one: a creation when one
