@@ -283,6 +283,27 @@ fn without_root_certificates(url: &str) -> (String, Option<PathBuf>) {
     )
 }
 
+/// Whether the connection string reaches a host off this machine over TCP and says nothing of
+/// `sslmode`: then TLS is required, not merely preferred (libpq's default, which a machine in
+/// between can turn into no TLS at all). Loopback hosts and Unix sockets keep the default.
+fn off_this_machine_unsaid(config: &tokio_postgres::Config, url: &str) -> bool {
+    if url.contains("sslmode=") {
+        return false;
+    }
+    config.get_hosts().iter().any(|host| match host {
+        tokio_postgres::config::Host::Tcp(name) => {
+            let name = name.trim_start_matches('[').trim_end_matches(']');
+            let loopback = name.eq_ignore_ascii_case("localhost")
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|address| address.is_loopback());
+            !loopback
+        }
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => false,
+    })
+}
+
 /// `%XX` sequences read as bytes (what a URL's query holds of a path).
 fn percent_decoded(text: &str) -> String {
     let bytes = text.as_bytes();
@@ -382,6 +403,9 @@ impl PostgresStore {
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let (mut config, roots) = parse_with_roots(url)?;
         let tls = tls(roots.as_deref())?;
+        if off_this_machine_unsaid(&config, url) {
+            config.ssl_mode(tokio_postgres::config::SslMode::Require);
+        }
         // A database that does not answer is said so in bounded time, and a connection whose
         // peer is gone is noticed.
         if config.get_connect_timeout().is_none() {
@@ -1585,5 +1609,20 @@ mod connection_string_tests {
             assert_eq!(found.as_deref(), roots.map(Path::new), "{given}");
         }
         assert!(parse_with_roots("host=db sslrootcert=/ca.pem sslmode=require").is_ok());
+    }
+
+    /// A database off this machine is spoken to over TLS unless the connection string says
+    /// otherwise; on this machine (loopback, a Unix socket) libpq's default stays.
+    #[test]
+    fn tls_is_required_off_this_machine_unless_said_otherwise() {
+        let required = |url: &str| off_this_machine_unsaid(&parse(url).unwrap(), url);
+        assert!(required("postgres://u@db.example.com/t"));
+        assert!(required("host=10.0.0.5 dbname=t"));
+        assert!(!required("postgres://u@db.example.com/t?sslmode=disable"));
+        assert!(!required("host=db sslmode=prefer"));
+        assert!(!required("postgres://u@localhost/t"));
+        assert!(!required("postgres://u@127.0.0.1:5433/t"));
+        assert!(!required("host=::1 dbname=t"));
+        assert!(!required("host=/run/postgresql dbname=t"));
     }
 }
