@@ -11,6 +11,7 @@
 //! that is about to change is copied to `FILE.toolgate.bak` first.
 
 use std::io::Write;
+use std::net::ToSocketAddrs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -915,6 +916,8 @@ pub(crate) fn doctor(args: &DoctorArgs) -> Result<u8, Failure> {
         Err(Failure::BrokenPipe) => return Err(Failure::BrokenPipe),
     }
 
+    problems += daemon_report(&mut out)?;
+
     writeln!(out, "\nagents:")?;
     let mut absent = Vec::new();
     for agent in Agent::ALL {
@@ -1021,6 +1024,93 @@ sandbox:
         return Ok(EXIT_FOUND);
     }
     Ok(EXIT_OK)
+}
+
+/// The daemon's part of `doctor`: where its settings put the store (a PostgreSQL database by
+/// name, never its password; or the SQLite file, its size, and a journal of an earlier version
+/// that the next start applies), and whether a daemon of that data directory is running.
+/// Returns how many problems it found.
+fn daemon_report(out: &mut impl Write) -> Result<usize, Failure> {
+    writeln!(out, "\ndaemon:")?;
+    let file = match toolgate_server::ConfigFile::load_default() {
+        Ok(file) => file,
+        Err(error) => {
+            writeln!(out, "  its settings do not load: {error}")?;
+            return Ok(1);
+        }
+    };
+    let mut problems = 0;
+    let data = file.resolved_data_dir();
+    let store = std::env::var("TOOLGATE_STORE")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .or(file.store.clone());
+    match (&store, &data) {
+        (Some(url), _) => match toolgate_store::PostgresStore::describe(url) {
+            Ok(described) => writeln!(out, "  store: {described}")?,
+            Err(error) => {
+                problems += 1;
+                writeln!(out, "  store: NOT A CONNECTION STRING: {error}")?;
+            }
+        },
+        (None, Some(dir)) => {
+            let database = dir.join("toolgate.db");
+            match std::fs::metadata(&database) {
+                Ok(meta) => writeln!(
+                    out,
+                    "  store: SQLite {} ({} KiB)",
+                    database.display(),
+                    meta.len() >> 10
+                )?,
+                Err(_) => writeln!(
+                    out,
+                    "  store: SQLite {} (not made yet: `toolgate serve` makes it)",
+                    database.display()
+                )?,
+            }
+            let journal = dir.join("toolgate.db.journal");
+            if journal.exists() {
+                writeln!(
+                    out,
+                    "  {} (toolgate 0.1's commit journal): the next start applies what it holds \
+                     and removes it",
+                    journal.display()
+                )?;
+            }
+        }
+        (None, None) => writeln!(
+            out,
+            "  no data directory: set $TOOLGATE_DATA_DIR or $HOME, or `data_dir` in daemon.toml"
+        )?,
+    }
+    let written = data.as_ref().and_then(|dir| {
+        std::fs::read_to_string(dir.join(toolgate_server::ADDRESS_FILE))
+            .ok()
+            .map(|text| text.trim().to_owned())
+    });
+    let reachable = |url: &str| {
+        url.strip_prefix("http://")
+            .and_then(|host| host.trim_end_matches('/').to_socket_addrs().ok())
+            .into_iter()
+            .flatten()
+            .any(|address| {
+                std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(1))
+                    .is_ok()
+            })
+    };
+    match written {
+        Some(url) if reachable(&url) => writeln!(out, "  running: listening on {url}")?,
+        Some(url) => writeln!(
+            out,
+            "  not running (the last one listened on {url} and did not stop cleanly, or is \
+             starting)"
+        )?,
+        None => writeln!(
+            out,
+            "  not running from this data directory (`toolgate serve`)"
+        )?,
+    }
+    Ok(problems)
 }
 
 #[cfg(test)]

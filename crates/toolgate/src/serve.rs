@@ -39,10 +39,10 @@ pub(crate) struct ServeArgs {
     /// Allow listening on a non-loopback address.
     #[arg(long)]
     pub(crate) allow_remote: bool,
-    /// What an acknowledged decision survives: `process` (the daemon's crash; a power loss
-    /// costs at most the last 0.1 s of decisions, flushed to the disk off their path) or `full`
-    /// (a power loss too: every commit is flushed before it is acknowledged; a disk flush
-    /// slower per decision) [default: process].
+    /// What an acknowledged decision survives: `process` (the daemon's crash; a power loss may
+    /// cost the last decisions before it — SQLite's `synchronous = NORMAL`) or `full` (a power
+    /// loss too: every transaction is flushed to the disk before its decisions are
+    /// acknowledged, the decisions waiting at once sharing one flush) [default: process].
     #[arg(long, value_name = "LEVEL", value_parser = parse_durability)]
     pub(crate) durability: Option<toolgate_store::Durability>,
     /// Keep everything in this PostgreSQL database instead of the SQLite file in the data

@@ -341,3 +341,36 @@ fn a_database_replaced_under_the_daemon_refuses_writes_and_says_why_in_its_log()
     );
     assert!(logged.contains(&database.display().to_string()), "{logged}");
 }
+
+/// `toolgate doctor` says where the daemon's store is and that the daemon runs, and after a
+/// `kill -9`, that it did not stop cleanly.
+#[test]
+fn doctor_says_where_the_store_is_and_whether_the_daemon_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let mut daemon = DaemonProcess::start_with(data.path(), &[]);
+    let doctor = || {
+        let output = std::process::Command::new(common::BIN)
+            .arg("doctor")
+            .env("TOOLGATE_DATA_DIR", data.path())
+            .current_dir(data.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let said = doctor();
+    let database = data.path().join("toolgate.db");
+    assert!(
+        said.contains(&format!("store: SQLite {} (", database.display())),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("running: listening on http://{}", daemon.address)),
+        "{said}"
+    );
+    daemon.kill();
+    let said = doctor();
+    assert!(
+        said.contains("not running (the last one listened on"),
+        "{said}"
+    );
+}

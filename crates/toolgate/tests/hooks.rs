@@ -876,6 +876,36 @@ fn doctor_says_what_is_installed_and_what_is_wrong() {
         "{}",
         run.stdout
     );
+    // Where the daemon's store is, and whether one runs.
+    assert!(
+        run.stdout.contains("\ndaemon:\n  store: SQLite ")
+            && run.stdout.contains("toolgate.db (not made yet")
+            && run.stdout.contains("not running from this data directory"),
+        "{}",
+        run.stdout
+    );
+    let on_postgres: Run = in_place(BIN, &place)
+        .arg("doctor")
+        .env("PATH", &bin)
+        .env(
+            "TOOLGATE_STORE",
+            "postgres://alice:s3cret@db.example.com:5433/approvals",
+        )
+        .output()
+        .unwrap()
+        .into();
+    assert!(
+        on_postgres
+            .stdout
+            .contains("store: PostgreSQL database `approvals` on db.example.com"),
+        "{}",
+        on_postgres.stdout
+    );
+    assert!(
+        !on_postgres.stdout.contains("s3cret"),
+        "{}",
+        on_postgres.stdout
+    );
 
     assert_eq!(toolgate(&place, &["install", "claude"]).code, 0);
     let run = doctor(&place);
