@@ -220,16 +220,29 @@ impl SqliteStore {
     }
 
     /// Runs `work`, a read, on an idle reader (opening one when none is idle).
+    ///
+    /// A reader waits for nobody on the caller's thread: in WAL mode a read waits for no
+    /// writer, only, rarely, for another program rebuilding the shared index; then the read is
+    /// tried again with a wait of [`schema::READ_BUSY_TIMEOUT`], telling the runtime that it
+    /// blocks (its other tasks move to another thread).
     fn read<T>(
         &self,
-        work: impl FnOnce(&Connection) -> Result<T, StoreError>,
+        work: impl Fn(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let idle = lock(&self.shared.readers).pop();
         let connection = match idle {
             Some(connection) => connection,
             None => schema::connect(&self.shared.path, self.shared.durability, true)?,
         };
-        let result = work(&connection);
+        let result = match work(&connection) {
+            Err(StoreError::Locked { .. }) => blocking(|| {
+                connection.busy_timeout(schema::READ_BUSY_TIMEOUT)?;
+                let again = work(&connection);
+                connection.busy_timeout(Duration::ZERO)?;
+                again
+            }),
+            result => result,
+        };
         let mut readers = lock(&self.shared.readers);
         if readers.len() < IDLE_READERS {
             readers.push(connection);
@@ -274,7 +287,8 @@ impl SqliteStore {
         values.push(SqlValue::Integer(i64::from(limit)));
         self.read(|connection| {
             let mut statement = connection.prepare_cached(&sql)?;
-            let rows = statement.query_map(rusqlite::params_from_iter(values), event_from_row)?;
+            let rows =
+                statement.query_map(rusqlite::params_from_iter(values.iter()), event_from_row)?;
             // A page ends early once it holds PAGE_BYTES of events (a thousand large calls
             // would be a gigabyte).
             let (mut events, mut bytes) = (Vec::new(), 0usize);

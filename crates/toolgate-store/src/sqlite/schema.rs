@@ -14,8 +14,8 @@ use crate::record::{StoreError, rfc3339};
 /// runtime's worker.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(if cfg!(test) { 1 } else { 10 });
 
-/// How long a read waits: WAL readers wait for no writer, only for the moment another program
-/// rebuilds the shared index, so a read that would wait longer is refused.
+/// How long a read waits, when it must: WAL readers wait for no writer, only for the moment
+/// another program rebuilds the shared index, so a read that would wait longer is refused.
 pub(super) const READ_BUSY_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// The schema, one migration per entry; applied in order, each in its own transaction.
@@ -150,8 +150,9 @@ pub(super) fn connect(
             | OpenFlags::SQLITE_OPEN_NO_MUTEX
     };
     let connection = Connection::open_with_flags(path, flags)?;
+    // A reader's waits are the caller's to decide (see `SqliteStore::read`).
     connection.busy_timeout(if read_only {
-        READ_BUSY_TIMEOUT
+        Duration::ZERO
     } else {
         BUSY_TIMEOUT
     })?;
