@@ -93,6 +93,10 @@ pub struct ServerConfig {
     /// ever). What was recorded longer ago is removed when the daemon starts and every hour,
     /// after an `audit_pruned` event saying what goes.
     pub retain: Option<std::time::Duration>,
+    /// Where the access token is kept (default: `token` in the data directory), made at the
+    /// first start, readable only by its owner. Daemons sharing one database name the same
+    /// file, so one token reaches them all.
+    pub token_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -108,6 +112,7 @@ impl ServerConfig {
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_anonymous_connections: DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
             retain: None,
+            token_file: None,
         }
     }
 
@@ -126,9 +131,11 @@ impl ServerConfig {
         }
     }
 
-    /// The token file.
+    /// The token file: the one given, else `token` in the data directory.
     pub fn token_file(&self) -> PathBuf {
-        self.data_dir.join("token")
+        self.token_file
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("token"))
     }
 
     /// Where the address the daemon listens on is written ([`ADDRESS_FILE`]).
@@ -266,6 +273,7 @@ pub fn default_data_dir() -> Option<PathBuf> {
 /// hosts = ["toolgate.lan:7811"]    # more `Host` values accepted (a reverse proxy's name)
 /// durability = "full"              # or "process"
 /// store = "postgres://toolgate@db.lan/toolgate"  # PostgreSQL instead of SQLite
+/// token_file = "/srv/toolgate/token"  # one token for the daemons sharing a database
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -289,6 +297,8 @@ pub struct ConfigFile {
     pub max_anonymous_connections: Option<usize>,
     /// How long events and decided decisions are kept (see [`ServerConfig::retain`]).
     pub retain: Option<Retain>,
+    /// Where the access token is kept (see [`ServerConfig::token_file`]); clients read it too.
+    pub token_file: Option<PathBuf>,
 }
 
 /// `listen`: an IP address and port; `localhost:PORT` is taken as 127.0.0.1:PORT (a name is
@@ -334,11 +344,11 @@ impl ConfigFile {
                 .unwrap_or_default();
             ConfigError(format!("{}{at}: {}", path.display(), e.message()))
         })?;
-        if let Some(dir) = &file.data_dir
-            && dir.is_relative()
-        {
-            let base = path.parent().unwrap_or(Path::new("."));
-            file.data_dir = Some(base.join(dir));
+        let base = path.parent().unwrap_or(Path::new("."));
+        for place in [&mut file.data_dir, &mut file.token_file] {
+            if let Some(relative) = place.as_ref().filter(|place| place.is_relative()) {
+                *place = Some(base.join(relative));
+            }
         }
         if file.max_anonymous_connections == Some(0) {
             return Err(ConfigError(format!(
@@ -528,6 +538,22 @@ pub fn check_private(_path: &Path) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Paths in the settings file are relative to its folder: the data directory's and the
+    /// token file's.
+    #[test]
+    fn relative_paths_in_the_settings_file_are_its_folders() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("daemon.toml");
+        std::fs::write(&path, "data_dir = \"state\"\ntoken_file = \"keys/token\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let file = ConfigFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file.data_dir, Some(dir.path().join("state")));
+        assert_eq!(file.token_file, Some(dir.path().join("keys/token")));
+        std::fs::write(&path, "token_file = \"/srv/token\"\n").unwrap_or_else(|e| panic!("{e}"));
+        let file = ConfigFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(file.token_file, Some(PathBuf::from("/srv/token")));
+    }
 
     #[test]
     fn the_token_is_created_private_and_read_back() {

@@ -24,8 +24,8 @@ pub(crate) struct ClientArgs {
     /// settings file's `listen`, else http://127.0.0.1:7811].
     #[arg(long, value_name = "URL", env = "TOOLGATE_URL", global = true)]
     pub(crate) url: Option<String>,
-    /// The token file [default: the data directory's `token`]; `$TOOLGATE_TOKEN` gives the
-    /// token itself.
+    /// The token file [default: the settings file's `token_file`, else the data directory's
+    /// `token`]; `$TOOLGATE_TOKEN` gives the token itself.
     #[arg(long, value_name = "FILE", global = true)]
     pub(crate) token_file: Option<PathBuf>,
 }
@@ -250,6 +250,7 @@ impl Client {
                 let file = args
                     .token_file
                     .clone()
+                    .or_else(|| file.token_file.clone())
                     .or_else(|| data_dir.map(|d| d.join("token")))
                     .ok_or_else(|| {
                         Failure::Message(

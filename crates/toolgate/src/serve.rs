@@ -20,7 +20,7 @@ send `Authorization: Bearer <token>`; the page signs in through the one-time add
 start. It listens on loopback only unless --allow-remote is given. Settings the command line does not give are read from the file
 --config names, else $XDG_CONFIG_HOME/toolgate/daemon.toml or ~/.config/toolgate/daemon.toml when
 it exists (not with --isolated): listen, data_dir, allow_remote, hosts, durability, store,
-max_anonymous_connections, retain. Stop it with Ctrl-C.")]
+max_anonymous_connections, retain, token_file. Stop it with Ctrl-C.")]
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub(crate) policy: PolicyArgs,
@@ -56,6 +56,10 @@ pub(crate) struct ServeArgs {
         hide_env_values = true
     )]
     pub(crate) store: Option<String>,
+    /// Where the access token is kept [default: `token` in the data directory]: daemons that
+    /// share one --store name the same file, so one token reaches them all.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) token_file: Option<PathBuf>,
     /// How long the audit log's events and decided decisions are kept, as `90d`, `12h` or
     /// `2weeks` (at least 1h); older ones are removed at start and every hour, after an
     /// `audit_pruned` event [default: kept for ever].
@@ -101,6 +105,7 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         config.max_anonymous_connections = max;
     }
     config.retain = args.retain.or(file.retain.map(|retain| retain.0));
+    config.token_file = args.token_file.clone().or(file.token_file);
     config
         .validate()
         .map_err(|e| Failure::Message(e.to_string()))?;

@@ -2113,3 +2113,47 @@ fn toolgates_cache_is_its_own_data() {
         assert_eq!(result["rule"], "protected-path", "{result}");
     }
 }
+
+/// A token kept outside the data directory (`--token-file`, as daemons sharing one database
+/// do) is made there, private; clients find it through the settings file's `token_file`.
+#[test]
+fn a_token_file_named_in_the_settings_reaches_the_daemon() {
+    let data = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let token = shared.path().join("team.token");
+    let daemon = DaemonProcess::start_with(data.path(), &["--token-file", token.to_str().unwrap()]);
+    assert!(!data.path().join("token").exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let config = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(config.path().join("toolgate")).unwrap();
+    std::fs::write(
+        config.path().join("toolgate/daemon.toml"),
+        format!(
+            "data_dir = {:?}\ntoken_file = {:?}\n",
+            data.path().display().to_string(),
+            token.display().to_string()
+        ),
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["approvals", "list"])
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", config.path())
+        .env_remove("TOOLGATE_URL")
+        .env_remove("TOOLGATE_TOKEN")
+        .env_remove("TOOLGATE_DATA_DIR")
+        .env_remove("XDG_DATA_HOME")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        daemon.token(),
+        std::fs::read_to_string(&token).unwrap().trim()
+    );
+}

@@ -10,7 +10,6 @@
     clippy::indexing_slicing
 )]
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -25,27 +24,30 @@ fn call(command: &str) -> Value {
     common::bash_call(command, "replicas")
 }
 
-/// Daemons on database `url`, each with a data directory of its own holding the first one's
-/// token (replicas share their token: copy the file, or share the folder).
+/// Daemons on database `url`, each with a data directory of its own, all naming one token file
+/// (`--token-file`: made by the first, read by the others).
 fn replicas(url: &str, count: usize) -> (Vec<tempfile::TempDir>, Vec<DaemonProcess>) {
+    let shared = tempfile::tempdir().unwrap();
+    let token = shared.path().join("token");
+    let token = token.to_str().unwrap();
     let mut dirs = Vec::new();
     let mut daemons: Vec<DaemonProcess> = Vec::new();
     for _ in 0..count {
         let dir = tempfile::tempdir().unwrap();
-        if let Some(first) = daemons.first() {
-            copy_token(&first.data, dir.path());
-        }
-        daemons.push(DaemonProcess::start_with(dir.path(), &["--store", url]));
+        daemons.push(DaemonProcess::start_with(
+            dir.path(),
+            &["--store", url, "--token-file", token],
+        ));
         dirs.push(dir);
     }
+    assert!(
+        dirs.iter().all(|dir| !dir.path().join("token").exists()),
+        "no data directory holds a token of its own"
+    );
+    let tokens: Vec<String> = daemons.iter().map(DaemonProcess::token).collect();
+    assert!(tokens.windows(2).all(|pair| pair[0] == pair[1]));
+    dirs.push(shared);
     (dirs, daemons)
-}
-
-fn copy_token(from: &Path, to: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let token = to.join("token");
-    std::fs::copy(from.join("token"), &token).unwrap();
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 fn ask(daemon: &DaemonProcess, command: &str) -> String {

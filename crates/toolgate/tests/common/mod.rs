@@ -80,6 +80,8 @@ pub struct DaemonProcess {
     pub address: String,
     /// The one-time code of the page address it printed.
     pub login: String,
+    /// Its token file (`--token-file`, else the data directory's).
+    pub token_file: PathBuf,
 }
 
 impl DaemonProcess {
@@ -126,11 +128,17 @@ impl DaemonProcess {
             .unwrap()
             .to_owned();
         let login = page.split("#login=").nth(1).unwrap().trim().to_owned();
+        let token_file = more
+            .iter()
+            .position(|arg| *arg == "--token-file")
+            .and_then(|at| more.get(at + 1))
+            .map_or_else(|| data.join("token"), PathBuf::from);
         DaemonProcess {
             child,
             data: data.to_owned(),
             address,
             login,
+            token_file,
         }
     }
 
@@ -163,7 +171,7 @@ impl DaemonProcess {
 
     /// The API token.
     pub fn token(&self) -> String {
-        std::fs::read_to_string(self.data.join("token"))
+        std::fs::read_to_string(&self.token_file)
             .unwrap()
             .trim()
             .to_owned()
