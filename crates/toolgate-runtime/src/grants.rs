@@ -87,6 +87,52 @@ impl GrantTarget {
     }
 }
 
+impl GrantTarget {
+    /// Whether a refusal with this target covers one subject of a call: as [`covers`] does,
+    /// and also the same act spelled otherwise — a command whose program and subcommands, read
+    /// with toolgate's records of programs, are the target's (`git -C . push`, `/usr/bin/git
+    /// push` and `git --no-pager push` are all the `git push` a reject-always refused); for an
+    /// exact target, also the same operands, whatever the options (`git push --force origin`
+    /// is the refused `git push origin`, forced). A
+    /// target without a subcommand (`rm -rf build`) is matched by its words alone, and
+    /// so is every allow: an allow covers only what it was given for, a refusal what it meant.
+    ///
+    /// [`covers`]: GrantTarget::covers
+    pub fn refuses(&self, subject: &Subject) -> bool {
+        if self.covers(subject) {
+            return true;
+        }
+        let (GrantTarget::Command { prefix, exact }, Subject::Command(c)) = (self, subject) else {
+            return false;
+        };
+        let Some(given) = &c.command.reading else {
+            return false;
+        };
+        let read = shell::analyze_argv(prefix);
+        let Some(meant) = read
+            .commands
+            .first()
+            .filter(|_| read.commands.len() == 1)
+            .and_then(|command| command.reading.as_ref())
+        else {
+            return false;
+        };
+        if meant.program.is_none() || meant.program != given.program || meant.subcommands.is_empty()
+        {
+            return false;
+        }
+        if *exact {
+            return meant.subcommands == given.subcommands && meant.operands == given.operands;
+        }
+        given.subcommands.starts_with(&meant.subcommands)
+            || (meant.subcommands.len() == 1
+                && meant
+                    .subcommands
+                    .first()
+                    .is_some_and(|act| given.acts.contains(act)))
+    }
+}
+
 impl fmt::Display for GrantTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -470,7 +516,7 @@ pub fn match_grants<'g>(
     let asking: Vec<&SubjectOutcome> = asking(subjects).collect();
     if let Some(deny) = live
         .iter()
-        .find(|g| g.effect == Effect::Deny && asking.iter().any(|s| g.target.covers(&s.subject)))
+        .find(|g| g.effect == Effect::Deny && asking.iter().any(|s| g.target.refuses(&s.subject)))
     {
         return Some(GrantMatch {
             effect: Effect::Deny,
@@ -667,6 +713,54 @@ mod tests {
             prefix: words.iter().map(|w| (*w).to_owned()).collect(),
             exact,
         })
+    }
+
+    /// A refusal covers the same act however it is spelled; an allow only the words it was
+    /// given for.
+    #[test]
+    fn a_refusal_covers_the_same_act_however_it_is_spelled() {
+        let push = GrantTarget::Command {
+            prefix: vec!["git".into(), "push".into()],
+            exact: false,
+        };
+        for spelled in [
+            "git push",
+            "git -C . push origin main",
+            "git --no-pager push",
+            "git -c core.pager=cat push --force",
+            "/usr/bin/git push",
+        ] {
+            assert!(push.refuses(&command(spelled)), "{spelled}");
+        }
+        for other in ["git pull", "git -C . status", "gitk push", "echo git push"] {
+            assert!(!push.refuses(&command(other)), "{other}");
+        }
+        // An allow covers only its words: `git -C . push` asks again.
+        assert!(!push.covers(&command("git -C . push")));
+        assert!(push.covers(&command("git push origin")));
+
+        // Exact: the same operands, whatever the options (a refused push is refused forced too).
+        let push_origin = GrantTarget::Command {
+            prefix: vec![
+                "git".into(),
+                "-C".into(),
+                ".".into(),
+                "push".into(),
+                "origin".into(),
+            ],
+            exact: true,
+        };
+        assert!(push_origin.refuses(&command("git push origin")));
+        assert!(!push_origin.refuses(&command("git push upstream")));
+        assert!(push_origin.refuses(&command("git push --force origin")));
+        // Without a subcommand, words alone: a refusal of `rm -rf build` is not every `rm`.
+        let words = GrantTarget::Command {
+            prefix: vec!["rm".into(), "-rf".into(), "build".into()],
+            exact: true,
+        };
+        assert!(words.refuses(&command("rm -rf build")));
+        assert!(!words.refuses(&command("rm -rf dist")));
+        assert!(!words.refuses(&command("rm notes.txt")));
     }
 
     #[test]

@@ -2418,3 +2418,74 @@ async fn what_is_older_than_the_retention_is_removed_and_the_log_says_so() {
         (StatusCode::OK, Some("pending"))
     );
 }
+
+/// A reject-always covers the act however it is spelled: refusing `git push` for good refuses
+/// `git -C . push origin` and `/usr/bin/git push` too, while an allow-always of `git status`
+/// still asks for `git -C . status` (an allow covers only what it was given for).
+#[tokio::test]
+async fn a_reject_always_covers_the_act_however_it_is_spelled() {
+    let policy = r#"
+version = 1
+
+[approval]
+timeout = "2s"
+
+[[rule]]
+name = "ask-git"
+decision = "ask"
+reason = "git asks here"
+command = ["git push", "git status"]
+"#;
+    let daemon = Daemon::open_with(tempfile::tempdir().unwrap(), policy).await;
+    let bash = |command: &str| {
+        json!({"tool": "bash", "args": {"command": command},
+               "context": {"session": "s1", "workspace": "/tmp"}})
+    };
+    let ask = async |command: &str| {
+        let (status, body) = daemon
+            .call("POST", "/api/decisions", Some(bash(command)))
+            .await;
+        (status, body)
+    };
+    for (command, answer) in [
+        ("git push", "reject-always"),
+        ("git status", "allow-always"),
+    ] {
+        let (status, body) = ask(command).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{command}: {body}");
+        let id = body["id"].as_str().unwrap();
+        let (status, body) = daemon
+            .call(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(json!({"decision": answer})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    for spelled in [
+        "git -C . push origin",
+        "/usr/bin/git push",
+        "git --no-pager push",
+    ] {
+        let (status, body) = ask(spelled).await;
+        assert_eq!(status, StatusCode::OK, "{spelled}: {body}");
+        assert_eq!(
+            (body["decision"].as_str(), body["layer"].as_str()),
+            (Some("deny"), Some("grant")),
+            "{spelled}: {body}"
+        );
+    }
+    let (status, body) = ask("git status").await;
+    assert_eq!(
+        (status, body["decision"].as_str()),
+        (StatusCode::OK, Some("allow")),
+        "{body}"
+    );
+    let (status, body) = ask("git -C . status").await;
+    assert_eq!(
+        status,
+        StatusCode::ACCEPTED,
+        "an allow covers only its words: {body}"
+    );
+}
