@@ -51,7 +51,10 @@ fn main() {
             );
             let store = std::sync::Arc::new(store);
             concurrent(store.clone(), 1).await;
-            concurrent(store, 8).await;
+            concurrent(store.clone(), 8).await;
+            if durability == Durability::Process {
+                grants_read(&*store).await;
+            }
         });
     }
     if let Some(cluster) = postgres::Cluster::start() {
@@ -62,7 +65,8 @@ fn main() {
             run("PostgreSQL 15 on a Unix socket", &store, baseline).await;
             let store = std::sync::Arc::new(store);
             concurrent(store.clone(), 1).await;
-            concurrent(store, 8).await;
+            concurrent(store.clone(), 8).await;
+            grants_read(&*store).await;
             println!(
                 "  the engine's floor for 3 rows     p50 {three:>8.1} µs   = {:.2}×   (BEGIN, three \
                  one-row inserts and COMMIT sent in one round trip on a bare connection)",
@@ -70,6 +74,52 @@ fn main() {
             );
         });
     }
+}
+
+/// What reading a tool's grants costs (every ask consults them) with one grant of the tool
+/// stored, then with 10,000 (lasting grants of 10,000 sessions): the read a decision makes when
+/// many grants are active.
+async fn grants_read(store: &dyn Store) {
+    use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
+    let grant = |session: String| {
+        Grant::new(
+            Effect::Allow,
+            "bench-tool",
+            GrantTarget::Command {
+                prefix: vec!["git".into(), "push".into()],
+                exact: false,
+            },
+            GrantScope::Session { session },
+            "bench",
+        )
+    };
+    let timed = async |store: &dyn Store| {
+        let mut samples = Vec::new();
+        for _ in 0..200 {
+            let started = Instant::now();
+            let grants = store.for_tool("bench-tool").await.unwrap();
+            samples.push(started.elapsed());
+            assert!(!grants.is_empty());
+        }
+        median(samples)
+    };
+    store.insert(grant("s-0".into())).await.unwrap();
+    let one = timed(store).await;
+    for batch in 0..100 {
+        let grants = (0..100).map(|i| grant(format!("s-{batch}-{i}"))).collect();
+        store
+            .commit(Batch {
+                grants,
+                ..Batch::default()
+            })
+            .await
+            .unwrap();
+    }
+    let many = timed(store).await;
+    println!(
+        "  a tool's grants read, 1 stored    p50 {one:>8.1} µs; 10,001 stored p50 {many:>8.1} µs = {:.0}×",
+        many / one
+    );
 }
 
 /// Requests opened and closed (two commits of three rows each) by `clients` tasks at once, for
