@@ -250,7 +250,8 @@ fn without_root_certificates(url: &str) -> (String, Option<PathBuf>) {
             .split('&')
             .filter(|pair| match pair.strip_prefix(KEY) {
                 Some(value) => {
-                    roots = Some(PathBuf::from(percent_decoded(value)));
+                    let value = percent_encoding::percent_decode_str(value).decode_utf8_lossy();
+                    roots = Some(PathBuf::from(value.as_ref()));
                     false
                 }
                 None => true,
@@ -304,35 +305,13 @@ fn off_this_machine_unsaid(config: &tokio_postgres::Config, url: &str) -> bool {
     })
 }
 
-/// `%XX` sequences read as bytes (what a URL's query holds of a path).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while let Some(&byte) = bytes.get(at) {
-        let hex = bytes
-            .get(at + 1..at + 3)
-            .and_then(|pair| std::str::from_utf8(pair).ok())
-            .and_then(|pair| u8::from_str_radix(pair, 16).ok());
-        match (byte, hex) {
-            (b'%', Some(decoded)) => {
-                out.push(decoded);
-                at += 3;
-            }
-            _ => {
-                out.push(byte);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 /// How connections are encrypted: TLS (rustls) whenever the connection string's `sslmode`
 /// asks for it (`require`; `prefer`, the default, when the server offers it; never on a Unix
 /// socket), the server's certificate checked against `roots` (a PEM file, libpq's
 /// `sslrootcert`) or else the system's certificate authorities, and its name against the host.
-fn tls(roots: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
+/// Without `over_tcp` (every host a Unix socket, where no TLS is spoken) the system's
+/// authorities are not read.
+fn tls(roots: Option<&Path>, over_tcp: bool) -> Result<MakeRustlsConnect, StoreError> {
     let mut store = rustls::RootCertStore::empty();
     match roots {
         Some(path) => {
@@ -353,6 +332,7 @@ fn tls(roots: Option<&Path>) -> Result<MakeRustlsConnect, StoreError> {
                 return Err(unreadable(&"it holds no certificate"));
             }
         }
+        None if !over_tcp => {}
         None => {
             // What cannot be read of the system's is left out; a server none of the rest
             // vouches for is then refused, not trusted.
@@ -402,7 +382,11 @@ impl PostgresStore {
     /// libpq takes them), creating or upgrading its tables, and takes ownership of it.
     pub async fn open(url: &str) -> Result<PostgresStore, StoreError> {
         let (mut config, roots) = parse_with_roots(url)?;
-        let tls = tls(roots.as_deref())?;
+        let over_tcp = config
+            .get_hosts()
+            .iter()
+            .any(|host| matches!(host, tokio_postgres::config::Host::Tcp(_)));
+        let tls = tls(roots.as_deref(), over_tcp)?;
         if off_this_machine_unsaid(&config, url) {
             config.ssl_mode(tokio_postgres::config::SslMode::Require);
         }

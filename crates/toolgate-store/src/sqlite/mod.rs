@@ -146,6 +146,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What the writer answered; its end unanswered (the writer stopped) is a failure.
+async fn answered<T>(
+    answer: tokio::sync::oneshot::Receiver<Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    answer
+        .await
+        .unwrap_or_else(|_| Err(StoreError::unavailable("the store's writer stopped")))
+}
+
 /// Runs `work`, telling a multi-threaded tokio runtime that it blocks.
 fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
@@ -214,9 +223,7 @@ impl SqliteStore {
         self.shared.queue.run(Box::new(move |connection| {
             let _ = reply.send(work(connection));
         }))?;
-        answer
-            .await
-            .unwrap_or_else(|_| Err(StoreError::unavailable("the store's writer stopped")))
+        answered(answer).await
     }
 
     /// Runs `work`, a read, on an idle reader (opening one when none is idle).
@@ -417,9 +424,7 @@ impl Store for SqliteStore {
         if leads {
             writer::lead(&self.shared.write, &self.shared.queue);
         }
-        answer
-            .await
-            .unwrap_or_else(|_| Err(StoreError::unavailable("the store's writer stopped")))
+        answered(answer).await
     }
 
     async fn events_after(
