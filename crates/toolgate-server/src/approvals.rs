@@ -8,10 +8,8 @@ use crate::body::{Path, Query};
 use serde_json::{Value, json};
 use toolgate_policy::Choice;
 use toolgate_runtime::{Answer, Grant};
-use toolgate_store::PendingRecord;
 
 use crate::body::JsonBody;
-use crate::decisions::Facts;
 use crate::error::ApiError;
 use crate::lifecycle::resolve;
 use crate::state::AppState;
@@ -151,53 +149,6 @@ pub(crate) async fn no_longer_pending(
         .map(|event| said(event.body.to_value().ok())))
 }
 
-/// The request another daemon sharing the store waits on, as its record holds it.
-pub(crate) fn elsewhere(
-    record: &PendingRecord,
-) -> Result<std::sync::Arc<toolgate_runtime::PermissionRequest>, ApiError> {
-    record
-        .request
-        .get("request")
-        .and_then(|request| serde_json::from_value(request.clone()).ok())
-        .map(std::sync::Arc::new)
-        .ok_or_else(|| {
-            ApiError::conflict(
-                "wrong_request_kind",
-                format!("request `{}` is not a permission request", record.id),
-            )
-        })
-}
-
-pub(crate) fn facts_of(record: &PendingRecord) -> Facts {
-    record
-        .request
-        .get("facts")
-        .and_then(|f| serde_json::from_value(f.clone()).ok())
-        .unwrap_or_default()
-}
-
-/// The grants an "always" answer to an external request stores.
-pub(crate) fn grants_for(
-    request: &toolgate_runtime::PermissionRequest,
-    call: Option<&Value>,
-    choice: Choice,
-    by: &str,
-) -> Vec<Grant> {
-    always_grants(request, choice, by, |_| {
-        let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
-        Some(
-            call.as_ref()
-                .map(crate::decisions::grant_context)
-                .unwrap_or(toolgate_runtime::GrantContext {
-                    session: String::new(),
-                    branch: String::new(),
-                    turn: 0,
-                    workspace: None,
-                }),
-        )
-    })
-}
-
 /// The grants an "always" answer stores: exactly the targets the request showed, in the scope
 /// it named, placed by the context `place` gives for that scope (none: no grants).
 pub(crate) fn always_grants(
@@ -254,7 +205,7 @@ mod tests {
 
     use super::*;
     use crate::ServerConfig;
-    use toolgate_store::Committed;
+    use toolgate_store::{Committed, PendingRecord};
 
     /// A store whose commits fail while `failing` is set, as on a full disk.
     struct Flaky {

@@ -393,11 +393,7 @@ async fn settle(state: &AppState, id: &str, resolution: &Resolution) -> Result<(
     let Some(record) = state.store().pending_request(id).await? else {
         return Ok(());
     };
-    let facts: Facts = record
-        .request
-        .get("facts")
-        .and_then(|f| serde_json::from_value(f.clone()).ok())
-        .unwrap_or_default();
+    let facts = crate::lifecycle::facts_of(&record);
     crate::lifecycle::close_until_recorded(state, id, &facts, ending_of(resolution)).await;
     Ok(())
 }

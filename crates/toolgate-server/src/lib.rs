@@ -324,11 +324,7 @@ pub(crate) async fn recover(state: &AppState, reason: &str) -> Result<usize, Api
     let pending = state.store().orphaned().await?;
     let mut recovered = 0;
     for record in pending {
-        let facts: decisions::Facts = record
-            .request
-            .get("facts")
-            .and_then(|f| serde_json::from_value(f.clone()).ok())
-            .unwrap_or_default();
+        let facts = lifecycle::facts_of(&record);
         let ending = lifecycle::Ending {
             decision: Decision::Deny,
             layer: Layer::Timeout,

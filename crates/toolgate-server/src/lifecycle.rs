@@ -25,7 +25,7 @@ use toolgate_runtime::{
 };
 use toolgate_store::{Batch, Committed, DecisionRow, DecisionStatus, EventRecord, PendingRecord};
 
-use crate::approvals::{elsewhere, facts_of, grants_for, no_longer_pending};
+use crate::approvals::no_longer_pending;
 use crate::decisions::{Facts, now};
 use crate::error::ApiError;
 use crate::state::{AppState, Room};
@@ -576,6 +576,54 @@ async fn answer_request(
 /// How many times an answer reads the stored grants again when the store found one like its own
 /// stored since it read them.
 const SAME_GRANT_TRIES: usize = 4;
+
+/// The request another daemon sharing the store waits on, as its record holds it.
+fn elsewhere(
+    record: &PendingRecord,
+) -> Result<std::sync::Arc<toolgate_runtime::PermissionRequest>, ApiError> {
+    record
+        .request
+        .get("request")
+        .and_then(|request| serde_json::from_value(request.clone()).ok())
+        .map(std::sync::Arc::new)
+        .ok_or_else(|| {
+            ApiError::conflict(
+                "wrong_request_kind",
+                format!("request `{}` is not a permission request", record.id),
+            )
+        })
+}
+
+/// What a stored request says of its call (its facts), for its events.
+pub(crate) fn facts_of(record: &PendingRecord) -> Facts {
+    record
+        .request
+        .get("facts")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The grants an "always" answer to an external request stores.
+fn grants_for(
+    request: &toolgate_runtime::PermissionRequest,
+    call: Option<&Value>,
+    choice: Choice,
+    by: &str,
+) -> Vec<Grant> {
+    crate::approvals::always_grants(request, choice, by, |_| {
+        let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
+        Some(
+            call.as_ref()
+                .map(crate::decisions::grant_context)
+                .unwrap_or(toolgate_runtime::GrantContext {
+                    session: String::new(),
+                    branch: String::new(),
+                    turn: 0,
+                    workspace: None,
+                }),
+        )
+    })
+}
 
 /// An answer whose grants kept meeting others' being made and revoked as it was recorded.
 fn contended() -> ApiError {

@@ -130,13 +130,8 @@ pub(crate) async fn record(
             .and_then(Value::as_array)
             .is_none_or(|branches| branches.iter().any(|b| b.as_str() == Some(branch)))
     };
-    // Most calls name a session that exists, with a branch it has: nothing to write.
-    if let Some(row) = state.store().session(id).await?
-        && has_branch(&row.snapshot)
-    {
-        return Ok(workspace_of(&row.snapshot));
-    }
-    // Read, changed and saved only if nobody saved it meanwhile; else again.
+    // Read, changed and saved only if nobody saved it meanwhile; else again. Most calls name
+    // a session that exists, with a branch it has: one read, nothing to write.
     for _ in 0..SAVE_TRIES {
         let (mut snapshot, was) = match state.store().session(id).await? {
             Some(row) if has_branch(&row.snapshot) => return Ok(workspace_of(&row.snapshot)),
