@@ -10,7 +10,7 @@ use toolgate_policy::{
 
 use crate::broker::AlwaysCovers;
 use crate::grants::{
-    Effect, Grant, GrantContext, GrantStore, GrantTarget, ScopeKind, StoreError, asking,
+    Effect, Grant, GrantContext, GrantStore, GrantTarget, Lookup, ScopeKind, StoreError, asking,
     match_grants, targets_for, unanswered,
 };
 
@@ -74,7 +74,9 @@ pub async fn stored_answer(
     evaluation: &Evaluation,
     context: &GrantContext,
 ) -> Result<Consulted, StoreError> {
-    let grants = store.for_tool(tool).await?;
+    let grants = store
+        .applying(&Lookup::for_ask(tool, &evaluation.subjects, context))
+        .await?;
     let now = SystemTime::now();
     let open = || {
         Consulted::Open(unanswered(

@@ -349,6 +349,125 @@ impl Grant {
     }
 }
 
+/// Where a grant is filed, so that a store can hand an ask only the grants that may answer it
+/// (see [`Lookup`]): under its scope's key and its target's key. Two grants that answer the
+/// same calls the same way are filed alike.
+impl Grant {
+    /// The key of its scope: `s:SESSION` for the scopes of one session (once, turn, session),
+    /// `w:ROOT` for a workspace, `u` for the user.
+    pub fn scope_key(&self) -> String {
+        match &self.scope {
+            GrantScope::Once { session }
+            | GrantScope::Turn { session, .. }
+            | GrantScope::Session { session } => format!("s:{session}"),
+            GrantScope::Workspace { root } => format!("w:{}", path_key(root)),
+            GrantScope::User => "u".to_owned(),
+        }
+    }
+
+    /// The key of its target: the word a command allow starts with, the path, the host; `""`
+    /// for a grant of the whole tool and for a command refusal (which covers the act however
+    /// it is spelled, so no one word names every call it refuses): those every lookup reads.
+    pub fn target_key(&self) -> String {
+        match (&self.target, self.effect) {
+            (GrantTarget::Tool, _) | (GrantTarget::Command { .. }, Effect::Deny) => String::new(),
+            (GrantTarget::Command { prefix, .. }, Effect::Allow) => {
+                prefix.first().cloned().unwrap_or_default()
+            }
+            (GrantTarget::Path { path }, _) => path_key(path),
+            (GrantTarget::Domain { host }, _) => host.clone(),
+        }
+    }
+}
+
+/// A path as a key: its components (so `/a/b/` and `/a//b` are `/a/b`, as paths compare),
+/// written out lossily (two paths that differ only in bytes that are not UTF-8 share a key:
+/// a lookup then reads both, and the matcher tells them apart).
+fn path_key(path: &std::path::Path) -> String {
+    path.components()
+        .collect::<PathBuf>()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// What a store is asked for when an ask is resolved: the grants of one tool filed under one of
+/// these scope keys and one of these target keys (see [`Grant::scope_key`] and
+/// [`Grant::target_key`]) — every grant [`match_grants`] and [`unanswered`] could use for the
+/// ask it was made for, whatever else is stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// The tool.
+    pub tool: String,
+    /// The scope keys (no duplicates).
+    pub scopes: Vec<String>,
+    /// The target keys (no duplicates; `""` among them).
+    pub targets: Vec<String>,
+}
+
+impl Lookup {
+    /// The lookup for an ask of `tool` in `context` about `subjects`: the session's, the
+    /// workspace's and the user's grants, of the whole tool or of what the asking subjects name
+    /// (a command's first word, a path, a host).
+    pub fn for_ask(tool: &str, subjects: &[SubjectOutcome], context: &GrantContext) -> Lookup {
+        let mut scopes = vec![format!("s:{}", context.session)];
+        if let Some(root) = &context.workspace {
+            scopes.push(format!("w:{}", path_key(root)));
+        }
+        scopes.push("u".to_owned());
+        let mut targets = vec![String::new()];
+        for subject in asking(subjects) {
+            let key = match &subject.subject {
+                Subject::Call => None,
+                Subject::Command(c) => c
+                    .command
+                    .argv
+                    .first()
+                    .and_then(|word| word.value())
+                    .map(str::to_owned),
+                Subject::Path(p) => p.resolved.as_ref().map(|r| path_key(&r.resolved)),
+                Subject::Url(u) => u.checked.as_ref().map(|c| c.host.clone()),
+            };
+            if let Some(key) = key
+                && !targets.contains(&key)
+            {
+                targets.push(key);
+            }
+        }
+        Lookup {
+            tool: tool.to_owned(),
+            scopes,
+            targets,
+        }
+    }
+
+    /// The lookup for the stored grants like these (of `tool`; see [`Grant::lasts_like`]):
+    /// those filed where they would be.
+    pub fn like(tool: &str, grants: &[Grant]) -> Lookup {
+        let mut lookup = Lookup {
+            tool: tool.to_owned(),
+            scopes: Vec::new(),
+            targets: Vec::new(),
+        };
+        for grant in grants {
+            let (scope, target) = (grant.scope_key(), grant.target_key());
+            if !lookup.scopes.contains(&scope) {
+                lookup.scopes.push(scope);
+            }
+            if !lookup.targets.contains(&target) {
+                lookup.targets.push(target);
+            }
+        }
+        lookup
+    }
+
+    /// Whether a grant is one the lookup asks for.
+    pub fn admits(&self, grant: &Grant) -> bool {
+        grant.tool == self.tool
+            && self.scopes.contains(&grant.scope_key())
+            && self.targets.contains(&grant.target_key())
+    }
+}
+
 mod time {
     use std::time::SystemTime;
 
@@ -411,6 +530,14 @@ pub trait GrantStore: Send + Sync + 'static {
     async fn insert(&self, grant: Grant) -> Result<(), StoreError>;
     /// The grants for `tool` (live or not; the caller filters).
     async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, StoreError>;
+    /// The grants `lookup` asks for (live or not; the caller filters), oldest first. A store
+    /// that files grants by their keys reads only those; this one reads the tool's and keeps
+    /// them.
+    async fn applying(&self, lookup: &Lookup) -> Result<Vec<Grant>, StoreError> {
+        let mut grants = self.for_tool(&lookup.tool).await?;
+        grants.retain(|grant| lookup.admits(grant));
+        Ok(grants)
+    }
     /// Spends one use of a grant with a use count. Returns false when none was left.
     async fn use_once(&self, id: &str) -> Result<bool, StoreError>;
     /// Every grant.
@@ -881,6 +1008,185 @@ mod tests {
                 session: "s".into()
             }
         );
+    }
+
+    /// The oracle of [`Lookup`]: for every call and place, what the grants a lookup reads say
+    /// is what every grant of the tool says — the allow, the refusal, the grants that decide,
+    /// and what an "always" answer would be for.
+    #[test]
+    fn a_lookup_reads_every_grant_that_could_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(ws.join("src/lib.rs"), "").unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let ws_text = ws.display().to_string();
+        let policy = toolgate_policy::Policy::from_toml(
+            "policy.toml",
+            r#"
+version = 1
+mode = "deny-all"
+[[rule]]
+name = "everything-asks"
+decision = "ask"
+tool = "*"
+"#,
+        )
+        .unwrap();
+        let lines = [
+            "git push origin main",
+            "git -C . push",
+            "/usr/bin/git push",
+            "git status && cargo test",
+            "rm -rf build",
+            "npm install zod",
+            "ls",
+            "cat src/lib.rs",
+        ];
+        let mut calls: Vec<(String, serde_json::Value)> = lines
+            .iter()
+            .map(|line| ("Bash".to_owned(), serde_json::json!({"command": line})))
+            .collect();
+        for path in ["src/lib.rs", "src//lib.rs", "src/new.rs", "/etc/hosts"] {
+            calls.push(("Read".into(), serde_json::json!({"file_path": path})));
+            calls.push((
+                "Write".into(),
+                serde_json::json!({"file_path": path, "content": ""}),
+            ));
+        }
+        for url in [
+            "https://docs.rs/x",
+            "https://www.docs.rs/",
+            "http://example.com",
+        ] {
+            calls.push((
+                "WebFetch".into(),
+                serde_json::json!({"url": url, "prompt": "p"}),
+            ));
+        }
+        let evaluate = |tool: &str, args: &serde_json::Value| {
+            let call = toolgate_policy::Call::from_value(serde_json::json!({
+                "tool": tool, "args": args, "context": {"workspace": ws_text, "cwd": ws_text}
+            }))
+            .unwrap();
+            policy.evaluate(&call).subjects
+        };
+        let places = [
+            context("s1", "main", 1, Some(&ws_text)),
+            context("s2", "main", 1, Some(&ws_text)),
+            context("s1", "main", 1, Some("/elsewhere")),
+            context("s3", "main", 1, None),
+        ];
+        // Grants: what an "always" answer to each call stores, both ways, in each scope made
+        // at each place; and a few made by hand.
+        let mut grants: Vec<Grant> = Vec::new();
+        for (tool, args) in &calls {
+            let subjects = evaluate(tool, args);
+            for kind in [GrantKind::Tool, GrantKind::Command, GrantKind::Path] {
+                let Some(targets) = targets_for(kind, &subjects) else {
+                    continue;
+                };
+                for target in targets {
+                    for (at, scope) in places.iter().zip([
+                        ScopeKind::Session,
+                        ScopeKind::Workspace,
+                        ScopeKind::User,
+                        ScopeKind::Once,
+                    ]) {
+                        for effect in [Effect::Allow, Effect::Deny] {
+                            grants.push(Grant::new(
+                                effect,
+                                tool.clone(),
+                                target.clone(),
+                                at.scope(scope),
+                                "me",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        for (effect, prefix) in [
+            (Effect::Deny, &["git", "push"][..]),
+            (Effect::Allow, &["/usr/bin/git", "push"][..]),
+            (Effect::Allow, &[][..]),
+        ] {
+            grants.push(Grant::new(
+                effect,
+                "Bash",
+                GrantTarget::Command {
+                    prefix: prefix.iter().map(|w| (*w).to_owned()).collect(),
+                    exact: false,
+                },
+                GrantScope::Workspace {
+                    root: PathBuf::from(format!("{ws_text}/")),
+                },
+                "me",
+            ));
+        }
+        let now = SystemTime::now();
+        let ids = |found: Option<GrantMatch<'_>>| {
+            found.map(|m| {
+                (
+                    m.effect,
+                    m.grants.iter().map(|g| g.id.clone()).collect::<Vec<_>>(),
+                )
+            })
+        };
+        // Stores of a few grants each, drawn from them all (so that no one grant of the whole
+        // tool answers everything), many times.
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut draw = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut answered, mut refused) = (0, 0);
+        for _ in 0..300 {
+            let stored: Vec<Grant> = grants
+                .iter()
+                .filter(|_| draw() % 40 == 0)
+                .cloned()
+                .collect();
+            for (tool, args) in &calls {
+                let subjects = evaluate(tool, args);
+                for place in &places {
+                    let lookup = Lookup::for_ask(tool, &subjects, place);
+                    let read: Vec<Grant> = stored
+                        .iter()
+                        .filter(|g| g.tool == *tool && lookup.admits(g))
+                        .cloned()
+                        .collect();
+                    let all = match_grants(&stored, tool, &subjects, place, now);
+                    answered +=
+                        usize::from(all.as_ref().is_some_and(|m| m.effect == Effect::Allow));
+                    refused += usize::from(all.as_ref().is_some_and(|m| m.effect == Effect::Deny));
+                    assert_eq!(
+                        ids(match_grants(&read, tool, &subjects, place, now)),
+                        ids(all),
+                        "{tool} {args} at {place:?}"
+                    );
+                    assert_eq!(
+                        unanswered(&read, tool, &subjects, place, now),
+                        unanswered(&stored, tool, &subjects, place, now),
+                        "{tool} {args} at {place:?}"
+                    );
+                }
+            }
+        }
+        // A test that can fail: grants answered both ways, and often.
+        assert!(answered > 1000 && refused > 1000, "{answered} {refused}");
+        // Grants alike are filed alike.
+        for grant in &grants {
+            let like = Lookup::like(&grant.tool, std::slice::from_ref(grant));
+            assert!(
+                grants
+                    .iter()
+                    .filter(|g| g.lasts_like(grant))
+                    .all(|g| like.admits(g))
+            );
+        }
     }
 
     #[tokio::test]

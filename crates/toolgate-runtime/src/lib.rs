@@ -77,7 +77,8 @@ pub use continuation::{
 };
 pub use events::{EVENT_SCHEMA, Event, EventBus, EventKind, EventStream, Parent, Scope, TurnEnd};
 pub use grants::{
-    Effect, Grant, GrantContext, GrantScope, GrantStore, GrantTarget, MemoryGrants, ScopeKind,
+    Effect, Grant, GrantContext, GrantScope, GrantStore, GrantTarget, Lookup, MemoryGrants,
+    ScopeKind,
 };
 pub use message::{Message, Outcome, Role, ToolCall, ToolResult};
 pub use middleware::{

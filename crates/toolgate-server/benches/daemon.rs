@@ -15,7 +15,9 @@
 //! - sustained decisions: concurrent clients posting calls the policy decides at once, each
 //!   committed (with `Durability::Full`, flushed to the disk) before its answer; the store's
 //!   writer groups the commits waiting at once into one transaction;
-//! - 10,000 pending requests held, and the memory each costs.
+//! - 10,000 pending requests held, and the memory each costs;
+//! - a decision a stored grant answers, with that grant alone in the store and with 10,000
+//!   other active grants besides (the target: within 1.2×), on two daemons side by side.
 //!
 //! The daemon runs on a runtime of its own, as `toolgate serve` does; the clients run on
 //! another, as other programs would.
@@ -68,6 +70,13 @@ mode = "approve-all"
 name = "ask-pay"
 decision = "ask"
 tool = "pay"
+
+[[rule]]
+name = "ask-push"
+decision = "ask"
+tool = "Bash"
+command = ["git push"]
+grant = "command"
 "#;
 
 /// A keep-alive HTTP/1.1 connection.
@@ -355,12 +364,23 @@ fn main() {
             }
             bench(&Engine::Sqlite(durability));
         }
+        println!("grants, SQLite (durability Process)");
+        let engine = Engine::Sqlite(toolgate_store::Durability::Process);
+        decisions_with_grants(&engine, &engine);
     }
     if store.as_deref() != Some("sqlite") {
-        let Some((_cluster, url)) = postgres::Cluster::with_database("bench") else {
+        let Some((cluster, url)) = postgres::Cluster::with_database("bench") else {
             return;
         };
         bench(&Engine::Postgres(url));
+        let databases = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let few = databases.block_on(cluster.create("bench_few"));
+        let many = databases.block_on(cluster.create("bench_many"));
+        println!("grants, PostgreSQL");
+        decisions_with_grants(&Engine::Postgres(few), &Engine::Postgres(many));
     }
 }
 
@@ -371,12 +391,26 @@ fn daemon(
     engine: &Engine,
     dir: &std::path::Path,
 ) -> (std::net::SocketAddr, String, tokio::runtime::Runtime) {
+    let (address, token, runtime, _) = daemon_and_store(engine, dir);
+    (address, token, runtime)
+}
+
+/// [`daemon`], and its store.
+fn daemon_and_store(
+    engine: &Engine,
+    dir: &std::path::Path,
+) -> (
+    std::net::SocketAddr,
+    String,
+    tokio::runtime::Runtime,
+    std::sync::Arc<dyn toolgate_store::Store>,
+) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .thread_name("toolgate-daemon")
         .enable_all()
         .build()
         .unwrap();
-    let address = runtime.block_on(async {
+    let (address, store) = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mut config = ServerConfig::new(dir);
@@ -387,14 +421,129 @@ fn daemon(
         }
         let policy = Policy::from_toml("bench.toml", POLICY).unwrap();
         let server = Server::open(config, policy).await.unwrap();
+        let store = server.state().store().clone();
         tokio::spawn(server.serve(listener, std::future::pending()));
-        address
+        (address, store)
     });
     let token = std::fs::read_to_string(dir.join("token"))
         .unwrap()
         .trim()
         .to_owned();
-    (address, token, runtime)
+    (address, token, runtime, store)
+}
+
+/// A decision a stored grant answers (an allow-always of `git push` in the session), on two
+/// daemons side by side: one whose store holds that grant alone, one whose store also holds
+/// 10,000 other active grants of the tool — 7,000 of other sessions, 1,000 of other commands in
+/// the same session, 1,000 of other workspaces, 1,000 of the user's for other commands —
+/// posted to each in turn (so the machine's moods fall on both).
+fn decisions_with_grants(few: &Engine, many: &Engine) {
+    use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
+    let grant = |words: [&str; 2], scope: GrantScope| {
+        Grant::new(
+            Effect::Allow,
+            "Bash",
+            GrantTarget::Command {
+                prefix: words.iter().map(|w| (*w).to_owned()).collect(),
+                exact: false,
+            },
+            scope,
+            "bench",
+        )
+    };
+    let answering = || {
+        grant(
+            ["git", "push"],
+            GrantScope::Session {
+                session: "bench-grants".into(),
+            },
+        )
+    };
+    let (few_dir, many_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (few_address, few_token, few_runtime, few_store) = daemon_and_store(few, few_dir.path());
+    let (many_address, many_token, many_runtime, many_store) =
+        daemon_and_store(many, many_dir.path());
+    let clients = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    clients.block_on(async {
+        few_store.insert(answering()).await.unwrap();
+        many_store.insert(answering()).await.unwrap();
+        let mut others = Vec::new();
+        for i in 0..7_000 {
+            others.push(grant(
+                ["git", "push"],
+                GrantScope::Session {
+                    session: format!("other-{i}"),
+                },
+            ));
+        }
+        for i in 0..1_000 {
+            let program = format!("tool{i}");
+            others.push(grant(
+                [&program, "run"],
+                GrantScope::Session {
+                    session: "bench-grants".into(),
+                },
+            ));
+            others.push(grant(
+                ["git", "push"],
+                GrantScope::Workspace {
+                    root: format!("/srv/ws-{i}").into(),
+                },
+            ));
+            let program = format!("prog{i}");
+            others.push(grant([&program, "x"], GrantScope::User));
+        }
+        for chunk in others.chunks(500) {
+            let batch = toolgate_store::Batch {
+                grants: chunk.to_vec(),
+                ..toolgate_store::Batch::default()
+            };
+            many_store.commit(batch).await.unwrap();
+        }
+        if let Engine::Postgres(url) = many {
+            // The statistics autovacuum keeps (it analyses a table whose rows changed by a
+            // tenth, within a minute): without them, the planner's generic plan for the
+            // lookup reads every grant of the tool.
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            let connection = tokio::spawn(connection);
+            client.batch_execute("ANALYZE grants").await.unwrap();
+            drop(client);
+            let _ = connection.await;
+        }
+        let mut on_few = Connection::open(&few_address.to_string(), &few_token).await;
+        let mut on_many = Connection::open(&many_address.to_string(), &many_token).await;
+        let call = json!({"tool": "Bash", "args": {"command": "git push origin main"},
+                          "context": {"session": "bench-grants"}});
+        let (mut with_one, mut with_many) = (Vec::new(), Vec::new());
+        for i in 0..1_000 {
+            for (connection, samples) in [(&mut on_few, &mut with_one), (&mut on_many, &mut with_many)] {
+                let request = connection.request("POST", "/api/decisions", Some(&call));
+                let started = Instant::now();
+                connection.write_raw(&request).await;
+                let (status, body) = connection.read_raw().await;
+                if i >= 100 {
+                    samples.push(started.elapsed());
+                }
+                let body: Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!((status, body["decision"].as_str()), (200, Some("allow")), "{body}");
+            }
+        }
+        let (one, many) = (median(with_one), median(with_many));
+        println!(
+            "  a decision a grant answers, 1 grant stored p50 {:>8.1} µs; 10,001 stored p50 {:>8.1} µs = {:.2}×",
+            micros(one),
+            micros(many),
+            many.as_secs_f64() / one.as_secs_f64()
+        );
+    });
+    few_runtime.shutdown_background();
+    many_runtime.shutdown_background();
 }
 
 fn bench(engine: &Engine) {

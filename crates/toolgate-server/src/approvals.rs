@@ -289,6 +289,12 @@ mod tests {
         async fn for_tool(&self, tool: &str) -> Result<Vec<Grant>, GrantError> {
             self.inner.for_tool(tool).await
         }
+        async fn applying(
+            &self,
+            lookup: &toolgate_runtime::Lookup,
+        ) -> Result<Vec<Grant>, GrantError> {
+            self.inner.applying(lookup).await
+        }
         async fn use_once(&self, id: &str) -> Result<bool, GrantError> {
             self.inner.use_once(id).await
         }

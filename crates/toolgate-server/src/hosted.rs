@@ -100,6 +100,13 @@ impl GrantStore for HostedGrants {
         self.store.for_tool(tool).await
     }
 
+    async fn applying(
+        &self,
+        lookup: &toolgate_runtime::Lookup,
+    ) -> Result<Vec<Grant>, GrantStoreError> {
+        self.store.applying(lookup).await
+    }
+
     async fn use_once(&self, id: &str) -> Result<bool, GrantStoreError> {
         self.store.use_once(id).await
     }

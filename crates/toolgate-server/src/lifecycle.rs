@@ -461,7 +461,8 @@ async fn answer_request(
                 Vec::new()
             } else {
                 // Unread, the answer cannot name what is stored: it fails as a commit would.
-                match state.store().for_tool(&request.tool).await {
+                let like = toolgate_runtime::Lookup::like(&request.tool, &grants);
+                match state.store().applying(&like).await {
                     Ok(stored) => stored,
                     Err(error) => break (Err(ApiError::from(error)), Vec::new()),
                 }

@@ -113,7 +113,18 @@ BEGIN
 END
 $body$;
 "#,
+    // Grants filed by scope and target (see `Grant::scope_key`), so an ask reads only those
+    // that may answer it; the keys of the grants stored before are written by `file_grants`.
+    r#"
+ALTER TABLE grants ADD COLUMN scope_key TEXT COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE grants ADD COLUMN target_key TEXT COLLATE "C" NOT NULL DEFAULT '';
+DROP INDEX grants_by_tool;
+CREATE INDEX grants_by_keys ON grants (tool, scope_key, target_key);
+"#,
 ];
+
+/// The migration that files grants by their keys (its number, from 1).
+const GRANT_KEYS: i64 = 4;
 
 /// The advisory lock key migrations take, so two stores opening at once migrate once ("toolgate"
 /// in ASCII, as a number; replicas' keys are small numbers from a sequence).
@@ -806,8 +817,15 @@ async fn migrate(client: &Client, target: &str) -> Result<(), StoreError> {
                 continue;
             }
             client
+                .batch_execute(&format!("BEGIN; {migration};"))
+                .await
+                .map_err(fail)?;
+            if version == GRANT_KEYS {
+                file_grants(client).await.map_err(fail)?;
+            }
+            client
                 .batch_execute(&format!(
-                    "BEGIN; {migration}; INSERT INTO schema_migrations (version, applied) \
+                    "INSERT INTO schema_migrations (version, applied) \
                      VALUES ({version}, '{}'); COMMIT;",
                     rfc3339(SystemTime::now())
                 ))
@@ -852,6 +870,25 @@ impl From<serde_json::Error> for Refused {
 /// Text as PostgreSQL keeps it: a NUL (which its text cannot hold, and SQLite's can) is written
 /// U+FFFD, the same way wherever it is written or looked up, so one such name does not make a
 /// whole commit (a batch of events) fail.
+/// Writes the keys of every stored grant (those stored before grants were filed by them), in
+/// the migration's transaction. A grant that cannot be read keeps the empty keys, where no
+/// lookup but one of the whole tool finds it, and answers nothing, as before.
+async fn file_grants(client: &Client) -> Result<(), tokio_postgres::Error> {
+    let rows = client.query("SELECT id, body FROM grants", &[]).await?;
+    for row in rows {
+        let (id, body): (String, String) = (row.get(0), row.get(1));
+        if let Ok(grant) = from_stored::<Grant>(body.as_bytes()) {
+            client
+                .execute(
+                    "UPDATE grants SET scope_key = $1, target_key = $2 WHERE id = $3",
+                    &[&clean(&grant.scope_key()), &clean(&grant.target_key()), &id],
+                )
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 fn clean(text: &str) -> std::borrow::Cow<'_, str> {
     if text.contains('\0') {
         std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
@@ -896,7 +933,7 @@ mod sql {
     /// effect, tool, target and scope, and its count or expiry, which a lasting grant has not),
     /// with an escaped NUL (which `jsonb` refuses, and text keeps) read as U+FFFD on both sides.
     pub(super) const SAME_GRANT: &str = "WITH same AS (SELECT id FROM grants \
-         WHERE tool = $1 AND uses_left IS NULL \
+         WHERE tool = $1 AND scope_key = $4 AND target_key = $5 AND uses_left IS NULL \
            AND replace(body, '\\u0000', '\\ufffd')::jsonb \
                - 'id' - 'created_by' - 'created_at' - 'request_id' - 'reason' \
              = replace($2::text, '\\u0000', '\\ufffd')::jsonb \
@@ -913,7 +950,8 @@ mod sql {
          THEN NOT EXISTS (SELECT 1 FROM sessions WHERE id = $1) \
          ELSE EXISTS (SELECT 1 FROM sessions WHERE id = $1 AND updated = $2::text) END, $3)";
     pub(super) const NEW_GRANT: &str = "WITH added AS (INSERT INTO grants \
-         (id, tool, uses_left, body, created) VALUES ($1, $2, $3, $4, $5) \
+         (id, tool, uses_left, body, created, scope_key, target_key) \
+         VALUES ($1, $2, $3, $4, $5, $7, $8) \
          ON CONFLICT (id) DO NOTHING RETURNING 1) \
          SELECT toolgate_expect(EXISTS (SELECT 1 FROM added), $6)";
     pub(super) const SPEND: &str =
@@ -1000,6 +1038,10 @@ async fn write(
                 grant.uses_left.map(i64::from),
                 serde_json::to_string(grant)?,
                 rfc3339(grant.created_at),
+                (
+                    clean(&grant.scope_key()).into_owned(),
+                    clean(&grant.target_key()).into_owned(),
+                ),
             ))
         })
         .collect::<Result<Vec<_>, serde_json::Error>>()?;
@@ -1082,14 +1124,22 @@ async fn write(
         // Locked until the commit: a revocation waits for it, or came first.
         checks.push((sql::LOCK_GRANT, vec![id, &true, &NO_GRANT]));
     }
-    for (grant, (_, tool, _, body, _)) in batch.grants.iter().zip(&grants) {
+    for (grant, (_, tool, _, body, _, (scope, target))) in batch.grants.iter().zip(&grants) {
         if grant.lasts() {
             checks.push((sql::LOCK_TOOL_GRANTS, vec![tool]));
-            checks.push((sql::SAME_GRANT, vec![tool, body, &SAME_GRANT]));
+            checks.push((
+                sql::SAME_GRANT,
+                vec![tool, body, &SAME_GRANT, scope, target],
+            ));
         }
     }
-    for ((id, tool, uses, body, created), exists) in grants.iter().zip(&grant_exists) {
-        checks.push((sql::NEW_GRANT, vec![id, tool, uses, body, created, exists]));
+    for ((id, tool, uses, body, created, (scope, target)), exists) in
+        grants.iter().zip(&grant_exists)
+    {
+        checks.push((
+            sql::NEW_GRANT,
+            vec![id, tool, uses, body, created, exists, scope, target],
+        ));
     }
     let session_was = batch
         .session_was
@@ -1527,6 +1577,27 @@ impl GrantStore for PostgresStore {
         self.all(
             "SELECT uses_left, body FROM grants WHERE tool = $1 ORDER BY created, id",
             &[&clean(tool)],
+            grant_from_row,
+        )
+        .await
+        .map_err(crate::grant_writes::error)
+    }
+
+    async fn applying(
+        &self,
+        lookup: &toolgate_runtime::Lookup,
+    ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
+        let keys = |keys: &[String]| -> Vec<String> {
+            keys.iter().map(|key| clean(key).into_owned()).collect()
+        };
+        self.all(
+            "SELECT uses_left, body FROM grants WHERE tool = $1 AND scope_key = ANY($2) \
+             AND target_key = ANY($3) ORDER BY created, id",
+            &[
+                &clean(&lookup.tool),
+                &keys(&lookup.scopes),
+                &keys(&lookup.targets),
+            ],
             grant_from_row,
         )
         .await

@@ -106,6 +106,63 @@ async fn the_store_contract_holds_on_postgresql() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].session.as_deref(), Some("a\u{FFFD}b"));
 
+    // Grants stored before grants were filed by their keys are filed when the store opens
+    // (the database taken back to the schema before, with a grant stored then).
+    let url = cluster.create("unfiled").await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    store.close().await;
+    drop(store);
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let connection = tokio::spawn(connection);
+    let old = toolgate_runtime::Grant::new(
+        toolgate_runtime::Effect::Allow,
+        "bash",
+        toolgate_runtime::GrantTarget::Command {
+            prefix: vec!["git".into(), "push".into()],
+            exact: false,
+        },
+        toolgate_runtime::GrantScope::Workspace {
+            root: "/ws/".into(),
+        },
+        "alice",
+    );
+    client
+        .batch_execute(
+            "DROP INDEX grants_by_keys; ALTER TABLE grants DROP COLUMN scope_key, \
+             DROP COLUMN target_key; CREATE INDEX grants_by_tool ON grants (tool); \
+             DELETE FROM schema_migrations WHERE version = 4",
+        )
+        .await
+        .unwrap();
+    client
+        .execute(
+            "INSERT INTO grants (id, tool, uses_left, body, created) VALUES ($1, $2, NULL, $3, $4)",
+            &[
+                &old.id,
+                &old.tool,
+                &serde_json::to_string(&old).unwrap(),
+                &"2026-01-01T00:00:00Z",
+            ],
+        )
+        .await
+        .unwrap();
+    drop(client);
+    let _ = connection.await;
+    let store = PostgresStore::open(&url).await.unwrap();
+    let lookup = toolgate_runtime::Lookup {
+        tool: "bash".into(),
+        scopes: vec!["s:s1".into(), "w:/ws".into(), "u".into()],
+        targets: vec![String::new(), "git".into()],
+    };
+    let found = toolgate_runtime::GrantStore::applying(&store, &lookup)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].id, old.id);
+    store.close().await;
+
     // Nothing to connect to: a clear error, at once.
     let error = PostgresStore::open(&cluster.url("missing"))
         .await

@@ -619,6 +619,27 @@ impl GrantStore for SqliteStore {
         .map_err(crate::grant_writes::error)
     }
 
+    async fn applying(
+        &self,
+        lookup: &toolgate_runtime::Lookup,
+    ) -> Result<Vec<Grant>, toolgate_runtime::grants::StoreError> {
+        let scopes = serde_json::to_string(&lookup.scopes)
+            .map_err(|e| crate::grant_writes::error(e.into()))?;
+        let targets = serde_json::to_string(&lookup.targets)
+            .map_err(|e| crate::grant_writes::error(e.into()))?;
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT uses_left, body FROM grants WHERE tool = ? \
+                 AND scope_key IN (SELECT value FROM json_each(?)) \
+                 AND target_key IN (SELECT value FROM json_each(?)) ORDER BY created, id",
+                (&lookup.tool, &scopes, &targets),
+                grant_from_row,
+            )
+        })
+        .map_err(crate::grant_writes::error)
+    }
+
     async fn use_once(&self, id: &str) -> Result<bool, toolgate_runtime::grants::StoreError> {
         crate::grant_writes::use_once(self, id).await
     }

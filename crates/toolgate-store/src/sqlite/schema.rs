@@ -87,7 +87,18 @@ CREATE INDEX pending_by_session ON pending (session, created, id);
     r#"
 DROP TABLE journal;
 "#,
+    // Grants filed by scope and target (see `Grant::scope_key`), so an ask reads only those
+    // that may answer it; the keys of the grants stored before are written by `file_grants`.
+    r#"
+ALTER TABLE grants ADD COLUMN scope_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE grants ADD COLUMN target_key TEXT NOT NULL DEFAULT '';
+DROP INDEX grants_by_tool;
+CREATE INDEX grants_by_keys ON grants (tool, scope_key, target_key);
+"#,
 ];
+
+/// The migration that files grants by their keys (its number, from 1).
+const GRANT_KEYS: i64 = 7;
 
 /// The last schema that kept the commit journal's state: the store migrates to it, applies
 /// what a journal left next to the database holds, then goes on.
@@ -118,11 +129,38 @@ pub(super) fn migrate(connection: &mut Connection, upto: usize) -> Result<(), St
         }
         let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(migration)?;
+        if version == GRANT_KEYS {
+            file_grants(&tx)?;
+        }
         tx.execute(
             "INSERT INTO schema_migrations (version, applied) VALUES (?, ?)",
             (version, rfc3339(SystemTime::now())),
         )?;
         tx.commit()?;
+    }
+    Ok(())
+}
+
+/// Writes the keys of every stored grant (those stored before grants were filed by them). A
+/// grant that cannot be read keeps the empty keys, where no lookup but one of the whole tool
+/// finds it, and answers nothing, as before.
+fn file_grants(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let mut filed = Vec::new();
+    {
+        let mut statement = tx.prepare("SELECT id, body FROM grants")?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let (id, body): (String, String) = (row.get(0)?, row.get(1)?);
+            if let Ok(grant) =
+                crate::record::from_stored::<toolgate_runtime::Grant>(body.as_bytes())
+            {
+                filed.push((id, grant.scope_key(), grant.target_key()));
+            }
+        }
+    }
+    let mut update = tx.prepare("UPDATE grants SET scope_key = ?, target_key = ? WHERE id = ?")?;
+    for (id, scope, target) in filed {
+        update.execute((scope, target, id))?;
     }
     Ok(())
 }
@@ -242,4 +280,93 @@ pub(super) fn keep_private(path: &Path) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use toolgate_runtime::{Effect, Grant, GrantScope, GrantStore, GrantTarget, Lookup};
+
+    use super::*;
+
+    /// Grants stored before grants were filed by their keys are filed when the store opens: a
+    /// lookup finds each where it would find it stored today; one that cannot be read answers
+    /// nothing, as before.
+    #[tokio::test]
+    async fn grants_stored_before_keys_are_filed_when_the_store_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolgate.db");
+        let grants = [
+            Grant::new(
+                Effect::Allow,
+                "bash",
+                GrantTarget::Command {
+                    prefix: vec!["git".into(), "push".into()],
+                    exact: false,
+                },
+                GrantScope::Workspace {
+                    root: "/ws/".into(),
+                },
+                "alice",
+            ),
+            Grant::new(
+                Effect::Deny,
+                "bash",
+                GrantTarget::Command {
+                    prefix: vec!["rm".into()],
+                    exact: true,
+                },
+                GrantScope::Session {
+                    session: "s1".into(),
+                },
+                "alice",
+            ),
+        ];
+        {
+            let mut connection = Connection::open(&path).unwrap();
+            migrate(&mut connection, GRANT_KEYS as usize - 1).unwrap();
+            for grant in &grants {
+                connection
+                    .execute(
+                        "INSERT INTO grants (id, tool, uses_left, body, created) \
+                         VALUES (?, ?, NULL, ?, ?)",
+                        (
+                            &grant.id,
+                            &grant.tool,
+                            serde_json::to_string(grant).unwrap(),
+                            rfc3339(grant.created_at),
+                        ),
+                    )
+                    .unwrap();
+            }
+            connection
+                .execute(
+                    "INSERT INTO grants (id, tool, uses_left, body, created) \
+                     VALUES ('unreadable', 'bash', NULL, '{', '2026-01-01T00:00:00Z')",
+                    [],
+                )
+                .unwrap();
+        }
+        let store = crate::SqliteStore::open(&path).await.unwrap();
+        let lookup = Lookup {
+            tool: "bash".into(),
+            scopes: vec!["s:s1".into(), "w:/ws".into(), "u".into()],
+            targets: vec![String::new(), "git".into()],
+        };
+        let mut found: Vec<String> = store
+            .applying(&lookup)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|g| g.id)
+            .collect();
+        found.sort();
+        let mut expected = [grants[0].id.clone(), grants[1].id.clone()];
+        expected.sort();
+        assert_eq!(found, expected);
+        for grant in &grants {
+            assert!(lookup.admits(grant));
+        }
+    }
 }

@@ -705,9 +705,12 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
         }
     }
     for grant in batch.grants.iter().filter(|grant| grant.lasts()) {
-        let mut statement = connection
-            .prepare_cached("SELECT body FROM grants WHERE tool = ? AND uses_left IS NULL")?;
-        let mut stored = statement.query([&grant.tool])?;
+        // Grants alike are filed alike.
+        let mut statement = connection.prepare_cached(
+            "SELECT body FROM grants WHERE tool = ? AND scope_key = ? AND target_key = ? \
+             AND uses_left IS NULL",
+        )?;
+        let mut stored = statement.query((&grant.tool, grant.scope_key(), grant.target_key()))?;
         while let Some(row) = stored.next()? {
             let body: String = row.get(0)?;
             // One that cannot be read answers nothing, and is left for its own reader to say.
@@ -721,7 +724,8 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
     for (grant, body) in batch.grants.iter().zip(&rows.grants) {
         let stored = connection
             .prepare_cached(
-                "INSERT INTO grants (id, tool, uses_left, body, created) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO grants (id, tool, uses_left, body, created, scope_key, target_key) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
             )?
             .execute((
                 &grant.id,
@@ -729,6 +733,8 @@ fn write(connection: &Connection, rows: &Rows) -> Result<Committed, StoreError> 
                 grant.uses_left.map(i64::from),
                 body,
                 crate::record::rfc3339(grant.created_at),
+                grant.scope_key(),
+                grant.target_key(),
             ));
         match stored {
             Err(error) if taken(&error) => {

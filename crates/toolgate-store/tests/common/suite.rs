@@ -294,6 +294,123 @@ pub async fn a_grant_like_a_lasting_one_stored_is_not_stored_again(engine: &dyn 
     assert_eq!(store.list().await.unwrap().len(), 4);
 }
 
+/// A lookup reads the grants filed under its keys, oldest first, and no others: those of its
+/// tool, in its scopes (the session's, the workspace's, the user's), of the whole tool or of its
+/// targets — whatever else is stored (other sessions, workspaces, targets, tools); also keys
+/// with a NUL or a path written two ways.
+pub async fn a_lookup_reads_the_grants_filed_under_its_keys(engine: &dyn Engine) {
+    use toolgate_runtime::Lookup;
+    let store = engine.open().await;
+    let made = |effect, tool: &str, target: GrantTarget, scope: GrantScope| {
+        Grant::new(effect, tool, target, scope, "alice")
+    };
+    let command = |words: &[&str]| GrantTarget::Command {
+        prefix: words.iter().map(|w| (*w).to_owned()).collect(),
+        exact: false,
+    };
+    let session = |s: &str| GrantScope::Session { session: s.into() };
+    let workspace = |root: &str| GrantScope::Workspace { root: root.into() };
+    let all = vec![
+        made(
+            Effect::Allow,
+            "bash",
+            command(&["git", "push"]),
+            session("s1"),
+        ),
+        made(
+            Effect::Allow,
+            "bash",
+            command(&["git", "push"]),
+            session("s2"),
+        ),
+        made(
+            Effect::Allow,
+            "bash",
+            command(&["cargo", "test"]),
+            session("s1"),
+        ),
+        made(Effect::Deny, "bash", command(&["rm", "-rf"]), session("s1")),
+        made(Effect::Allow, "bash", GrantTarget::Tool, workspace("/ws/")),
+        made(
+            Effect::Allow,
+            "bash",
+            command(&["npm\0", "i"]),
+            GrantScope::User,
+        ),
+        made(Effect::Allow, "bash", command(&["ls"]), workspace("/other")),
+        made(
+            Effect::Allow,
+            "read",
+            GrantTarget::Path {
+                path: "/ws/a".into(),
+            },
+            GrantScope::User,
+        ),
+        made(
+            Effect::Allow,
+            "read",
+            GrantTarget::Path {
+                path: "/ws/b".into(),
+            },
+            GrantScope::User,
+        ),
+        made(
+            Effect::Allow,
+            "fetch",
+            GrantTarget::Domain {
+                host: "docs.rs".into(),
+            },
+            session("s1"),
+        ),
+        made(
+            Effect::Allow,
+            "git",
+            command(&["git", "push"]),
+            session("s1"),
+        ),
+    ];
+    for grant in &all {
+        store.insert(grant.clone()).await.unwrap();
+    }
+    let lookup = |tool: &str, scopes: &[&str], targets: &[&str]| Lookup {
+        tool: tool.into(),
+        scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        targets: targets.iter().map(|t| (*t).to_owned()).collect(),
+    };
+    for asked in [
+        lookup("bash", &["s:s1", "w:/ws", "u"], &["", "git"]),
+        lookup("bash", &["s:s2", "u"], &["", "git", "npm\0", "cargo"]),
+        lookup("bash", &["s:s3", "w:/other"], &["", "ls"]),
+        lookup("read", &["s:s1", "u"], &["", "/ws/a"]),
+        lookup("fetch", &["s:s1"], &["docs.rs"]),
+        lookup("fetch", &["s:s2"], &["", "docs.rs"]),
+        lookup("none", &["u"], &[""]),
+    ] {
+        let read: Vec<Grant> = store.applying(&asked).await.unwrap();
+        // Oldest first.
+        assert!(
+            read.windows(2)
+                .all(|w| (w[0].created_at, &w[0].id) <= (w[1].created_at, &w[1].id))
+        );
+        let mut read: Vec<String> = read.into_iter().map(|g| g.id).collect();
+        read.sort();
+        let mut expected: Vec<String> = all
+            .iter()
+            .filter(|g| asked.admits(g))
+            .map(|g| g.id.clone())
+            .collect();
+        expected.sort();
+        assert_eq!(read, expected, "{asked:?}");
+    }
+    // Not everything: the first lookup reads the session's two and the workspace's one.
+    let first = lookup("bash", &["s:s1", "w:/ws", "u"], &["", "git"]);
+    assert_eq!(store.applying(&first).await.unwrap().len(), 3);
+    // After a reopening, the same.
+    drop(store);
+    let store = engine.open().await;
+    assert_eq!(store.applying(&first).await.unwrap().len(), 3);
+}
+
 /// A session saved "only if still as read" is not saved over a newer one: a creation when one
 /// exists, or a change from an older read, writes nothing; changes that read again when told
 /// so all count, however many run at once.
@@ -649,6 +766,7 @@ macro_rules! each_case {
             decisions_and_sessions_are_upserted,
             grants_are_stored_spent_exactly_and_revoked,
             a_grant_like_a_lasting_one_stored_is_not_stored_again,
+            a_lookup_reads_the_grants_filed_under_its_keys,
             a_session_is_saved_only_over_what_was_read,
             concurrent_appends_get_distinct_gapless_sequence_numbers,
             a_batch_stands_or_falls_together,
