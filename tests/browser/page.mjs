@@ -62,7 +62,7 @@ try {
   const text = await card.innerText();
   for (const expected of ["bash", "git push origin main", "commits, pushes and rewrites of history are the person's to make",
                           "history (rule)", "/tmp/project", "Allow once", "Deny once",
-                          "Always deny commands starting with `git push` of `bash` in this session"]) {
+                          "Always deny `bash`: commands starting with `git push`, for this session"]) {
     if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
   }
   // Text up to 1,000 characters is shown whole (the end of a long command too); longer text is
@@ -142,12 +142,18 @@ try {
   const remembered = api(`/api/decisions/${third.id}?wait=30`);
   const always = page.locator(`article[data-id="${third.id}"]`);
   await always.waitFor({ timeout: 15_000 });
-  await always.getByRole("button", { name: "Always deny commands starting with `git push` of `bash` in this session" }).click();
+  // The button says what it covers in the scope chosen, for as long as chosen, before the click.
+  await always.getByRole("button", { name: "Always deny `bash`: commands starting with `git push`, for this session" }).waitFor();
+  await always.getByRole("combobox", { name: "where an always answer applies" }).selectOption("user");
+  await always.getByRole("combobox", { name: "how long an always answer lasts" }).selectOption("28800");
+  await always.getByRole("button", { name: "Always deny `bash`: commands starting with `git push`, for every session of this user, in every workspace (for 8 hours)" }).click();
   if ((await remembered).decision !== "deny") fail("the always-deny did not refuse the call");
   const grant = page.locator("#grants tbody tr");
   await grant.first().waitFor({ timeout: 15_000 });
   const listed = await grant.first().innerText();
-  for (const expected of ["deny", "bash", "git push", "session: web", "web"]) {
+  const made = (await api("/api/grants")).grants[0] || {};
+  if (made.scope !== "user" || !made.expires_at) fail(`the grant is not the user's for 8 hours: ${JSON.stringify(made)}`);
+  for (const expected of ["deny", "bash", "git push", "user", "until", "web"]) {
     if (!listed.includes(expected)) fail(`the grant does not show ${JSON.stringify(expected)}: ${listed}`);
   }
   await grant.first().getByRole("button", { name: "Revoke" }).click();

@@ -273,6 +273,19 @@ impl Choice {
 }
 
 string_enum! {
+    /// Where an "always" answer's grants apply: the person picks one of those the policy
+    /// offers (`scopes`), the first by default.
+    pub enum AlwaysScope ("scope") {
+        /// The session, all its branches.
+        Session = "session",
+        /// Every session working in the call's workspace.
+        Workspace = "workspace",
+        /// Every session of the user, in every workspace.
+        User = "user",
+    }
+}
+
+string_enum! {
     /// What an "always" answer covers.
     pub enum GrantKind ("grant") {
         /// The tool, whatever its arguments.

@@ -378,6 +378,9 @@ impl Policy {
                 .and_then(|r| r.timeout)
                 .unwrap_or(self.settings.approval_timeout),
             grant: rule.and_then(|r| r.grant).unwrap_or(default_grant),
+            scopes: rule
+                .and_then(|r| r.scopes.clone())
+                .unwrap_or_else(|| self.settings.approval_scopes.clone()),
         }
     }
 }

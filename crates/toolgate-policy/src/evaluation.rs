@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::call::CallError;
-use crate::decision::{Access, Choice, Decision, GrantKind, Layer, Mode};
+use crate::decision::{Access, AlwaysScope, Choice, Decision, GrantKind, Layer, Mode};
 use crate::rule::RuleInfo;
 use crate::subject::Subject;
 
@@ -109,6 +109,8 @@ pub struct AskDetails {
     pub timeout: Duration,
     /// What an "always" answer covers.
     pub grant: GrantKind,
+    /// Where an "always" answer may apply, the default first.
+    pub scopes: Arc<[AlwaysScope]>,
 }
 
 /// A per-tool run override (HPD's `RequirePermissionFor` / `DisablePermissionFor`).

@@ -59,7 +59,9 @@ mod suggest;
 
 pub use call::{Call, CallError, CallErrorKind, Context, Tag};
 pub use confined::{ConfinedDir, OpenMode};
-pub use decision::{Access, Choice, Decision, GrantKind, Layer, Mode, Origin, UnknownVariant};
+pub use decision::{
+    Access, AlwaysScope, Choice, Decision, GrantKind, Layer, Mode, Origin, UnknownVariant,
+};
 pub use diagnostic::{Diagnostic, LoadError, Location, Severity};
 pub use evaluation::{AskDetails, Evaluation, PermissionOverride, RunOptions, SubjectOutcome};
 pub use explain::{

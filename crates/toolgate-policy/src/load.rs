@@ -13,7 +13,9 @@ use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
 use crate::call::{Call, Tag};
-use crate::decision::{Access, Choice, Decision, GrantKind, Mode, Origin, UnknownVariant};
+use crate::decision::{
+    Access, AlwaysScope, Choice, Decision, GrantKind, Mode, Origin, UnknownVariant,
+};
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::duration;
 use crate::matcher::{ArgCondition, ArgTest, CmpOp, NamePattern, NameSet, compile_glob};
@@ -52,7 +54,7 @@ const TOP_ALIASES: &[(&str, &str)] = &[
     ("tags", "custom_tags"),
 ];
 const WORKSPACE_KEYS: &[&str] = &["roots", "protected", "read", "scratch"];
-const APPROVAL_KEYS: &[&str] = &["timeout", "choices"];
+const APPROVAL_KEYS: &[&str] = &["timeout", "choices", "scopes"];
 const PROFILE_KEYS: &[&str] = &[
     "match",
     "access",
@@ -86,6 +88,7 @@ const RULE_KEYS: &[&str] = &[
     "choices",
     "timeout",
     "grant",
+    "scopes",
     "path",
     "command",
     "domain",
@@ -145,6 +148,7 @@ pub(crate) struct ParsedFile {
     pub(crate) scratch_places: Vec<String>,
     pub(crate) approval_timeout: Option<Duration>,
     pub(crate) approval_choices: Option<Vec<Choice>>,
+    pub(crate) approval_scopes: Option<Vec<AlwaysScope>>,
     pub(crate) custom_tags: Vec<String>,
     pub(crate) network_commands: Vec<CommandPattern>,
     pub(crate) profiles: Vec<Profile>,
@@ -184,6 +188,7 @@ pub(crate) fn parse(source: SourceFile, compile_now: bool) -> Result<ParsedFile,
         scratch_places: Vec::new(),
         approval_timeout: None,
         approval_choices: None,
+        approval_scopes: None,
         custom_tags: Vec::new(),
         network_commands: Vec::new(),
         profiles: Vec::new(),
@@ -254,6 +259,7 @@ struct RawRule {
     choices: Option<Vec<Choice>>,
     timeout: Option<Duration>,
     grant: Option<GrantKind>,
+    scopes: Option<Vec<AlwaysScope>>,
     /// Keys other than `builtin` and `examples`, with their spans (for the builtin check).
     plain_keys: Vec<(String, Range<usize>)>,
 }
@@ -919,6 +925,7 @@ impl Walker<'_> {
             match key.get_ref().as_ref() {
                 "timeout" => file.approval_timeout = self.duration(item, "timeout"),
                 "choices" => file.approval_choices = self.choices(item, "choices"),
+                "scopes" => file.approval_scopes = self.enums::<AlwaysScope>(item, "scopes"),
                 _ => self.unknown_key(
                     key,
                     APPROVAL_KEYS,
@@ -1124,6 +1131,7 @@ impl Walker<'_> {
                 "choices" => raw.choices = self.choices(item, "choices"),
                 "timeout" => raw.timeout = self.duration(item, "timeout"),
                 "grant" => raw.grant = self.one_enum(item, "grant"),
+                "scopes" => raw.scopes = self.enums::<AlwaysScope>(item, "scopes"),
                 "path" => {
                     raw.resource_keys.push(("path".into(), key.span()));
                     raw.paths = self.path_set(item);
@@ -1192,7 +1200,7 @@ impl Walker<'_> {
         }
         if let Some((builtin, _)) = raw.builtin {
             for (key, span) in &raw.plain_keys {
-                if !matches!(key.as_str(), "choices" | "timeout" | "grant") {
+                if !matches!(key.as_str(), "choices" | "timeout" | "grant" | "scopes") {
                     self.error_hint(
                         span.clone(),
                         format!("a `builtin` rule cannot set `{key}`"),
@@ -1236,6 +1244,7 @@ impl Walker<'_> {
                     choices: None,
                     timeout: None,
                     grant: None,
+                    scopes: None,
                     examples: Vec::new(),
                     location: None,
                 }
@@ -1248,6 +1257,7 @@ impl Walker<'_> {
         rule.choices = raw.choices.map(Into::into);
         rule.timeout = raw.timeout;
         rule.grant = raw.grant;
+        rule.scopes = raw.scopes.map(Into::into);
         rule.examples = raw
             .examples
             .into_iter()

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap;
 
-use crate::decision::{Choice, Decision, Mode};
+use crate::decision::{AlwaysScope, Choice, Decision, Mode};
 use crate::diagnostic::{Diagnostic, LoadError, SourceFile};
 use crate::extract::MentionRules;
 use crate::guard;
@@ -182,6 +182,8 @@ pub struct Settings {
     pub approval_timeout: Duration,
     /// The answers offered by default.
     pub approval_choices: Arc<[Choice]>,
+    /// Where an "always" answer may apply by default, the default first.
+    pub approval_scopes: Arc<[AlwaysScope]>,
     /// Workspace roots, in load order.
     pub roots: Vec<RootSpec>,
     /// Protected path globs added to the built-in list.
@@ -204,6 +206,7 @@ impl Default for Settings {
             fallback: None,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             approval_choices: Choice::ALL.into(),
+            approval_scopes: AlwaysScope::ALL.into(),
             roots: Vec::new(),
             protected: Vec::new(),
             read_places: Vec::new(),
@@ -529,6 +532,7 @@ impl Policy {
         let mut settings = Settings::default();
         let mut mode: Option<Mode> = None;
         let mut choices: Option<Vec<Choice>> = None;
+        let mut scopes: Option<Vec<AlwaysScope>> = None;
         let mut timeout: Option<Duration> = None;
         let mut sets = Vec::with_capacity(files.len());
         let mut profiles = Vec::new();
@@ -553,6 +557,14 @@ impl Policy {
                 choices = Some(match choices {
                     None => c,
                     Some(old) => old.into_iter().filter(|x| c.contains(x)).collect(),
+                });
+            }
+            if let Some(offered) = file.approval_scopes {
+                // Each file may narrow what the files before it offer, never widen it; the
+                // first file's order says which is the default.
+                scopes = Some(match scopes {
+                    None => offered,
+                    Some(old) => old.into_iter().filter(|x| offered.contains(x)).collect(),
                 });
             }
             for root in file.roots {
@@ -606,6 +618,17 @@ impl Policy {
                 .copied()
                 .filter(|c| choices.contains(c))
                 .collect();
+        }
+        if let Some(scopes) = scopes {
+            if scopes.is_empty() {
+                return Err(Diagnostic::file_error(
+                    last_name,
+                    "the policy files' `[approval] scopes` have no scope in common".into(),
+                )
+                .with_hint(Some("make every file offer `session`".into()))
+                .into());
+            }
+            settings.approval_scopes = scopes.into();
         }
         Ok(Policy::assemble(sets, settings, profiles))
     }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::{Call, Tag};
-use crate::decision::{Access, Choice, Decision, GrantKind, Origin, string_enum};
+use crate::decision::{Access, AlwaysScope, Choice, Decision, GrantKind, Origin, string_enum};
 use crate::diagnostic::Location;
 use crate::matcher::{ArgCondition, NamePattern, NameSet, json_eq};
 use crate::resource::matchers::Resource;
@@ -226,6 +226,7 @@ pub struct Rule {
     pub(crate) choices: Option<Arc<[Choice]>>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) grant: Option<GrantKind>,
+    pub(crate) scopes: Option<Arc<[AlwaysScope]>>,
     pub(crate) examples: Vec<Example>,
     pub(crate) location: Option<Location>,
 }
@@ -252,6 +253,7 @@ impl Rule {
             choices: None,
             timeout: None,
             grant: None,
+            scopes: None,
         }
     }
 
@@ -273,6 +275,7 @@ impl Rule {
             choices: None,
             timeout: None,
             grant: None,
+            scopes: None,
             examples: Vec::new(),
             location: None,
         }
@@ -444,6 +447,7 @@ pub struct RuleBuilder {
     choices: Option<Vec<Choice>>,
     timeout: Option<Duration>,
     grant: Option<GrantKind>,
+    scopes: Option<Vec<AlwaysScope>>,
 }
 
 impl RuleBuilder {
@@ -505,6 +509,12 @@ impl RuleBuilder {
         self
     }
 
+    /// Where an "always" answer to this rule's ask may apply, the default first.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = AlwaysScope>) -> RuleBuilder {
+        self.scopes = Some(scopes.into_iter().collect());
+        self
+    }
+
     /// Compiles the rule; an invalid tool pattern is an error.
     pub fn build(self) -> Result<Rule, String> {
         let mut when = self.when;
@@ -532,6 +542,7 @@ impl RuleBuilder {
             choices: self.choices.map(Into::into),
             timeout: self.timeout,
             grant: self.grant,
+            scopes: self.scopes.map(Into::into),
             examples: Vec::new(),
             location: None,
         })

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolgate_policy::{
-    AskDetails, AskRequest, Builtin, Call, CallErrorKind, Choice, Decision, Evaluation, GrantKind,
-    Layer, LoadOptions, Mode, Policy, PolicyRole, PolicySource, Rule, RuleInfo, RunOptions,
-    Severity, Subject, SubjectOutcome, Tag, Verdict,
+    AlwaysScope, AskDetails, AskRequest, Builtin, Call, CallErrorKind, Choice, Decision,
+    Evaluation, GrantKind, Layer, LoadOptions, Mode, Policy, PolicyRole, PolicySource, Rule,
+    RuleInfo, RunOptions, Severity, Subject, SubjectOutcome, Tag, Verdict,
 };
 
 fn policy(toml: &str) -> Policy {
@@ -714,6 +714,7 @@ fn ask_details_come_from_the_rule_then_the_policy() {
 [approval]
 timeout = "90s"
 choices = ["allow-once", "reject-once", "reject-always"]
+scopes = ["user", "session"]
 
 [[rule]]
 name = "history"
@@ -722,6 +723,7 @@ tool = "git_commit"
 choices = ["allow-once", "reject-once"]
 timeout = "30s"
 grant = "command"
+scopes = ["session"]
 "#;
     let got = eval(toml, json!({"tool": "git_commit"}));
     assert_eq!(
@@ -730,6 +732,7 @@ grant = "command"
             choices: vec![Choice::AllowOnce, Choice::RejectOnce].into(),
             timeout: Duration::from_secs(30),
             grant: GrantKind::Command,
+            scopes: vec![AlwaysScope::Session].into(),
         })
     );
     let got = eval(toml, json!({"tool": "other"}));
@@ -739,6 +742,7 @@ grant = "command"
             choices: vec![Choice::AllowOnce, Choice::RejectOnce, Choice::RejectAlways].into(),
             timeout: Duration::from_secs(90),
             grant: GrantKind::Tool,
+            scopes: vec![AlwaysScope::User, AlwaysScope::Session].into(),
         })
     );
     assert_eq!(

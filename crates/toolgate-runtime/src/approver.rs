@@ -276,14 +276,8 @@ fn choice_label(choice: Choice) -> &'static str {
     }
 }
 
-fn scope_label(scope: ScopeKind) -> &'static str {
-    match scope {
-        ScopeKind::Once => "for the next call only",
-        ScopeKind::Turn => "for the rest of this turn",
-        ScopeKind::Session => "for this session",
-        ScopeKind::Workspace => "in this workspace",
-        ScopeKind::User => "everywhere, for this user",
-    }
+fn scope_label(scope: ScopeKind) -> String {
+    scope.says(None)
 }
 
 /// Reads a terminal answer against the offered choices.

@@ -8,7 +8,7 @@ use toolgate_policy::{
     Choice, DEFAULT_APPROVAL_TIMEOUT, Evaluation, GrantKind, Layer, SubjectOutcome,
 };
 
-use crate::broker::AlwaysCovers;
+use crate::broker::{AlwaysCovers, ScopeOffer};
 use crate::grants::{
     Effect, Grant, GrantContext, GrantStore, GrantTarget, Lookup, ScopeKind, StoreError, asking,
     match_grants, targets_for, unanswered,
@@ -74,10 +74,20 @@ pub async fn stored_answer(
     evaluation: &Evaluation,
     context: &GrantContext,
 ) -> Result<Consulted, StoreError> {
+    stored_answer_at(store, tool, evaluation, context, SystemTime::now()).await
+}
+
+/// [`stored_answer`], at `now` (what the grants' expiry is compared with).
+pub async fn stored_answer_at(
+    store: &dyn GrantStore,
+    tool: &str,
+    evaluation: &Evaluation,
+    context: &GrantContext,
+    now: SystemTime,
+) -> Result<Consulted, StoreError> {
     let grants = store
         .applying(&Lookup::for_ask(tool, &evaluation.subjects, context))
         .await?;
-    let now = SystemTime::now();
     let open = || {
         Consulted::Open(unanswered(
             &grants,
@@ -161,6 +171,7 @@ impl Offer {
                 choice,
                 targets: targets.clone().unwrap_or_default(),
                 scope,
+                scopes: Vec::new(),
             })
             .collect();
         Offer {
@@ -170,6 +181,48 @@ impl Offer {
             scope,
             timeout,
         }
+    }
+
+    /// The same offer with the scopes the policy offers for its "always" answers (the first is
+    /// the default), each saying what the grants of `tool` would cover there; a workspace
+    /// scope only when the call names its `workspace`.
+    #[must_use]
+    pub fn scoped(mut self, evaluation: &Evaluation, tool: &str, workspace: Option<&str>) -> Offer {
+        let offered: Vec<ScopeKind> = match &evaluation.ask {
+            Some(ask) => ask.scopes.iter().copied().map(ScopeKind::from).collect(),
+            None => vec![ScopeKind::Session],
+        };
+        let offered: Vec<ScopeKind> = offered
+            .into_iter()
+            .filter(|scope| *scope != ScopeKind::Workspace || workspace.is_some())
+            .collect();
+        let Some(first) = offered.first().copied() else {
+            // Only a workspace was offered, and the call names none: the session's.
+            return self;
+        };
+        self.scope = first;
+        let what = self.targets.as_ref().map(|targets| {
+            targets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        for always in &mut self.always {
+            always.scope = first;
+            always.scopes = offered
+                .iter()
+                .map(|scope| ScopeOffer {
+                    scope: *scope,
+                    covers: format!(
+                        "`{tool}`: {}, {}",
+                        what.as_deref().unwrap_or("every call"),
+                        scope.says(workspace)
+                    ),
+                })
+                .collect();
+        }
+        self
     }
 
     /// The same offer without its "always" answers, for a request nothing can scope a grant

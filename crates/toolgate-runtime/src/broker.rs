@@ -54,8 +54,29 @@ pub struct AlwaysCovers {
     pub choice: Choice,
     /// What it would cover, exactly.
     pub targets: Vec<GrantTarget>,
-    /// For how long and where.
+    /// For how long and where, when the answer names no scope of its own.
     pub scope: ScopeKind,
+    /// The scopes the answer may choose among, each saying what the grants would cover there
+    /// (the default first); none: only `scope`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<ScopeOffer>,
+}
+
+impl AlwaysCovers {
+    /// Whether an answer may make its grants in `scope`.
+    pub fn offers(&self, scope: ScopeKind) -> bool {
+        scope == self.scope || self.scopes.iter().any(|offer| offer.scope == scope)
+    }
+}
+
+/// One scope an "always" answer may choose, and what its grants would cover there, in words
+/// (`` `Bash`: commands starting with `git push`, for every session in the workspace `/ws` ``).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScopeOffer {
+    /// The scope.
+    pub scope: ScopeKind,
+    /// What the grants would cover there.
+    pub covers: String,
 }
 
 /// A tool call waiting for a person's approval (read back as it was published: a daemon
@@ -143,6 +164,38 @@ impl PermissionRequest {
         }
     }
 
+    /// Whether this request takes `answer`: its choice is offered, and so is its scope, when
+    /// it names one.
+    pub fn takes(&self, answer: &Answer) -> Result<(), Conflict> {
+        if !self.choices.contains(&answer.decision) {
+            return Err(Conflict::NotOffered {
+                id: self.id.clone(),
+                choice: answer.decision,
+                offered: self.choices.clone(),
+            });
+        }
+        if let Some(scope) = answer.scope {
+            let covers = self.always.iter().find(|a| a.choice == answer.decision);
+            if !covers.is_some_and(|covers| covers.offers(scope)) {
+                let offered = covers.map_or_else(Vec::new, |covers| {
+                    let mut offered = vec![covers.scope];
+                    for offer in &covers.scopes {
+                        if !offered.contains(&offer.scope) {
+                            offered.push(offer.scope);
+                        }
+                    }
+                    offered
+                });
+                return Err(Conflict::ScopeNotOffered {
+                    id: self.id.clone(),
+                    scope,
+                    offered,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// What an answer would cover, when it is an "always".
     pub fn covers(&self, choice: Choice) -> Option<&[GrantTarget]> {
         self.always
@@ -211,6 +264,28 @@ pub struct Answer {
     /// Why, in the answerer's words (a refusal's reason is what the model reads).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Where an "always" answer's grants apply (one the request offers); none: the request's
+    /// default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ScopeKind>,
+    /// How long an "always" answer's grants last (JSON `expires_in`, in seconds, as OAuth
+    /// says it); none: until revoked.
+    #[serde(
+        rename = "expires_in",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "lasting"
+    )]
+    pub lasts: Option<Duration>,
+}
+
+/// The longest an "always" answer may last when it says how long: a year.
+pub const LONGEST_GRANT: Duration = Duration::from_secs(366 * 24 * 3600);
+
+fn lasting<S: serde::Serializer>(lasts: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match lasts {
+        Some(lasts) => s.serialize_u64(lasts.as_secs()),
+        None => s.serialize_none(),
+    }
 }
 
 impl From<Choice> for Answer {
@@ -218,6 +293,8 @@ impl From<Choice> for Answer {
         Answer {
             decision,
             reason: None,
+            scope: None,
+            lasts: None,
         }
     }
 }
@@ -228,7 +305,63 @@ impl Answer {
         Answer {
             decision,
             reason: Some(reason.into()),
+            scope: None,
+            lasts: None,
         }
+    }
+
+    /// An answer's `expires_in` from its JSON value: absent or null is none, else a whole
+    /// number of seconds from 1 to [`LONGEST_GRANT`]'s.
+    pub fn lasts_of(value: Option<&Value>) -> Result<Option<Duration>, String> {
+        let most = LONGEST_GRANT.as_secs();
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            // (`3600.0` is the integer 3600, as JSON Schema counts.)
+            Some(Value::Number(n)) => match n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && (1.0..=most as f64).contains(f))
+                    .map(|f| f as u64)
+            }) {
+                Some(seconds) if (1..=most).contains(&seconds) => {
+                    Ok(Some(Duration::from_secs(seconds)))
+                }
+                _ => Err(format!(
+                    "`expires_in` is a number of seconds from 1 to {most} (a year), not {n}"
+                )),
+            },
+            Some(_) => Err(format!(
+                "`expires_in` is a number of seconds from 1 to {most} (a year)"
+            )),
+        }
+    }
+
+    /// An answer's `scope` from its JSON value: absent or null is none.
+    pub fn scope_of(value: Option<&Value>) -> Result<Option<ScopeKind>, String> {
+        match value {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => match text.as_str() {
+                "session" => Ok(Some(ScopeKind::Session)),
+                "workspace" => Ok(Some(ScopeKind::Workspace)),
+                "user" => Ok(Some(ScopeKind::User)),
+                other => Err(format!(
+                    "unknown scope `{other}`, expected `session`, `workspace` or `user`"
+                )),
+            },
+            Some(_) => Err("`scope` is `session`, `workspace` or `user`".into()),
+        }
+    }
+
+    /// The answer with the `scope` and `expires_in` of its JSON object: where and how long an
+    /// "always" answer's grants last (read, and then left aside, for a "once" answer, which
+    /// makes none: HPD's contradictory forms fail closed to one).
+    fn lasting_from(mut self, object: &Map<String, Value>) -> Result<Answer, String> {
+        self.scope = Answer::scope_of(object.get("scope"))?;
+        self.lasts = Answer::lasts_of(object.get("expires_in"))?;
+        if !self.decision.is_always() {
+            self.scope = None;
+            self.lasts = None;
+        }
+        Ok(self)
     }
 
     /// An answer's `reason` from its JSON value: absent or null is none, else a string of at
@@ -267,7 +400,13 @@ impl Answer {
                 .ok_or("`decision` must be a string")?
                 .parse::<Choice>()
                 .map_err(|e| e.to_string())?;
-            return Ok(Answer { decision, reason });
+            return Answer {
+                decision,
+                reason,
+                scope: None,
+                lasts: None,
+            }
+            .lasting_from(object);
         }
         let approved = match object.get("approved") {
             Some(Value::Bool(b)) => *b,
@@ -294,7 +433,13 @@ impl Answer {
                 ));
             }
         };
-        Ok(Answer { decision, reason })
+        Answer {
+            decision,
+            reason,
+            scope: None,
+            lasts: None,
+        }
+        .lasting_from(object)
     }
 }
 
@@ -395,6 +540,15 @@ pub enum Conflict {
         /// What was offered.
         offered: Vec<Choice>,
     },
+    /// The answer's scope was not offered for its choice; the request is still pending.
+    ScopeNotOffered {
+        /// The id.
+        id: String,
+        /// The scope given.
+        scope: ScopeKind,
+        /// What was offered.
+        offered: Vec<ScopeKind>,
+    },
 }
 
 impl fmt::Display for Conflict {
@@ -416,6 +570,21 @@ impl fmt::Display for Conflict {
                 write!(
                     f,
                     "`{choice}` was not offered for request `{id}` (offered: {})",
+                    offered.join(", ")
+                )
+            }
+            Conflict::ScopeNotOffered { id, scope, offered } => {
+                let name = |scope: &ScopeKind| {
+                    serde_json::to_value(scope)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                };
+                let offered: Vec<String> = offered.iter().map(name).collect();
+                write!(
+                    f,
+                    "scope `{}` was not offered for request `{id}` (offered: {})",
+                    name(scope),
                     offered.join(", ")
                 )
             }
@@ -692,13 +861,7 @@ impl ApprovalBroker {
         };
         match (&waiter.pending.request, &response) {
             (Request::Permission(request), Response::Permission(answer)) => {
-                if !request.choices.contains(&answer.decision) {
-                    return Err(Conflict::NotOffered {
-                        id: id.to_owned(),
-                        choice: answer.decision,
-                        offered: request.choices.clone(),
-                    });
-                }
+                request.takes(answer)?;
             }
             (Request::Continuation(_), Response::Continuation(_)) => {}
             (request, _) => {

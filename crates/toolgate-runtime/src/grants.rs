@@ -200,6 +200,33 @@ pub enum ScopeKind {
     User,
 }
 
+impl ScopeKind {
+    /// Where a grant of this scope applies, as a person reads it (`for this session`, `for
+    /// every session in the workspace \`/ws\``), given the workspace of the call it answers.
+    pub fn says(self, workspace: Option<&str>) -> String {
+        match (self, workspace) {
+            (ScopeKind::Once, _) => "for the next call only".to_owned(),
+            (ScopeKind::Turn, _) => "for the rest of this turn".to_owned(),
+            (ScopeKind::Session, _) => "for this session".to_owned(),
+            (ScopeKind::Workspace, Some(root)) => {
+                format!("for every session in the workspace `{root}`")
+            }
+            (ScopeKind::Workspace, None) => "for every session in this workspace".to_owned(),
+            (ScopeKind::User, _) => "for every session of this user, in every workspace".to_owned(),
+        }
+    }
+}
+
+impl From<toolgate_policy::AlwaysScope> for ScopeKind {
+    fn from(scope: toolgate_policy::AlwaysScope) -> ScopeKind {
+        match scope {
+            toolgate_policy::AlwaysScope::Session => ScopeKind::Session,
+            toolgate_policy::AlwaysScope::Workspace => ScopeKind::Workspace,
+            toolgate_policy::AlwaysScope::User => ScopeKind::User,
+        }
+    }
+}
+
 /// Where a call is being decided: what a grant's scope is compared with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GrantContext {

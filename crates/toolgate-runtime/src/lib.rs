@@ -65,7 +65,8 @@ pub use approver::{
 };
 pub use broker::{
     AlwaysCovers, Answer, ApprovalBroker, Claim, Conflict, ContinuationAnswer, ContinuationRequest,
-    MAX_REASON, Pending, PermissionRequest, Request, Resolution, RespondError, Response, Ticket,
+    LONGEST_GRANT, MAX_REASON, Pending, PermissionRequest, Request, Resolution, RespondError,
+    Response, ScopeOffer, Ticket,
 };
 pub use compose::{
     Chain, ConditionInput, Conditional, ForTools, MiddlewareExt, Parallel, WithTimeout,

@@ -5,6 +5,8 @@ const LONG = 240; // names and places longer than this are cut
 const LONG_TEXT = 1000; // text longer than this is folded (a command up to it is shown whole)
 const LONG_VALUE = 400; // structured values longer than this (as JSON) are folded
 const END = 160; // a fold shows this much of its start and of its end (less than half of either)
+// How long an "always" answer may last, as offered on a card ("" is until revoked).
+const LIVES = [["", "until revoked"], ["3600", "for 1 hour"], ["28800", "for 8 hours"], ["86400", "for 1 day"], ["604800", "for 7 days"]];
 const SHOWN = 50; // the oldest this many pending requests are shown
 const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
 
@@ -68,9 +70,13 @@ function scope(s) {
            workspace: "in this workspace", user: "everywhere" }[s] || s;
 }
 
-function label(choice, request) {
+// What an "always" answer covers, in words: in the scope chosen (`chosen`), when the request
+// offers scopes, else in its one scope.
+function label(choice, request, chosen) {
   const covers = (request.always || []).find((a) => a.choice === choice);
-  const what = covers ? `${covers.targets.map(target).join("; ")} of \`${request.tool}\` ${scope(covers.scope)}` : "";
+  const offer = covers && (covers.scopes || []).find((s) => s.scope === chosen);
+  const what = offer ? offer.covers
+    : covers ? `${covers.targets.map(target).join("; ")} of \`${request.tool}\` ${scope(covers.scope)}` : "";
   switch (choice) {
     case "allow-once": return "Allow once";
     case "reject-once": return "Deny once";
@@ -176,6 +182,21 @@ function card_for(item) {
   const context = call.context || {};
   const buttons = el("div", { class: "choices" });
   const why = el("input", { class: "why", type: "text", maxlength: "500", placeholder: "a word for the agent (optional): why, or what to do instead", "aria-label": "reason" });
+  // Where an "always" answer applies and how long, when the request offers a choice: the
+  // buttons say what they would cover before they are clicked.
+  const offers = ((request.always || [])[0] || {}).scopes || [];
+  const scopeSelect = el("select", { class: "scope", "aria-label": "where an always answer applies" },
+    ...offers.map((o) => el("option", { value: o.scope }, { session: "this session", workspace: "this workspace", user: "every workspace" }[o.scope] || o.scope)));
+  const life = el("select", { class: "life", "aria-label": "how long an always answer lasts" },
+    ...LIVES.map(([value, text]) => el("option", { value }, text)));
+  const relabel = () => {
+    for (const b of buttons.querySelectorAll("button[data-choice$='-always']")) {
+      const lasting = life.value ? ` (${life.selectedOptions[0].textContent})` : "";
+      b.textContent = visible(label(b.dataset.choice, request, scopeSelect.value) + lasting);
+    }
+  };
+  scopeSelect.addEventListener("change", relabel);
+  life.addEventListener("change", relabel);
   for (const choice of request.choices || []) {
     const allows = choice.startsWith("allow");
     buttons.append(el("button", {
@@ -186,6 +207,8 @@ function card_for(item) {
         try {
           const answer = { decision: choice, by: "web" };
           if (why.value.trim()) answer.reason = why.value.trim();
+          if (choice.endsWith("-always") && offers.length > 0) answer.scope = scopeSelect.value;
+          if (choice.endsWith("-always") && life.value) answer.expires_in = Number(life.value);
           await api("POST", `/api/approvals/${encodeURIComponent(item.id)}`, answer);
         } catch (error) {
           buttons.querySelectorAll(".error").forEach((e) => e.remove());
@@ -194,8 +217,13 @@ function card_for(item) {
         }
         refresh();
       },
-    }, label(choice, request)));
+    }, label(choice, request, scopeSelect.value)));
   }
+  const always = (request.choices || []).some((c) => c.endsWith("-always"));
+  const lasting = always && offers.length > 0
+    ? el("div", { class: "lasting" }, el("label", {}, "always applies to ", scopeSelect), el("label", {}, " ", life))
+    : "";
+  relabel();
   return el("article", { class: "request", "data-id": item.id },
     el("h3", {}, short(request.tool || item.kind)),
     el("dl", {},
@@ -208,6 +236,7 @@ function card_for(item) {
     el("h4", {}, "arguments"),
     argumentsList(request.arguments),
     why,
+    lasting,
     buttons);
 }
 
@@ -230,6 +259,12 @@ function where(g) {
   return g.scope || "";
 }
 
+// Where a grant holds, and until when when it expires (local time).
+function whereAndUntil(g) {
+  const until = g.expires_at ? `, until ${new Date(Date.parse(g.expires_at)).toLocaleString()}` : "";
+  return `${where(g)}${until}`;
+}
+
 function renderGrants(grants, total) {
   const body = document.querySelector("#grants tbody");
   body.replaceChildren();
@@ -241,7 +276,7 @@ function renderGrants(grants, total) {
   for (const g of grants) {
     body.append(el("tr", { "data-id": g.id },
       el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
-      el("td", {}, target(g.target)), el("td", {}, where(g)), el("td", {}, g.created_by),
+      el("td", {}, target(g.target)), el("td", {}, whereAndUntil(g)), el("td", {}, g.created_by),
       el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}?by=web`); refresh(); } }, "Revoke"))));
   }
 }

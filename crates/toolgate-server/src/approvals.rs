@@ -86,11 +86,24 @@ pub(crate) async fn approve(
     Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
-    crate::body::known_keys(&body, &["decision", "reason", "by", "approved", "choice"])?;
+    crate::body::known_keys(
+        &body,
+        &[
+            "decision",
+            "reason",
+            "by",
+            "approved",
+            "choice",
+            "scope",
+            "expires_in",
+        ],
+    )?;
     let answer = Answer::from_json(&body).map_err(|e| {
         // What is wrong with the reason is said as such.
         let code = if e.starts_with("`reason`") {
             "invalid_reason"
+        } else if e.contains("scope") || e.contains("`expires_in`") {
+            "invalid_lasting"
         } else {
             "invalid_decision"
         };
@@ -150,13 +163,17 @@ pub(crate) async fn no_longer_pending(
 }
 
 /// The grants an "always" answer stores: exactly the targets the request showed, in the scope
-/// it named, placed by the context `place` gives for that scope (none: no grants).
+/// the answer chose among those offered (else the request's default), placed by the context
+/// `place` gives for that scope (none: no grants), until `now` plus what the answer says they
+/// last, if it says.
 pub(crate) fn always_grants(
     request: &toolgate_runtime::PermissionRequest,
-    choice: Choice,
+    answer: &Answer,
     by: &str,
+    now: std::time::SystemTime,
     place: impl FnOnce(toolgate_runtime::ScopeKind) -> Option<toolgate_runtime::GrantContext>,
 ) -> Vec<Grant> {
+    let choice = answer.decision;
     let effect = match choice {
         Choice::AllowAlways => toolgate_runtime::Effect::Allow,
         Choice::RejectAlways => toolgate_runtime::Effect::Deny,
@@ -165,7 +182,12 @@ pub(crate) fn always_grants(
     let Some(covers) = request.always.iter().find(|a| a.choice == choice) else {
         return Vec::new();
     };
-    let Some(context) = place(covers.scope) else {
+    // (A scope not offered was refused before the request was claimed.)
+    let scope = answer
+        .scope
+        .filter(|scope| covers.offers(*scope))
+        .unwrap_or(covers.scope);
+    let Some(context) = place(scope) else {
         return Vec::new();
     };
     covers
@@ -176,10 +198,11 @@ pub(crate) fn always_grants(
                 effect,
                 request.tool.clone(),
                 target.clone(),
-                context.scope(covers.scope),
+                context.scope(scope),
                 by,
             );
             grant.request_id = Some(request.id.clone());
+            grant.expires_at = answer.lasts.and_then(|lasts| now.checked_add(lasts));
             grant
         })
         .collect()

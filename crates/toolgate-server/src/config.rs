@@ -97,6 +97,37 @@ pub struct ServerConfig {
     /// first start, readable only by its owner. Daemons sharing one database name the same
     /// file, so one token reaches them all.
     pub token_file: Option<PathBuf>,
+    /// What the daemon takes the time to be when it weighs grants' expiry (default: the
+    /// system's clock; a test sets another, to see a grant expire without waiting for it).
+    pub clock: Clock,
+}
+
+/// Where the daemon reads the time of day.
+#[derive(Clone, Default)]
+pub struct Clock(Option<std::sync::Arc<dyn Fn() -> std::time::SystemTime + Send + Sync>>);
+
+impl Clock {
+    /// A clock that reads `now`.
+    pub fn from_fn(now: impl Fn() -> std::time::SystemTime + Send + Sync + 'static) -> Clock {
+        Clock(Some(std::sync::Arc::new(now)))
+    }
+
+    /// The time.
+    pub fn now(&self) -> std::time::SystemTime {
+        self.0
+            .as_ref()
+            .map_or_else(std::time::SystemTime::now, |now| now())
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Clock(given)"
+        } else {
+            "Clock(system)"
+        })
+    }
 }
 
 impl ServerConfig {
@@ -113,6 +144,7 @@ impl ServerConfig {
             max_anonymous_connections: DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
             retain: None,
             token_file: None,
+            clock: Clock::default(),
         }
     }
 

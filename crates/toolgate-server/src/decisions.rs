@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolgate_policy::{Call, Choice, Decision, Evaluation, Layer};
-use toolgate_runtime::ask::{Consulted, Offer, stored_answer};
+use toolgate_runtime::ask::{Consulted, Offer, stored_answer_at};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Resolution, Scope, ScopeKind, messages,
 };
@@ -298,35 +298,40 @@ pub(crate) async fn submit(
     }
 
     let grant_cx = grant_context(&call);
-    let open = match stored_answer(&**state.store(), &call.tool, &evaluation, &grant_cx).await? {
-        Consulted::Open(open) => open,
-        Consulted::Answered(stored) => {
-            let (decision, reason) = match stored.effect {
-                Effect::Allow => (
-                    Decision::Allow,
-                    format!("allowed by a stored grant ({})", stored.describe()),
-                ),
-                Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
-            };
-            return answer_now(decided(
-                &evaluation,
-                decision,
-                Layer::Grant,
-                &reason,
-                &stored.actor(),
-            )?)
-            .await;
-        }
-    };
+    let now = state.now();
+    let open =
+        match stored_answer_at(&**state.store(), &call.tool, &evaluation, &grant_cx, now).await? {
+            Consulted::Open(open) => open,
+            Consulted::Answered(stored) => {
+                let (decision, reason) = match stored.effect {
+                    Effect::Allow => (
+                        Decision::Allow,
+                        format!("allowed by a stored grant ({})", stored.describe()),
+                    ),
+                    Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
+                };
+                return answer_now(decided(
+                    &evaluation,
+                    decision,
+                    Layer::Grant,
+                    &reason,
+                    &stored.actor(),
+                )?)
+                .await;
+            }
+        };
 
     // An "always" answer is remembered for the call's session; a call that names none has
     // nothing to scope it to (every other session-less caller would share it), so it is not
     // offered.
     let offer = match call.context.session.as_deref() {
         // "Always" covers what no grant answers yet.
-        Some(session) if !session.is_empty() => {
-            Offer::for_subjects(&evaluation, ScopeKind::Session, &open)
-        }
+        Some(session) if !session.is_empty() => Offer::for_subjects(
+            &evaluation,
+            ScopeKind::Session,
+            &open,
+        )
+        .scoped(&evaluation, &call.tool, call.context.workspace.as_deref()),
         _ => Offer::new(&evaluation, ScopeKind::Session).once_only(),
     };
     let request = PermissionRequest {

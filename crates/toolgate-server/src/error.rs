@@ -155,6 +155,9 @@ impl From<Conflict> for ApiError {
             Conflict::NotOffered { .. } => {
                 ApiError::conflict("decision_not_offered", conflict.to_string())
             }
+            Conflict::ScopeNotOffered { .. } => {
+                ApiError::conflict("scope_not_offered", conflict.to_string())
+            }
             Conflict::WrongKind { .. } => {
                 ApiError::conflict("wrong_request_kind", conflict.to_string())
             }

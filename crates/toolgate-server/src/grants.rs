@@ -1,4 +1,5 @@
-//! Remembered answers: `GET /api/grants`, `DELETE /api/grants/{id}`.
+//! Remembered answers: `GET /api/grants`, `DELETE /api/grants/{id}`, and the removal of those
+//! that expired or were spent.
 
 use axum::Json;
 use axum::extract::State;
@@ -19,6 +20,8 @@ use crate::state::AppState;
 pub(crate) struct ListQuery {
     session: Option<String>,
     tool: Option<String>,
+    /// `session` (the scopes of one session: once, turn, session), `workspace` or `user`.
+    scope: Option<String>,
     limit: Option<u32>,
     /// The grants after this one in the list's order: an earlier page's `next`.
     after: Option<String>,
@@ -69,6 +72,73 @@ fn session_of(grant: &Grant) -> Option<&str> {
     }
 }
 
+/// Whether a grant answers no more at `now`: expired, or spent.
+fn ended(grant: &Grant, now: std::time::SystemTime) -> bool {
+    grant.expires_at.is_some_and(|at| at <= now) || grant.uses_left == Some(0)
+}
+
+/// Whether a grant has the scope a listing's `scope` names.
+fn in_scope(grant: &Grant, scope: &str) -> bool {
+    match &grant.scope {
+        GrantScope::Once { .. } | GrantScope::Turn { .. } | GrantScope::Session { .. } => {
+            scope == "session"
+        }
+        GrantScope::Workspace { .. } => scope == "workspace",
+        GrantScope::User => scope == "user",
+    }
+}
+
+/// How often grants that expired or were spent are removed while the daemon runs (they answer
+/// nothing from the moment they end; this keeps the list and the store to the live ones).
+const REMOVE_ENDED_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the grants that expired or were spent now and every [`REMOVE_ENDED_EVERY`] while the
+/// daemon runs.
+pub(crate) fn start_removing_ended(state: &AppState) {
+    crate::retention::every(state, REMOVE_ENDED_EVERY, |state| async move {
+        if let Err(error) = remove_ended(&state).await {
+            // Tried again at the next turn: an ended grant answers nothing meanwhile.
+            eprintln!(
+                "toolgate: grants that expired could not be removed: {}",
+                error.message
+            );
+        }
+    });
+}
+
+/// Removes every grant that expired or was spent, each with a `grant_expired` event (filed under
+/// its session when it has one) in one commit. Returns how many went.
+pub(crate) async fn remove_ended(state: &AppState) -> Result<usize, ApiError> {
+    let now = state.now();
+    let mut removed = 0;
+    for grant in state.store().list().await? {
+        if !ended(&grant, now) {
+            continue;
+        }
+        let why = if grant.uses_left == Some(0) {
+            "spent"
+        } else {
+            "expired"
+        };
+        let session = session_of(&grant).map(str::to_owned);
+        let event = EventRecord::new(
+            "grant_expired",
+            json!({"grant": grant, "actor": "daemon", "action": grant.tool,
+                   "session": session, "reason": format!("the grant {why}")}),
+        );
+        let committed = state
+            .commit(Batch {
+                revoke: Some(grant.id.clone()),
+                events: vec![event],
+                ..Batch::default()
+            })
+            .await?;
+        // Revoked by someone else meanwhile: nothing to do.
+        removed += usize::from(matches!(committed, Committed::Written(_)));
+    }
+    Ok(removed)
+}
+
 /// Whether `text` has the shape of an RFC 3339 time in UTC: `YYYY-MM-DDTHH:MM:SS`, a fraction
 /// of 1 to 9 digits or none, `Z`.
 fn time_shaped(text: &str) -> bool {
@@ -93,14 +163,23 @@ fn time_shaped(text: &str) -> bool {
     head_fits && fraction
 }
 
-/// `GET /api/grants[?session=S][&tool=T][&limit=N][&after=NEXT]`: the grants, oldest first —
-/// those kept for one session, or about one tool, when given — at most `limit` of them (1,000
+/// `GET /api/grants[?session=S][&tool=T][&scope=SCOPE][&limit=N][&after=NEXT]`: the grants that
+/// still answer (not expired, not spent), oldest first — those kept for one session, about one
+/// tool, or of one scope (`session`, `workspace`, `user`), when given — at most `limit` of them (1,000
 /// unless fewer are asked for), and how many there are (`total`, filtered as the list is, from
 /// the start); `next`, when more follow, is where the next page starts (`after=NEXT`).
 pub(crate) async fn list(
     State(state): State<AppState>,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    if let Some(scope) = &query.scope
+        && !matches!(scope.as_str(), "session" | "workspace" | "user")
+    {
+        return Err(ApiError::bad_request(
+            "bad_filter",
+            format!("`scope` is `session`, `workspace` or `user`, not `{scope}`"),
+        ));
+    }
     for (name, given) in [("session", &query.session), ("tool", &query.tool)] {
         crate::body::not_empty(
             given.as_deref(),
@@ -111,11 +190,19 @@ pub(crate) async fn list(
     let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(crate::events::MAX_PAGE);
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let after = query.after.as_deref().map(read_cursor).transpose()?;
+    let now = state.now();
     let matching: Vec<Grant> = state
         .store()
         .list()
         .await?
         .into_iter()
+        .filter(|g| !ended(g, now))
+        .filter(|g| {
+            query
+                .scope
+                .as_deref()
+                .is_none_or(|scope| in_scope(g, scope))
+        })
         .filter(|g| query.session.is_none() || session_of(g) == query.session.as_deref())
         .filter(|g| query.tool.as_ref().is_none_or(|tool| g.tool == *tool))
         .collect();

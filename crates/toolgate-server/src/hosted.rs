@@ -15,7 +15,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 use serde_json::{Value, json};
-use toolgate_policy::Choice;
 use toolgate_policy::{Decision, Layer};
 use toolgate_runtime::grants::StoreError as GrantStoreError;
 use toolgate_runtime::{
@@ -126,8 +125,9 @@ impl GrantStore for HostedGrants {
 pub(crate) fn grants_for(
     record: &PendingRecord,
     request: &PermissionRequest,
-    choice: Choice,
+    answer: &toolgate_runtime::Answer,
     by: &str,
+    now: std::time::SystemTime,
 ) -> Vec<Grant> {
     let recorded = record.request.get("grant_context");
     let text = |key: &str| {
@@ -136,7 +136,7 @@ pub(crate) fn grants_for(
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    crate::approvals::always_grants(request, choice, by, |kind| {
+    crate::approvals::always_grants(request, answer, by, now, |kind| {
         let workspace = text("workspace").map(std::path::PathBuf::from);
         if kind == ScopeKind::Workspace && workspace.is_none() {
             return None;

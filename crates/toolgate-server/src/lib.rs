@@ -42,9 +42,9 @@ use toolgate_policy::{Decision, Layer, Policy};
 use toolgate_store::SqliteStore;
 
 pub use config::{
-    ADDRESS_FILE, ConfigError, ConfigFile, DEFAULT_LISTEN, DEFAULT_MAX_ANONYMOUS_CONNECTIONS,
-    DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN, Retain, ServerConfig, check_private,
-    default_data_dir, parse_listen, parse_retain, reachable,
+    ADDRESS_FILE, Clock, ConfigError, ConfigFile, DEFAULT_LISTEN,
+    DEFAULT_MAX_ANONYMOUS_CONNECTIONS, DEFAULT_PORT, DEFAULT_READ_TIMEOUT, MAX_BODY, MIN_RETAIN,
+    Retain, ServerConfig, check_private, default_data_dir, parse_listen, parse_retain, reachable,
 };
 pub use connections::raise_open_file_limit;
 pub use decisions::MAX_WAIT;
@@ -225,6 +225,7 @@ impl Server {
             .await
             .map_err(|e| ConfigError(e.message))?;
         retention::start(&state);
+        grants::start_removing_ended(&state);
         replicas::start(&state);
         Ok(Server { state, recovered })
     }

@@ -330,14 +330,7 @@ async fn answer_request(
             if open.is_none() && state.store().shared() =>
         {
             match record.as_ref().map(elsewhere) {
-                Some(Ok(request)) if request.choices.contains(&answer.decision) => {
-                    Ok(Claimed::Elsewhere(request))
-                }
-                Some(Ok(request)) => Err(toolgate_runtime::Conflict::NotOffered {
-                    id: id.to_owned(),
-                    choice: answer.decision,
-                    offered: request.choices.clone(),
-                }),
+                Some(Ok(request)) => request.takes(&answer).map(|()| Claimed::Elsewhere(request)),
                 Some(Err(error)) => return Err(error),
                 None => Err(toolgate_runtime::Conflict::Unknown { id: id.to_owned() }),
             }
@@ -408,9 +401,9 @@ async fn answer_request(
     };
     let grants: Vec<Grant> = match &record {
         Some(record) if record.kind == crate::hosted::HOSTED => {
-            crate::hosted::grants_for(record, &request, answer.decision, by)
+            crate::hosted::grants_for(record, &request, &answer, by, state.now())
         }
-        _ => grants_for(&request, call, answer.decision, by),
+        _ => grants_for(&request, call, &answer, by, state.now()),
     }
     .into_iter()
     .map(|grant| grant.with_reason(answer.reason.as_deref()))
@@ -608,10 +601,11 @@ pub(crate) fn facts_of(record: &PendingRecord) -> Facts {
 fn grants_for(
     request: &toolgate_runtime::PermissionRequest,
     call: Option<&Value>,
-    choice: Choice,
+    answer: &Answer,
     by: &str,
+    now: std::time::SystemTime,
 ) -> Vec<Grant> {
-    crate::approvals::always_grants(request, choice, by, |_| {
+    crate::approvals::always_grants(request, answer, by, now, |_| {
         let call = call.and_then(|c| toolgate_policy::Call::from_value(c.clone()).ok());
         Some(
             call.as_ref()

@@ -116,9 +116,12 @@ impl Recorded {
     /// The response a waiter hears for it, when a person's answer ended it.
     fn response(&self) -> Option<Response> {
         self.answer.map(|decision| {
+            // (The grants it made are stored by the daemon that took it.)
             Response::Permission(Answer {
                 decision,
                 reason: self.reason.clone().filter(|_| !decision.allows()),
+                scope: None,
+                lasts: None,
             })
         })
     }

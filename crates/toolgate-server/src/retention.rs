@@ -25,6 +25,24 @@ pub(crate) fn start(state: &AppState) {
     let Some(retain) = state.inner.config.retain else {
         return;
     };
+    every(state, PRUNE_EVERY, move |state| async move {
+        if let Err(error) = prune(&state, retain).await {
+            // Tried again at the next turn; nothing is lost meanwhile.
+            eprintln!(
+                "toolgate: what is older than the retention could not be removed: {}",
+                error.message
+            );
+        }
+    });
+}
+
+/// Runs `work` now and every `period` while the daemon runs: a task that holds the state
+/// weakly, and ends with it or when the daemon stops.
+pub(crate) fn every<F, Turn>(state: &AppState, period: Duration, work: F)
+where
+    F: Fn(AppState) -> Turn + Send + 'static,
+    Turn: std::future::Future<Output = ()> + Send,
+{
     let weak: Weak<Inner> = Arc::downgrade(&state.inner);
     let closing = state.inner.closing.clone();
     tokio::spawn(async move {
@@ -33,17 +51,10 @@ pub(crate) fn start(state: &AppState) {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                let state = AppState { inner };
-                if let Err(error) = prune(&state, retain).await {
-                    // Tried again at the next turn; nothing is lost meanwhile.
-                    eprintln!(
-                        "toolgate: what is older than the retention could not be removed: {}",
-                        error.message
-                    );
-                }
+                work(AppState { inner }).await;
             }
             tokio::select! {
-                () = tokio::time::sleep(PRUNE_EVERY) => {}
+                () = tokio::time::sleep(period) => {}
                 () = closing.cancelled() => return,
             }
         }

@@ -481,6 +481,8 @@ pub(crate) async fn agh_approve(
     let answer = Answer {
         decision: applied,
         reason,
+        scope: None,
+        lasts: None,
     };
     resolve(&state, &record.id, answer, &by).await?;
     Ok(Json(json!({"status": "approved"})))

@@ -295,6 +295,11 @@ impl AppState {
         &self.inner.broker
     }
 
+    /// The time, as the daemon's clock says it (see [`crate::Clock`]).
+    pub(crate) fn now(&self) -> std::time::SystemTime {
+        self.inner.config.clock.now()
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Arc<Policy> {
         &self.inner.policy

@@ -1608,7 +1608,7 @@ async fn out_of_range_and_malformed_parameters_get_clear_errors() {
     let (_, body) = daemon.call("GET", "/api/grants?tol=pay", None).await;
     assert_eq!(
         body["error"]["message"],
-        "`tol` is not a query parameter of this route (it takes `session`, `tool`, `limit`, `after`)"
+        "`tol` is not a query parameter of this route (it takes `session`, `tool`, `scope`, `limit`, `after`)"
     );
     let (_, body) = daemon.call("GET", "/api/sessions/s1?x=1", None).await;
     assert_eq!(

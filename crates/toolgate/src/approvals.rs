@@ -51,6 +51,15 @@ pub(crate) struct Answer {
     /// Remember the answer for what the request says "always" covers.
     #[arg(long)]
     pub(crate) always: bool,
+    /// Where an --always answer applies: `session`, `workspace` (every session in the call's
+    /// workspace) or `user` (every workspace) — one the request offers (the list shows them);
+    /// the request's default when left out.
+    #[arg(long, value_name = "SCOPE", requires = "always",
+          value_parser = ["session", "workspace", "user"])]
+    pub(crate) scope: Option<String>,
+    /// How long an --always answer lasts (`8h`, `30m`, `7days`); until revoked when left out.
+    #[arg(long = "for", value_name = "DURATION", requires = "always")]
+    pub(crate) lasting: Option<String>,
     /// Why (a refusal's reason is what the agent reads).
     #[arg(long)]
     pub(crate) reason: Option<String>,
@@ -171,6 +180,16 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         line(field(always, "choice")),
                         covers(field(always, "targets"), field(always, "scope"))
                     )?;
+                    // The scopes it may choose instead (`--scope`), each saying what it covers.
+                    let scopes = field(always, "scopes").as_array().into_iter().flatten();
+                    for offer in scopes.skip(1) {
+                        writeln!(
+                            out,
+                            "      --scope {}: {}",
+                            line(field(offer, "scope")),
+                            line(field(offer, "covers"))
+                        )?;
+                    }
                 }
             }
             let more = crate::client::more_than(&body, shown);
@@ -200,7 +219,22 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                     "a request's id is needed (`toolgate approvals` lists them)".into(),
                 ));
             }
-            let body = json!({"decision": decision, "reason": answer.reason, "by": answer.by});
+            // (`null` scope and life: the request's default, until revoked.)
+            let lasting = answer
+                .lasting
+                .as_deref()
+                .map(|text| {
+                    humantime::parse_duration(text.trim())
+                        .map(|d| d.as_secs())
+                        .map_err(|e| {
+                            Failure::Message(format!(
+                                "--for is a duration such as 8h, 30m or 7days, not `{text}`: {e}"
+                            ))
+                        })
+                })
+                .transpose()?;
+            let body = json!({"decision": decision, "reason": answer.reason, "by": answer.by,
+                              "scope": answer.scope, "expires_in": lasting});
             let send = |id: &str| {
                 let path = format!("/api/approvals/{}", crate::client::encode(id));
                 client.send("POST", &path, Some(&body))
@@ -257,7 +291,7 @@ pub(crate) fn run(args: &ApprovalsArgs) -> Result<u8, Failure> {
                         crate::client::field(crate::client::field(&reply.body, "error"), "code");
                     let not_taken = matches!(
                         code.as_str(),
-                        Some("decision_not_offered" | "wrong_request_kind")
+                        Some("decision_not_offered" | "scope_not_offered" | "wrong_request_kind")
                     );
                     Ok(if reply.status == 400 || not_taken {
                         EXIT_FAILED

@@ -171,6 +171,10 @@ pub(crate) fn grant_line(grant: &Value) -> String {
         Some(reason) => format!(" — \"{}\"", folded(&reason.into(), 300)),
         None => String::new(),
     };
+    let within = match field(grant, "expires_at").as_str() {
+        Some(until) => format!("{within} until {}", folded(&until.into(), 100)),
+        None => within,
+    };
     format!(
         "{} {} of `{}` {within}{reason}",
         name("effect"),

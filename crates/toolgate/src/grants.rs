@@ -32,6 +32,10 @@ pub(crate) struct Filter {
     /// List only the grants about this tool.
     #[arg(long, value_name = "TOOL")]
     pub(crate) tool: Option<String>,
+    /// List only the grants of this scope (`session` covers a session's once, turn and
+    /// session grants).
+    #[arg(long, value_name = "SCOPE", value_parser = ["session", "workspace", "user"])]
+    pub(crate) scope: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -59,7 +63,8 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             };
             let session = given.session.or_else(|| args.filter.session.clone());
             let tool = given.tool.or_else(|| args.filter.tool.clone());
-            let filters: Vec<String> = [("session", &session), ("tool", &tool)]
+            let scope = given.scope.or_else(|| args.filter.scope.clone());
+            let filters: Vec<String> = [("session", &session), ("tool", &tool), ("scope", &scope)]
                 .into_iter()
                 .filter_map(|(name, value)| {
                     value
@@ -95,10 +100,13 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
             Ok(EXIT_OK)
         }
         Some(Action::Revoke { .. })
-            if args.filter.session.is_some() || args.filter.tool.is_some() =>
+            if args.filter.session.is_some()
+                || args.filter.tool.is_some()
+                || args.filter.scope.is_some() =>
         {
             Err(Failure::Message(
-                "--session and --tool choose what is listed; a revocation names its grant by id"
+                "--session, --tool and --scope choose what is listed; a revocation names its \
+                 grant by id"
                     .into(),
             ))
         }

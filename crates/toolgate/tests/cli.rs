@@ -917,6 +917,86 @@ fn the_clients_say_how_many_more_there_are_than_a_list_shows() {
     assert_eq!(left["total"], 1000);
 }
 
+/// From the terminal, an "always" answer chooses where it applies among the scopes the request
+/// offers (the list says what each covers) and how long it lasts; `grants` shows the scope and
+/// the end, and filters by scope. `--scope` without `--always` is a usage error, and a life the
+/// daemon cannot take is refused (exit 2).
+#[test]
+fn an_always_answer_from_the_terminal_chooses_its_scope_and_life() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let workspace = data.path().canonicalize().unwrap();
+    let call = |command: &str, session: &str| {
+        json!({"tool": "bash", "args": {"command": command},
+               "context": {"workspace": workspace, "session": session}})
+    };
+    let (status, body) = daemon
+        .http("POST", "/api/decisions", Some(&call("cargo publish", "s1")))
+        .unwrap();
+    assert_eq!(status, 202, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let listed = stdout(&daemon.client(&["approvals"]));
+    let place = workspace.display().to_string();
+    assert!(
+        listed.contains(&format!(
+            "      --scope workspace: `bash`: commands starting with `cargo publish`, for every \
+             session in the workspace `{place}`\n"
+        )),
+        "{listed}"
+    );
+    assert!(
+        listed.contains(
+            "      --scope user: `bash`: commands starting with `cargo publish`, for every \
+             session of this user, in every workspace\n"
+        ),
+        "{listed}"
+    );
+    let o = daemon.client(&["approvals", "allow", &id, "--scope", "user"]);
+    assert_eq!(o.status.code(), Some(2), "--scope needs --always");
+    let o = daemon.client(&["approvals", "allow", &id, "--always", "--for", "soon"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--for is a duration"), "{}", stderr(&o));
+    let o = daemon.client(&[
+        "approvals",
+        "allow",
+        &id,
+        "--always",
+        "--scope",
+        "workspace",
+        "--for",
+        "8h",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let answered = stdout(&o);
+    assert!(
+        answered.contains(&format!(
+            "remembered: allow commands starting with `cargo publish` of `bash` in the \
+             workspace `{place}` until "
+        )),
+        "{answered}"
+    );
+    // Another session in the workspace: answered by the grant.
+    let (status, body) = daemon
+        .http(
+            "POST",
+            "/api/decisions",
+            Some(&call("cargo publish --dry-run", "s2")),
+        )
+        .unwrap();
+    assert_eq!(
+        (status, body["layer"].as_str()),
+        (200, Some("grant")),
+        "{body}"
+    );
+    let grants = stdout(&daemon.client(&["grants", "--scope", "workspace"]));
+    assert_eq!(grants.lines().count(), 1, "{grants}");
+    assert!(grants.contains(" until "), "{grants}");
+    assert_eq!(
+        stdout(&daemon.client(&["grants", "--scope", "user"])),
+        "no grants\n"
+    );
+}
+
 #[test]
 fn people_answer_list_and_revoke_from_the_command_line() {
     let data = tempfile::tempdir().unwrap();

@@ -67,10 +67,18 @@ impl Daemon {
 
     /// A daemon with another policy.
     pub async fn open_with(dir: tempfile::TempDir, policy: &str) -> Daemon {
+        let config = ServerConfig::new(dir.path());
+        Daemon::open_configured(dir, policy, config).await
+    }
+
+    /// A daemon with another policy and settings.
+    pub async fn open_configured(
+        dir: tempfile::TempDir,
+        policy: &str,
+        config: ServerConfig,
+    ) -> Daemon {
         let policy = Policy::from_toml("policy.toml", policy).unwrap();
-        let server = Server::open(ServerConfig::new(dir.path()), policy)
-            .await
-            .unwrap();
+        let server = Server::open(config, policy).await.unwrap();
         let token = std::fs::read_to_string(dir.path().join("token"))
             .unwrap()
             .trim()
