@@ -2,7 +2,7 @@
 // request arrive, answer it with a click, and check the waiting call proceeds.
 // Run by crates/toolgate/tests/page.rs with TOOLGATE_URL, TOOLGATE_LOGIN and TOOLGATE_TOKEN.
 import { chromium } from "playwright-core";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -181,6 +181,20 @@ try {
     fail(`the notification says: ${JSON.stringify(notes)}`);
   await page.evaluate(() => { window.__hidden = false; });
   await api(`/api/approvals/${behind.id}`, { method: "POST", body: JSON.stringify({ decision: "reject-once" }) });
+
+  // A policy that fails to load again: a banner says the one in force stays, and why; mended,
+  // the banner goes.
+  const policyFile = process.env.TOOLGATE_POLICY_FILE;
+  const shipped = readFileSync(policyFile, "utf8");
+  writeFileSync(policyFile, `${shipped}\n[[rule]]\nname = "broken"\ndecision = "maybe"\n`);
+  const banner = page.locator("#policy-banner");
+  await banner.waitFor({ state: "visible", timeout: 15_000 });
+  const warned = await banner.innerText();
+  if (!warned.includes("was not reloaded") || !warned.includes("stays in force") || !warned.includes("maybe"))
+    fail(`the banner says: ${warned}`);
+  writeFileSync(policyFile, shipped);
+  await banner.waitFor({ state: "hidden", timeout: 15_000 })
+    .catch(() => fail("the banner stayed once the policy loaded"));
 
   // A spent or unknown sign-in address says so (another tab: its own, empty, storage).
   const other = await context.newPage();

@@ -240,6 +240,16 @@ function card_for(item) {
     buttons);
 }
 
+// A policy that failed to load again: the one in force stays, and the person is told why.
+function renderPolicy(policy) {
+  const banner = document.getElementById("policy-banner");
+  const failed = policy && policy.reload_failed;
+  banner.hidden = !failed;
+  banner.textContent = failed
+    ? visible(`The policy was not reloaded at ${new Date(Date.parse(failed.at)).toLocaleTimeString()}: the one loaded at ${new Date(Date.parse(policy.loaded_at)).toLocaleTimeString()} stays in force. ${failed.reason}`)
+    : "";
+}
+
 function renderDecisions(events) {
   const body = document.querySelector("#decisions tbody");
   body.replaceChildren();
@@ -301,11 +311,13 @@ async function refresh() {
 
 async function load() {
   try {
-    const [pending, audit, grants] = await Promise.all([
+    const [pending, audit, grants, policy] = await Promise.all([
       api("GET", `/api/pending?limit=${SHOWN}`),
       api("GET", "/api/audit?type=decision,permission_resolved&last=20"),
       api("GET", "/api/grants"),
+      api("GET", "/api/policy"),
     ]);
+    renderPolicy(policy);
     renderPending(pending.pending, pending.total);
     renderDecisions(audit.events);
     renderGrants(grants.grants, grants.total);

@@ -23,6 +23,7 @@ mod hosted;
 mod lifecycle;
 mod outcome;
 mod page;
+mod reload;
 mod replicas;
 mod retention;
 pub mod security;
@@ -51,6 +52,7 @@ pub use decisions::MAX_WAIT;
 pub use error::ApiError;
 pub use events::MAX_PAGE;
 pub use page::CSP;
+pub use reload::{Loader, PolicySource, Reloaded};
 pub use sessions::AGENT_ID;
 pub use state::{
     AppState, LOGIN_CODE_LIFETIME, MAX_LOGIN_CODES, MAX_PENDING, MAX_PENDING_BYTES,
@@ -83,6 +85,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/approvals/{id}"),
     ("GET", "/api/grants"),
     ("DELETE", "/api/grants/{id}"),
+    ("GET", "/api/policy"),
     ("GET", "/api/events"),
     ("GET", "/api/sessions/{id}/events"),
     ("GET", "/api/audit"),
@@ -126,6 +129,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/pending", get(approvals::pending))
         .route("/api/approvals/{id}", post(approvals::approve))
         .route("/api/grants", get(grants::list))
+        .route("/api/policy", get(reload::status))
         .route("/api/grants/{id}", delete(grants::revoke))
         .route("/api/events", get(events::all))
         .route("/api/sessions/{id}/events", get(events::of_session))
@@ -233,6 +237,21 @@ impl Server {
     /// The shared state (for tests and embedders).
     pub fn state(&self) -> &AppState {
         &self.state
+    }
+
+    /// Says where the policy comes from, so it can be loaded again: [`Server::reload`] loads
+    /// it, and so does a change to one of its files (looked at every second while the daemon
+    /// runs).
+    pub fn reload_from(&self, source: PolicySource) {
+        reload::watch(&self.state, source);
+    }
+
+    /// Loads the policy again (on SIGHUP): a policy that fails to load leaves the one in force
+    /// and says why; one that loads is put in force, and the requests this daemon holds open
+    /// are decided again under it (those it allows or refuses are answered, the others keep
+    /// waiting).
+    pub async fn reload(&self) -> Result<Reloaded, String> {
+        reload::reload(&self.state).await
     }
 
     /// The API.

@@ -193,7 +193,10 @@ impl Drop for Room {
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) broker: ApprovalBroker,
-    pub(crate) policy: Arc<Policy>,
+    /// The policy in force: replaced whole when it is loaded again (see `reload`).
+    policy: std::sync::RwLock<Arc<Policy>>,
+    /// How the policy was last loaded, and how to load it again.
+    pub(crate) policy_status: Mutex<crate::reload::Status>,
     pub(crate) token: String,
     pub(crate) hosts: Vec<String>,
     pub(crate) origins: Vec<String>,
@@ -265,7 +268,8 @@ impl AppState {
             inner: Arc::new(Inner {
                 store,
                 broker: ApprovalBroker::new(EventBus::new()),
-                policy,
+                policy: std::sync::RwLock::new(policy),
+                policy_status: Mutex::new(crate::reload::Status::new()),
                 token,
                 hosts,
                 origins,
@@ -300,9 +304,36 @@ impl AppState {
         self.inner.config.clock.now()
     }
 
-    /// The policy.
-    pub fn policy(&self) -> &Arc<Policy> {
-        &self.inner.policy
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.inner
+            .policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Loads the policy again (see [`crate::Server::reload`]).
+    pub async fn reload_policy(&self) -> Result<crate::Reloaded, String> {
+        crate::reload::reload(self).await
+    }
+
+    /// Puts `policy` in force.
+    pub(crate) fn set_policy(&self, policy: Arc<Policy>) {
+        *self
+            .inner
+            .policy
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = policy;
+    }
+
+    /// The requests this daemon holds open, with what they need to be decided again.
+    pub(crate) fn open_requests(&self) -> Vec<(String, Arc<OpenRequest>)> {
+        lock(&self.inner.open)
+            .requests
+            .iter()
+            .map(|(id, open)| (id.clone(), open.clone()))
+            .collect()
     }
 
     /// The `Host` values accepted.

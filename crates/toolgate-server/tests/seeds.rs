@@ -17,16 +17,11 @@ use common::Daemon;
 
 async fn ask(daemon: &Daemon, tool: &str, session: &str, branch: &str) -> String {
     let call = json!({"tool": tool, "args": {}, "context": {"session": session, "branch": branch}});
-    let (status, body) = daemon.call("POST", "/api/decisions", Some(call)).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    body["id"].as_str().unwrap().to_owned()
+    daemon.asked(call).await
 }
 
 async fn decision(daemon: &Daemon, id: &str) -> Value {
-    daemon
-        .call("GET", &format!("/api/decisions/{id}"), None)
-        .await
-        .1
+    daemon.decision(id).await
 }
 
 #[tokio::test]

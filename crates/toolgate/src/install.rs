@@ -1099,7 +1099,10 @@ fn daemon_report(out: &mut impl Write) -> Result<usize, Failure> {
             })
     };
     match written {
-        Some(url) if reachable(&url) => writeln!(out, "  running: listening on {url}")?,
+        Some(url) if reachable(&url) => {
+            writeln!(out, "  running: listening on {url}")?;
+            problems += running_policy(out, data.clone(), &url)?;
+        }
         Some(url) => writeln!(
             out,
             "  not running (the last one listened on {url} and did not stop cleanly, or is \
@@ -1111,6 +1114,62 @@ fn daemon_report(out: &mut impl Write) -> Result<usize, Failure> {
         )?,
     }
     Ok(problems)
+}
+
+/// What the running daemon at `url` says of its policy: the files in force, and a reload that
+/// failed (one problem: the files on disk are not what it enforces). Nothing when it cannot be
+/// asked (no token here).
+fn running_policy(
+    out: &mut impl Write,
+    data_dir: Option<PathBuf>,
+    url: &str,
+) -> Result<usize, Failure> {
+    let args = crate::client::ClientArgs {
+        data_dir,
+        url: Some(url.to_owned()),
+        token_file: None,
+    };
+    let Ok(reply) =
+        crate::client::Client::new(&args).and_then(|c| c.send("GET", "/api/policy", None))
+    else {
+        return Ok(0);
+    };
+    if reply.status != 200 {
+        return Ok(0);
+    }
+    let field = |key: &str| crate::client::field(&reply.body, key);
+    let files: Vec<String> = field("files")
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(toolgate_runtime::terminal_text))
+        .collect();
+    writeln!(
+        out,
+        "  its policy: {} (loaded {})",
+        if files.is_empty() {
+            "the built-in policy".to_owned()
+        } else {
+            files.join(", ")
+        },
+        crate::client::folded(field("loaded_at"), 40)
+    )?;
+    let failed = field("reload_failed");
+    if failed.is_object() {
+        writeln!(
+            out,
+            "  ITS POLICY DID NOT RELOAD at {} (the one loaded before stays in force):",
+            crate::client::folded(crate::client::field(failed, "at"), 40)
+        )?;
+        let reason = crate::client::field(failed, "reason")
+            .as_str()
+            .unwrap_or_default();
+        for line in reason.lines() {
+            writeln!(out, "    {}", toolgate_runtime::terminal_text(line))?;
+        }
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -86,7 +86,8 @@ fn config_file(args: &ServeArgs) -> Result<ConfigFile, Failure> {
 
 pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
     let file = config_file(args)?;
-    let policy = args.policy.load(LoadOptions::default())?;
+    let policy_files = args.policy.files()?;
+    let policy = crate::args::PolicyArgs::load_files(&policy_files, LoadOptions::default())?;
     let data_dir = args
         .data_dir
         .clone()
@@ -133,6 +134,21 @@ pub(crate) fn run(args: &ServeArgs) -> Result<u8, Failure> {
         let server = Server::open(config, policy)
             .await
             .map_err(|e| Failure::Message(e.to_string()))?;
+        // Loaded again on SIGHUP and when one of its files changes.
+        let watched: Vec<std::path::PathBuf> =
+            policy_files.iter().map(|(_, path)| path.clone()).collect();
+        server.reload_from(toolgate_server::PolicySource {
+            files: watched,
+            load: std::sync::Arc::new(move || {
+                crate::args::PolicyArgs::load_files(&policy_files, LoadOptions::default()).map_err(
+                    |failure| match failure {
+                        Failure::Message(message) => message,
+                        Failure::BrokenPipe => "the policy could not be read".to_owned(),
+                    },
+                )
+            }),
+        });
+        reload_on_hangup(server.state().clone());
         // For clients given the data directory (`toolgate approvals --data-dir DIR`): where
         // they reach it on this machine (loopback when it listens on every address).
         let written = format!("http://{}\n", toolgate_server::reachable(address));
@@ -212,25 +228,39 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 }
 
 /// Completes when the daemon is asked to stop: Ctrl-C (SIGINT), or SIGTERM (what `kill` and
-/// service managers send).
+/// service managers send). (SIGHUP loads the policy again: see [`reload_on_hangup`].)
 async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        // A closed terminal (SIGHUP) stops it as Ctrl-C does: cleanly, its address removed.
-        if let (Ok(mut terminate), Ok(mut hangup)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::hangup()),
-        ) {
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = terminate.recv() => {}
-                _ = hangup.recv() => {}
             }
             return;
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Loads the policy again at each SIGHUP, as daemons do (what went wrong, if anything, is said
+/// by the daemon: on stderr, in the log, on the page).
+fn reload_on_hangup(state: toolgate_server::AppState) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        tokio::spawn(async move {
+            while hangup.recv().await.is_some() {
+                let _ = state.reload_policy().await;
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    drop(state);
 }
 
 #[cfg(test)]

@@ -28,13 +28,18 @@ fn a_person_answers_on_the_page_and_the_waiting_call_proceeds() {
         return;
     }
     let data = tempfile::tempdir().unwrap();
-    let daemon = DaemonProcess::start(data.path());
+    // The shipped policy, from a file the page test may break (and mend) to see the banner.
+    let folder = tempfile::tempdir().unwrap();
+    let policy = folder.path().join("policy.toml");
+    std::fs::copy(root().join("examples/policy.toml"), &policy).unwrap();
+    let daemon = DaemonProcess::start_with_policy(data.path(), policy.to_str().unwrap(), &[]);
     let mut node = Command::new("node")
         .arg("page.mjs")
         .current_dir(root().join("tests/browser"))
         .env("TOOLGATE_URL", format!("http://{}", daemon.address))
         .env("TOOLGATE_LOGIN", &daemon.login)
         .env("TOOLGATE_TOKEN", daemon.token())
+        .env("TOOLGATE_POLICY_FILE", &policy)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

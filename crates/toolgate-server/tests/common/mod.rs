@@ -140,6 +140,20 @@ impl Daemon {
         .await
     }
 
+    /// Submits a call the policy asks about; returns its request's id.
+    pub async fn asked(&self, call: Value) -> String {
+        let (status, body) = self.call("POST", "/api/decisions", Some(call)).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// An external request's decision as it stands.
+    pub async fn decision(&self, id: &str) -> Value {
+        self.call("GET", &format!("/api/decisions/{id}"), None)
+            .await
+            .1
+    }
+
     pub async fn pending_ids(&self) -> Vec<String> {
         let (_, body) = self.call("GET", "/api/pending", None).await;
         body["pending"]

@@ -1,0 +1,234 @@
+//! Loading the policy again without a restart: when asked (SIGHUP, through [`Server::reload`]),
+//! and when one of its files changes (looked at every second). A policy that fails to load
+//! leaves the one in force and says why: on stderr, in a `policy_reload_failed` event, and in
+//! `GET /api/policy` (the page's banner, `toolgate doctor`). A policy that loads is put in force
+//! whole, with a `policy_reloaded` event; then the requests this daemon holds open are decided
+//! again under it: those it allows or refuses at once are answered so (the policy as their
+//! `actor`), the others keep waiting.
+//!
+//! [`Server::reload`]: crate::Server::reload
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+use toolgate_policy::{Call, Decision, Policy};
+use toolgate_store::{Batch, EventRecord};
+
+use crate::error::ApiError;
+use crate::lifecycle::{Ending, close_until_recorded};
+use crate::state::{AppState, lock};
+
+/// Loads the policy again from where it came.
+pub type Loader = Arc<dyn Fn() -> Result<Policy, String> + Send + Sync>;
+
+/// Where the daemon's policy comes from: the files to watch, and how to load them.
+#[derive(Clone)]
+pub struct PolicySource {
+    /// The files the policy is read from (watched for changes; none: the built-in policy).
+    pub files: Vec<PathBuf>,
+    /// Loads them.
+    pub load: Loader,
+}
+
+impl std::fmt::Debug for PolicySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicySource")
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How the policy was last loaded.
+pub(crate) struct Status {
+    source: Option<PolicySource>,
+    loaded_at: SystemTime,
+    /// The last reload that failed, when no reload has succeeded since: why, and when.
+    failed: Option<(String, SystemTime)>,
+}
+
+impl Status {
+    pub(crate) fn new() -> Status {
+        Status {
+            source: None,
+            loaded_at: SystemTime::now(),
+            failed: None,
+        }
+    }
+}
+
+/// What a reload did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Open requests the new policy decided (answered).
+    pub decided: usize,
+    /// Open requests it still asks about (left waiting).
+    pub waiting: usize,
+}
+
+/// How often the policy's files are looked at.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// What is known of a file without reading it: changed when this changes.
+type Stamp = Option<(SystemTime, u64, u64)>;
+
+fn stamp(path: &std::path::Path) -> Stamp {
+    let meta = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((meta.modified().ok()?, meta.len(), inode))
+}
+
+/// Keeps `source` to load the policy again from, and watches its files: a change (a file
+/// written, replaced, made or removed) loads it again.
+pub(crate) fn watch(state: &AppState, source: PolicySource) {
+    let stamps: Vec<Stamp> = source.files.iter().map(|f| stamp(f)).collect();
+    let files = source.files.clone();
+    lock(&state.inner.policy_status).source = Some(source);
+    if files.is_empty() {
+        return;
+    }
+    let seen = Arc::new(Mutex::new(stamps));
+    crate::retention::every(state, WATCH_EVERY, move |state| {
+        let (files, seen) = (files.clone(), seen.clone());
+        async move {
+            let now: Vec<Stamp> = files.iter().map(|f| stamp(f)).collect();
+            let changed = {
+                let mut seen = lock(&seen);
+                let changed = *seen != now;
+                *seen = now;
+                changed
+            };
+            if changed {
+                let _ = reload(&state).await;
+            }
+        }
+    });
+}
+
+/// Loads the policy again (see the module's documentation).
+pub(crate) async fn reload(state: &AppState) -> Result<Reloaded, String> {
+    let source = lock(&state.inner.policy_status).source.clone();
+    let Some(source) = source else {
+        return Err("the daemon was not told where its policy comes from".to_owned());
+    };
+    let loaded = (source.load)();
+    let policy = match loaded {
+        Ok(policy) => policy,
+        Err(error) => {
+            eprintln!("toolgate: the policy was not reloaded (the one in force stays): {error}");
+            lock(&state.inner.policy_status).failed = Some((error.clone(), state.now()));
+            let event = EventRecord::new(
+                "policy_reload_failed",
+                json!({"actor": "daemon", "reason": format!("the policy in force stays: {error}")}),
+            );
+            let _ = state
+                .commit(Batch {
+                    events: vec![event],
+                    ..Batch::default()
+                })
+                .await;
+            return Err(error);
+        }
+    };
+    let files: Vec<String> = policy.files().map(|(name, _)| name.to_owned()).collect();
+    state.set_policy(Arc::new(policy));
+    {
+        let mut status = lock(&state.inner.policy_status);
+        status.loaded_at = state.now();
+        status.failed = None;
+    }
+    let reloaded = decide_again(state).await;
+    eprintln!(
+        "toolgate: the policy was reloaded ({}): {} waiting request(s) decided by it, {} still waiting",
+        if files.is_empty() {
+            "the built-in policy".to_owned()
+        } else {
+            files.join(", ")
+        },
+        reloaded.decided,
+        reloaded.waiting
+    );
+    let event = EventRecord::new(
+        "policy_reloaded",
+        json!({"actor": "daemon", "files": files, "decided": reloaded.decided,
+               "waiting": reloaded.waiting,
+               "reason": format!("the policy was reloaded: {} waiting request(s) decided by it",
+                                 reloaded.decided)}),
+    );
+    let _ = state
+        .commit(Batch {
+            events: vec![event],
+            ..Batch::default()
+        })
+        .await;
+    Ok(reloaded)
+}
+
+/// Decides the requests this daemon holds open again under the policy in force: those it
+/// allows or refuses are ended so (taken from the broker first, as a withdrawal is, so no
+/// answer races it), the rest keep waiting.
+async fn decide_again(state: &AppState) -> Reloaded {
+    let policy = state.policy();
+    let mut reloaded = Reloaded::default();
+    for (id, open) in state.open_requests() {
+        let Ok(call) = Call::from_value(open.row.call.clone()) else {
+            reloaded.waiting += 1;
+            continue;
+        };
+        let evaluation = policy.evaluate(&call);
+        if evaluation.decision == Decision::Ask {
+            reloaded.waiting += 1;
+            continue;
+        }
+        match state.inner.timer.cancel(&id) {
+            Some(Some(toolgate_runtime::Resolution::Cancelled)) => {}
+            // Answered, timed out or withdrawn meanwhile: that stands.
+            Some(Some(resolution)) => {
+                crate::lifecycle::settle_unanswered(state, &id, &open.facts, resolution).await;
+                continue;
+            }
+            Some(None) | None => continue,
+        }
+        let ending = Ending {
+            decision: evaluation.decision,
+            layer: evaluation.layer,
+            reason: format!("{} (the policy was reloaded)", evaluation.reason),
+            actor: "policy".to_owned(),
+        };
+        close_until_recorded(state, &id, &open.facts, ending).await;
+        reloaded.decided += 1;
+    }
+    reloaded
+}
+
+/// `GET /api/policy`: the policy in force — its files, its mode, when it was loaded — and the
+/// last reload that failed since (`reload_failed`: why and when), which the page shows as a
+/// banner.
+pub(crate) async fn status(
+    State(state): State<AppState>,
+    crate::body::Query(crate::body::NoQuery {}): crate::body::Query<crate::body::NoQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let policy = state.policy();
+    let files: Vec<&str> = policy.files().map(|(name, _)| name).collect();
+    let time = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+    let status = lock(&state.inner.policy_status);
+    let mut body = json!({
+        "files": files,
+        "mode": policy.settings().mode.as_str(),
+        "loaded_at": time(status.loaded_at),
+        "watched": status.source.as_ref().is_some_and(|s| !s.files.is_empty()),
+    });
+    if let (Some((why, at)), Some(fields)) = (&status.failed, body.as_object_mut()) {
+        fields.insert(
+            "reload_failed".into(),
+            json!({"reason": why, "at": time(*at)}),
+        );
+    }
+    Ok(Json(body))
+}
