@@ -32,7 +32,6 @@ mod permission;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use agent_client_protocol::v1::schema::{
@@ -41,7 +40,7 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::{Map, Value, json};
 use toolgate_mcp::{Routed, Switch, Verdict};
-use toolgate_policy::{AskDetails, Call, Choice, Decision, Evaluation, Mode, Origin, Policy};
+use toolgate_policy::{AskDetails, Call, Choice, Decision, Evaluation, Mode, Origin, SharedPolicy};
 use toolgate_runtime::grants::{Effect, Grant, GrantContext, ScopeKind, match_grants, targets_for};
 
 pub use events::EventSink;
@@ -76,8 +75,9 @@ const MAX_GRANTS: usize = 1024;
 /// What the proxy knows of the policy and how it runs.
 #[derive(Clone)]
 pub struct Options {
-    /// The policy every judged request is judged by.
-    pub policy: Arc<Policy>,
+    /// The policy every judged request is judged by (loaded again while the proxy runs, when
+    /// its files change).
+    pub policy: SharedPolicy,
     /// The workspace a session's requests fall back on if it has no folder of its own (a
     /// session's `cwd` is its workspace; requests of a session the proxy did not see opened are
     /// refused before any workspace is looked at).
@@ -101,9 +101,9 @@ pub struct Options {
 impl Options {
     /// Options for a proxy under `policy`: sessions' own workspaces, the policy's mode and
     /// timeout, no sandbox.
-    pub fn new(policy: Arc<Policy>) -> Options {
+    pub fn new(policy: impl Into<SharedPolicy>) -> Options {
         Options {
-            policy,
+            policy: policy.into(),
             workspace: None,
             mode: None,
             timeout: None,
@@ -622,7 +622,7 @@ impl Proxy {
         let now = self
             .context(session)
             .mode
-            .unwrap_or_else(|| self.options.policy.settings().mode);
+            .unwrap_or_else(|| self.options.policy.get().settings().mode);
         if let Some(known) = self.sessions.get_mut(session)
             && strictness(mode) > strictness(now)
         {
@@ -850,7 +850,7 @@ impl Proxy {
         }
         let mut call = Call::new(method).with_args(params.clone());
         call.context = self.context(&session);
-        let evaluation = self.options.policy.evaluate(&call);
+        let evaluation = self.options.policy.get().evaluate(&call);
         // An editor may run a terminal's command and arguments as one shell line: the line
         // they make is judged too, and the stricter reading decides.
         let joined = (method == "terminal/create")
@@ -864,7 +864,7 @@ impl Proxy {
                 }
                 let mut call = Call::new(method).with_args(args);
                 call.context = self.context(&session);
-                let evaluation = self.options.policy.evaluate(&call);
+                let evaluation = self.options.policy.get().evaluate(&call);
                 (call, evaluation)
             });
         // As strict, the joined line is the one kept: it is what the daemon judges, and the
@@ -1216,7 +1216,7 @@ impl Proxy {
             .map(|(tool, args)| {
                 let mut call = Call::new(&tool).with_args(args);
                 call.context = self.context(&session);
-                let evaluation = self.options.policy.evaluate(&call);
+                let evaluation = self.options.policy.get().evaluate(&call);
                 (call, evaluation)
             });
         let Some((mut call, mut evaluation)) = readings.next() else {
@@ -1647,6 +1647,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
     use proptest::prelude::*;
+    use std::sync::Arc;
+    use toolgate_policy::Policy;
 
     /// A proxy under `rules` with a session `s` in a fresh workspace (kept alive by the guard).
     fn proxy(rules: &str) -> (Proxy, tempfile::TempDir) {

@@ -31,12 +31,11 @@ mod stateless;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use serde_json::{Value, json};
-use toolgate_policy::{Call, Decision, Policy};
+use toolgate_policy::{Call, Decision, SharedPolicy};
 use toolgate_runtime::grants::{Effect, GrantContext};
 
 pub use daemon::{Daemon, Submitted, Verdict, stated as stated_reason};
@@ -47,8 +46,9 @@ pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};
 /// What the gateway knows of the policy and the server it guards.
 #[derive(Clone)]
 pub struct Options {
-    /// The policy every call is judged by.
-    pub policy: Arc<Policy>,
+    /// The policy every call is judged by (loaded again while the gate runs, when its files
+    /// change).
+    pub policy: SharedPolicy,
     /// The server's name: a call's `context.server`, which rules with `server = "…"` match.
     pub server: String,
     /// The workspace root (a call's `context.workspace`).
@@ -74,9 +74,13 @@ impl Options {
     /// The options for a gate in front of server `server` under `policy`, in `workspace`:
     /// the policy here decides, no session, no pins, the server untrusted, the workspace as
     /// given (the client's roots do not name it).
-    pub fn new(policy: Arc<Policy>, server: &str, workspace: Option<String>) -> Options {
+    pub fn new(
+        policy: impl Into<SharedPolicy>,
+        server: &str,
+        workspace: Option<String>,
+    ) -> Options {
         Options {
-            policy,
+            policy: policy.into(),
             server: server.to_owned(),
             workspace,
             daemon: false,
@@ -435,6 +439,7 @@ impl Gate {
             let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
             self.options
                 .policy
+                .get()
                 .denies_tool(name, &self.context())
                 .is_none()
         });
@@ -614,7 +619,7 @@ impl Gate {
             .and_then(|p| p.get("requestState"))
             .and_then(Value::as_str)
             .filter(|state| stateless::Sealer::is_ours(state));
-        let evaluation = self.options.policy.evaluate(&call);
+        let evaluation = self.options.policy.get().evaluate(&call);
         let reason = stated(&evaluation);
         if let Some(sealed) = sealed {
             let answer = raw
@@ -941,7 +946,7 @@ impl Gate {
         if self.options.daemon {
             return self.hand_to_daemon(id, call, line, true);
         }
-        let evaluation = self.options.policy.evaluate(&call);
+        let evaluation = self.options.policy.get().evaluate(&call);
         if evaluation.decision == Decision::Allow {
             return vec![Out::ToServer(line.to_owned())];
         }
@@ -1162,6 +1167,8 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
     use proptest::prelude::*;
+    use std::sync::Arc;
+    use toolgate_policy::Policy;
 
     fn gate(rules: &str) -> Gate {
         gate_with(rules, false)

@@ -54,6 +54,7 @@ mod profile;
 mod resolve;
 mod resource;
 mod rule;
+mod shared;
 mod subject;
 mod suggest;
 
@@ -77,4 +78,5 @@ pub use profile::ProfileInfo;
 pub use resolve::{AskHandler, AskRequest, HANDLER_DENIED_REASON, NO_HANDLER_REASON, Resolution};
 pub use resource::{path, shell, url};
 pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
+pub use shared::{FileStamps, SharedPolicy};
 pub use subject::{CommandSubject, OutsidePlace, PathRole, PathSubject, Subject, UrlSubject};

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use axum::Json;
 use axum::extract::State;
 use serde_json::{Value, json};
-use toolgate_policy::{Call, Decision, Policy};
+use toolgate_policy::{Call, Decision, FileStamps, Policy};
 use toolgate_store::{Batch, EventRecord};
 
 use crate::error::ApiError;
@@ -72,38 +72,19 @@ pub struct Reloaded {
 /// How often the policy's files are looked at.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
-/// What is known of a file without reading it: changed when this changes.
-type Stamp = Option<(SystemTime, u64, u64)>;
-
-fn stamp(path: &std::path::Path) -> Stamp {
-    let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some((meta.modified().ok()?, meta.len(), inode))
-}
-
 /// Keeps `source` to load the policy again from, and watches its files: a change (a file
 /// written, replaced, made or removed) loads it again.
 pub(crate) fn watch(state: &AppState, source: PolicySource) {
-    let stamps: Vec<Stamp> = source.files.iter().map(|f| stamp(f)).collect();
-    let files = source.files.clone();
+    let stamps = Arc::new(Mutex::new(FileStamps::new(source.files.clone())));
+    let watched = !source.files.is_empty();
     lock(&state.inner.policy_status).source = Some(source);
-    if files.is_empty() {
+    if !watched {
         return;
     }
-    let seen = Arc::new(Mutex::new(stamps));
     crate::retention::every(state, WATCH_EVERY, move |state| {
-        let (files, seen) = (files.clone(), seen.clone());
+        let stamps = stamps.clone();
         async move {
-            let now: Vec<Stamp> = files.iter().map(|f| stamp(f)).collect();
-            let changed = {
-                let mut seen = lock(&seen);
-                let changed = *seen != now;
-                *seen = now;
-                changed
-            };
+            let changed = lock(&stamps).changed();
             if changed {
                 let _ = reload(&state).await;
             }

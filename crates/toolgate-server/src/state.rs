@@ -194,7 +194,7 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) broker: ApprovalBroker,
     /// The policy in force: replaced whole when it is loaded again (see `reload`).
-    policy: std::sync::RwLock<Arc<Policy>>,
+    policy: toolgate_policy::SharedPolicy,
     /// How the policy was last loaded, and how to load it again.
     pub(crate) policy_status: Mutex<crate::reload::Status>,
     pub(crate) token: String,
@@ -268,7 +268,7 @@ impl AppState {
             inner: Arc::new(Inner {
                 store,
                 broker: ApprovalBroker::new(EventBus::new()),
-                policy: std::sync::RwLock::new(policy),
+                policy: toolgate_policy::SharedPolicy::new(policy),
                 policy_status: Mutex::new(crate::reload::Status::new()),
                 token,
                 hosts,
@@ -306,11 +306,7 @@ impl AppState {
 
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
-        self.inner
-            .policy
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inner.policy.get()
     }
 
     /// Loads the policy again (see [`crate::Server::reload`]).
@@ -320,11 +316,7 @@ impl AppState {
 
     /// Puts `policy` in force.
     pub(crate) fn set_policy(&self, policy: Arc<Policy>) {
-        *self
-            .inner
-            .policy
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = policy;
+        self.inner.policy.set(policy);
     }
 
     /// The requests this daemon holds open, with what they need to be decided again.

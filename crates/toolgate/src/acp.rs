@@ -118,7 +118,8 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
     };
     let folder = std::path::absolute(&folder).unwrap_or(folder);
     let files = args.policy.files_from(&folder);
-    let policy = Arc::new(PolicyArgs::load_files(&files, LoadOptions::default())?);
+    let policy =
+        toolgate_policy::SharedPolicy::new(PolicyArgs::load_files(&files, LoadOptions::default())?);
     let timeout = match args.timeout {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
             Some(Duration::from_secs_f64(seconds.min(86_400.0)))
@@ -131,7 +132,7 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
         None => None,
     };
     let options = toolgate_acp::Options {
-        policy,
+        policy: policy.clone(),
         workspace: Some(folder),
         mode: args.mode,
         timeout,
@@ -166,6 +167,7 @@ pub(crate) fn run(args: &AcpArgs) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    crate::reloading::keep_loaded(&policy, files, &runtime, "acp");
     let relayed = runtime.block_on(toolgate_acp::relay(
         toolgate_acp::Proxy::new(options),
         vec![agent],

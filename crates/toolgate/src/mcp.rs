@@ -172,10 +172,10 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     let policy = PolicyArgs::load_files(&files, LoadOptions::default())?;
     // No workspace given and none in the policy: the client's roots name it.
     let roots_workspace = args.workspace.is_none() && policy.settings().roots.is_empty();
-    let policy = Arc::new(policy);
+    let policy = toolgate_policy::SharedPolicy::new(policy);
     let options = |server: &str| -> Result<toolgate_mcp::Options, Failure> {
         Ok(toolgate_mcp::Options {
-            policy: Arc::clone(&policy),
+            policy: policy.clone(),
             server: server.to_owned(),
             workspace: Some(workspace.display().to_string()),
             daemon: args.daemon,
@@ -195,6 +195,7 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    crate::reloading::keep_loaded(&policy, files, &runtime, "mcp");
     let relayed = match &args.servers {
         Some(file) => {
             let servers = servers_of(file, &args.separator)?;

@@ -309,6 +309,48 @@ fn the_filesystem_servers_calls_are_judged() {
     );
 }
 
+/// The gateway loads its policy again when the file changes, while it runs: a read it allowed
+/// is refused once a rule says so; a policy that fails to load leaves the one in force.
+#[test]
+fn the_gateway_loads_its_policy_again_when_the_file_changes() {
+    let Some(program) = server("mcp-server-filesystem") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let ws_text = ws.display().to_string();
+    let mut gate = gateway(&ws, "", "fs", &program, &[&ws_text]);
+    gate.initialize();
+    let read = json!({"path": format!("{ws_text}/src/main.rs")});
+    let first = gate.call(2, "read_text_file", read.clone());
+    assert_ne!(first["result"]["isError"], true, "{first}");
+
+    let policy = ws.join("gateway-policy.toml");
+    // Broken: the policy in force stays.
+    std::fs::write(&policy, "version = 1\nmode = \"sometimes\"\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let still = gate.call(3, "read_text_file", read.clone());
+    assert_ne!(still["result"]["isError"], true, "{still}");
+
+    let rules = "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"no-reads\"\n\
+                 decision = \"deny\"\nreason = \"not today\"\ntool = \"read_text_file\"\n";
+    std::fs::write(&policy, rules).unwrap();
+    let started = std::time::Instant::now();
+    let mut id = 4;
+    loop {
+        let refused = gate.call(id, "read_text_file", read.clone());
+        if refused["result"]["isError"] == true {
+            assert_eq!(text_of(&refused), "toolgate (no-reads): not today");
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(15),
+            "the new policy was not loaded: {refused}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        id += 1;
+    }
+}
+
 #[test]
 fn everything_else_passes_through_as_the_peers_wrote_it() {
     let Some(program) = server("mcp-server-everything") else {
