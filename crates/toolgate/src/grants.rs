@@ -42,6 +42,25 @@ pub(crate) struct Filter {
 pub(crate) enum Action {
     /// List them (the default).
     List(Filter),
+    /// Make one a rule: write the rule that decides the same calls the same way into a policy
+    /// file (the workspace's for a workspace grant, the user's for a user grant), first among
+    /// its rules, with the call that made the grant as its example; show the diff, check the
+    /// policy still loads and its examples pass; with --yes, write it and revoke the grant.
+    Promote {
+        /// The grant's id, or its start (4+ characters).
+        id: String,
+        /// The policy file to write [default: by the grant's scope: the workspace's
+        /// `.toolgate/policy.toml`, the user's policy, or the current project's for a
+        /// session's grant].
+        #[arg(long, value_name = "FILE")]
+        policy: Option<std::path::PathBuf>,
+        /// Write it and revoke the grant (else the diff alone is shown).
+        #[arg(long)]
+        yes: bool,
+        /// Who revokes the grant, as the audit log says it.
+        #[arg(long, value_name = "NAME", default_value = "promote")]
+        by: String,
+    },
     /// Revoke one.
     Revoke {
         /// The grant's id, or its start (4+ characters).
@@ -98,6 +117,51 @@ pub(crate) fn run(args: &GrantsArgs) -> Result<u8, Failure> {
                 writeln!(out, "no grants")?;
             }
             Ok(EXIT_OK)
+        }
+        Some(Action::Promote {
+            id,
+            policy,
+            yes,
+            by,
+        }) => {
+            let mut found = None;
+            let mut starting = Vec::new();
+            every_grant(&client, "/api/grants", |g| {
+                let Some(full) = field(g, "id").as_str() else {
+                    return Ok(());
+                };
+                if full == id {
+                    found = Some(g.clone());
+                } else if full.starts_with(id.as_str()) {
+                    starting.push(g.clone());
+                }
+                Ok(())
+            })?;
+            if found.is_none() && id.chars().count() >= SHORT_ID {
+                let ids = starting.iter().filter_map(|g| field(g, "id").as_str());
+                if let Some(full) = one_starting_with(ids, id, "grants'")? {
+                    found = starting
+                        .into_iter()
+                        .find(|g| field(g, "id") == full.as_str());
+                }
+            }
+            let Some(grant) = found else {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{}: no such grant (`toolgate grants` lists them)",
+                    toolgate_runtime::terminal_text(id)
+                );
+                return Ok(EXIT_FOUND);
+            };
+            crate::promote::promote(
+                &client,
+                &crate::promote::Promotion {
+                    grant: &grant,
+                    policy: policy.as_deref(),
+                    yes: *yes,
+                    by,
+                },
+            )
         }
         Some(Action::Revoke { .. })
             if args.filter.session.is_some()

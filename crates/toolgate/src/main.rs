@@ -16,6 +16,7 @@ mod mcp;
 mod mcp_import;
 mod page;
 mod policy;
+mod promote;
 mod reloading;
 mod sandbox;
 mod serve;

@@ -997,6 +997,137 @@ fn an_always_answer_from_the_terminal_chooses_its_scope_and_life() {
     );
 }
 
+/// `toolgate grants promote` writes the rule an "always" answer amounts to into the workspace's
+/// policy, first among its rules, with the call that made it as its example: shown first, then
+/// written with --yes, the grant revoked; the daemon loads the file again and the rule decides
+/// the next call. An allow of an exact command has no rule of the same reach: refused.
+#[test]
+fn a_grant_becomes_a_rule_in_the_workspaces_policy() {
+    let data = tempfile::tempdir().unwrap();
+    let ws_dir = tempfile::tempdir().unwrap();
+    let ws = ws_dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join(".toolgate")).unwrap();
+    let policy = ws.join(".toolgate/policy.toml");
+    let original = "version = 1\n\n[[rule]]\nname = \"releases\"\ndecision = \"ask\"\n\
+                    command = [\"cargo publish\", \"rm -rf\"]\n\n[[rule]]\nname = \"npm\"\n\
+                    decision = \"ask\"\ncommand = [\"npm publish\"]\n\n[[rule]]\n\
+                    name = \"pushes\"\ndecision = \"ask\"\ncommand = [\"git push\"]\n\n\
+                    [[rule]]\nname = \"no-force\"\ndecision = \"deny\"\ncommand = [\"git push --force\"]\n";
+    std::fs::write(&policy, original).unwrap();
+    let daemon = DaemonProcess::start_with_policy(data.path(), policy.to_str().unwrap(), &[]);
+    let call = |command: &str, session: &str| {
+        json!({"tool": "bash", "args": {"command": command},
+               "context": {"workspace": ws, "session": session}})
+    };
+    let always = |command: &str| {
+        let (status, body) = daemon
+            .http("POST", "/api/decisions", Some(&call(command, "s1")))
+            .unwrap();
+        assert_eq!(status, 202, "{body}");
+        let id = body["id"].as_str().unwrap().to_owned();
+        let (status, body) = daemon
+            .http(
+                "POST",
+                &format!("/api/approvals/{id}"),
+                Some(&json!({"decision": "allow-always", "scope": "workspace"})),
+            )
+            .unwrap();
+        assert_eq!(status, 200, "{body}");
+        body["grants"][0]["id"].as_str().unwrap().to_owned()
+    };
+    let grant = always("cargo publish --dry-run");
+
+    // Shown, not written.
+    let o = daemon.client(&["grants", "promote", &grant[..8]]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let shown = stdout(&o);
+    let name = format!("promoted-{}", &grant[..8]);
+    for line in [
+        "@@ -3,0 +3,".to_owned(),
+        "+[[rule]]".to_owned(),
+        format!("+name = \"{name}\""),
+        "+decision = \"allow\"".to_owned(),
+        "+tool = \"bash\"".to_owned(),
+        "+command = [[\"cargo\", \"publish\"]]".to_owned(),
+        "+examples = { match = [{ tool = \"bash\", args = { command = \"cargo publish --dry-run\" } }] }".to_owned(),
+        "not written: --yes writes it".to_owned(),
+    ] {
+        assert!(shown.contains(&line), "{line}:\n{shown}");
+    }
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), original);
+
+    // Written: first among the rules; the grant revoked; the daemon loads the file again.
+    let o = daemon.client(&["grants", "promote", &grant, "--yes"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("revoked grant {grant}")),
+        "{}",
+        stdout(&o)
+    );
+    let written = std::fs::read_to_string(&policy).unwrap();
+    assert!(
+        written.starts_with(&format!("version = 1\n\n[[rule]]\nname = \"{name}\"")),
+        "{written}"
+    );
+    assert!(
+        written.ends_with(original.strip_prefix("version = 1\n\n").unwrap()),
+        "{written}"
+    );
+    let (_, grants) = daemon.http("GET", "/api/grants", None).unwrap();
+    assert_eq!(grants["total"], 0, "{grants}");
+    let started = std::time::Instant::now();
+    loop {
+        let (status, body) = daemon
+            .http("POST", "/api/decisions", Some(&call("cargo publish", "s9")))
+            .unwrap();
+        if status == 200 {
+            assert_eq!(
+                (body["decision"].as_str(), body["rule"].as_str()),
+                (Some("allow"), Some(name.as_str())),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "the daemon kept the old policy"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    // An allow goes just before the rule that asked for it (every rule above still decides
+    // first): `npm` is the 3rd rule now, at line 16.
+    let npm = always("npm publish");
+    let o = daemon.client(&["grants", "promote", &npm]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("@@ -16,0 +16,7 @@\n+[[rule]]"),
+        "{}",
+        stdout(&o)
+    );
+    // A deny below where it would go, which it could take calls from: refused.
+    let push = always("git push origin main");
+    let o = daemon.client(&["grants", "promote", &push, "--yes"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the deny rule `no-force` below"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), written);
+
+    // Exactly `rm -rf build`: no rule says "exactly".
+    let exact = always("rm -rf build");
+    let o = daemon.client(&["grants", "promote", &exact, "--yes"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("allows exactly `rm -rf build`"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&policy).unwrap(), written);
+}
+
 #[test]
 fn people_answer_list_and_revoke_from_the_command_line() {
     let data = tempfile::tempdir().unwrap();
