@@ -12,7 +12,7 @@
 //! - a `tools/call` the policy refuses never reaches the server; the client gets a tool result
 //!   with `isError: true` whose text is the reason and the rule (what clients show the model);
 //! - a `tools/list` result leaves out the tools the policy refuses whatever their arguments
-//!   ([`Policy::denies_tool`]), so the model never sees them.
+//!   ([`Policy::denies_tool`](toolgate_policy::Policy::denies_tool)), so the model never sees them.
 //!
 //! A call the policy would ask a person about is asked through the client when it offers MCP
 //! elicitation (see the `ask` module): the call is held, the person's answer decides, and an
