@@ -62,7 +62,7 @@ try {
   const text = await card.innerText();
   for (const expected of ["bash", "git push origin main", "commits, pushes and rewrites of history are the person's to make",
                           "history (rule)", "/tmp/project", "Allow once", "Deny once",
-                          "Always deny `bash`: commands starting with `git push`, for this session"]) {
+                          "Always deny `bash`: commands starting with `git push`, for this session", "(waited "]) {
     if (!text.includes(expected)) fail(`the request does not show ${JSON.stringify(expected)}:\n${text}`);
   }
   // Text up to 1,000 characters is shown whole (the end of a long command too); longer text is
@@ -95,9 +95,9 @@ try {
   await card.waitFor({ state: "detached", timeout: 15_000 });
   await page.locator("#decisions tbody tr td.allow").first().waitFor({ timeout: 15_000 });
 
-  // The session is the key in this tab's storage, which pages on other ports of the host
+  // The session is the key in this origin's storage, which pages on other ports of the host
   // cannot read: a request without it is refused.
-  const key = await page.evaluate(() => sessionStorage.getItem("toolgate-key"));
+  const key = await page.evaluate(() => (JSON.parse(localStorage.getItem("toolgate-key") || "{}")).key);
   if (!key) fail("the page keeps no session key");
   const before = problems.length;
   const bare = await page.evaluate(() => fetch("/api/pending", { credentials: "same-origin" }).then((r) => r.status));
@@ -196,7 +196,26 @@ try {
   await banner.waitFor({ state: "hidden", timeout: 15_000 })
     .catch(() => fail("the banner stayed once the policy loaded"));
 
-  // A spent or unknown sign-in address says so (another tab: its own, empty, storage).
+  // Times are in one local format; a table cell's words are not cut mid-way.
+  const stamp = await page.locator("#decisions tbody tr td").first().innerText();
+  if (/\d{4}-\d{2}-\d{2}T/.test(stamp)) fail(`a decision's time is shown raw: ${stamp}`);
+  const wrap = await page.locator("#decisions tbody td").first().evaluate((node) => getComputedStyle(node).overflowWrap);
+  if (wrap !== "break-word") fail(`table cells wrap with overflow-wrap ${wrap}`);
+
+  // Signed in once, every tab of the daemon's address is (and a browser restart keeps it);
+  // signing out in one signs every tab out, and the session's key is refused from then on.
+  const tab = await context.newPage();
+  await tab.goto(`${base}/`);
+  await tab.locator("#app:not([hidden])").waitFor({ timeout: 20_000 });
+  await tab.getByRole("button", { name: "Sign out" }).click();
+  await tab.locator("#signin:not([hidden])").waitFor({ timeout: 10_000 });
+  await page.locator("#signin:not([hidden])").waitFor({ timeout: 10_000 })
+    .catch(() => fail("the first tab stayed signed in after signing out in another"));
+  const after = await fetch(`${base}/api/pending`, { headers: { "X-Toolgate-Key": key } });
+  if (after.status !== 401) fail(`the signed-out key was answered ${after.status}`);
+  await tab.close();
+
+  // A spent or unknown sign-in address says so (in a tab signed out).
   const other = await context.newPage();
   await other.goto(`${base}/#login=${login}`);
   await other.locator("#signin:not([hidden])").waitFor({ timeout: 20_000 });

@@ -8,7 +8,7 @@ const END = 160; // a fold shows this much of its start and of its end (less tha
 // How long an "always" answer may last, as offered on a card ("" is until revoked).
 const LIVES = [["", "until revoked"], ["3600", "for 1 hour"], ["28800", "for 8 hours"], ["86400", "for 1 day"], ["604800", "for 7 days"]];
 const SHOWN = 50; // the oldest this many pending requests are shown
-const KEY = "toolgate-key"; // the page session's key, kept in this tab's storage
+const KEY = "toolgate-key"; // the page session's key and when it ends, kept in this origin's storage
 
 // Characters that reorder or hide text (bidirectional controls, zero-width marks) and other
 // controls are shown as their code points, so a command reads as it runs.
@@ -33,9 +33,36 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// The page session: kept in this origin's local storage (every tab of this daemon's address
+// shares it, it outlives a browser restart, and pages on other ports of the host cannot read
+// it, as they could a cookie), until it ends or the person signs out.
+function sessionKey() {
+  try {
+    const kept = JSON.parse(localStorage.getItem(KEY) || "null");
+    if (kept && typeof kept.key === "string" && kept.until > Date.now()) return kept.key;
+  } catch (error) { /* unreadable: none */ }
+  localStorage.removeItem(KEY);
+  return null;
+}
+
 function headers() {
-  const key = sessionStorage.getItem(KEY);
+  const key = sessionKey();
   return key ? { "X-Toolgate-Key": key } : {};
+}
+
+// A time, in one local format for the whole page.
+function when(iso) {
+  const at = Date.parse(iso);
+  return Number.isNaN(at) ? (iso || "") : new Date(at).toLocaleString([], { dateStyle: "medium", timeStyle: "medium" });
+}
+
+// How long ago, in words: "2 min", "1 h 5 min", "40 s".
+function since(iso) {
+  const seconds = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (Number.isNaN(seconds)) return "";
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  return minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
 
 async function api(method, path, body) {
@@ -104,7 +131,7 @@ function folded(value) {
 function deadline(item, request) {
   const created = Date.parse(item.created);
   if (!request.timeout_ms || Number.isNaN(created)) return "—";
-  return new Date(created + request.timeout_ms).toLocaleTimeString();
+  return when(new Date(created + request.timeout_ms).toISOString());
 }
 
 // A name or place, at most LONG characters on the card (the rest is said, not shown).
@@ -231,7 +258,7 @@ function card_for(item) {
       el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
       el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
       el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
-      el("dt", {}, "requested"), el("dd", {}, item.created),
+      el("dt", {}, "requested"), el("dd", { class: "requested", "data-created": item.created }, `${when(item.created)} (waited ${since(item.created)})`),
       el("dt", {}, "waits until"), el("dd", {}, `${deadline(item, request)} (then it is refused)`)),
     el("h4", {}, "arguments"),
     argumentsList(request.arguments),
@@ -255,7 +282,7 @@ function renderDecisions(events) {
   body.replaceChildren();
   for (const e of events) {
     body.append(el("tr", {},
-      el("td", {}, e.timestamp || ""), el("td", {}, e.action || ""), el("td", {}, e.resource ? short(e.resource) : ""),
+      el("td", {}, when(e.timestamp)), el("td", {}, e.action || ""), el("td", {}, e.resource ? short(e.resource) : ""),
       el("td", { class: e.decision || e.layer || "" }, e.decision || (e.layer === "withdrawn" ? "withdrawn" : "")),
       el("td", {}, e.actor || ""),
       el("td", {}, e.reason || "")));
@@ -341,6 +368,7 @@ function offerNotifications() {
 function showApp() {
   document.getElementById("signin").hidden = true;
   document.getElementById("app").hidden = false;
+  document.getElementById("signout").hidden = false;
   offerNotifications();
   if (!streaming) stream();
 }
@@ -392,10 +420,17 @@ async function stream() {
 
 async function signIn(credential) {
   const session = await api("POST", "/api/login", credential);
-  sessionStorage.setItem(KEY, session.key);
+  localStorage.setItem(KEY, JSON.stringify({ key: session.key, until: Date.now() + 1000 * session.expires_in }));
+}
+
+async function signOut() {
+  try { await api("POST", "/api/logout"); } catch (error) { /* ended already */ }
+  localStorage.removeItem(KEY);
+  showSignIn();
 }
 
 function showSignIn() {
+  document.getElementById("signout").hidden = true;
   document.getElementById("app").hidden = true;
   document.getElementById("signin").hidden = false;
   document.getElementById("status").textContent = "signed out";
@@ -413,6 +448,15 @@ async function start() {
     const newest = await api("GET", "/api/audit?last=1");
     lastSeq = newest.events.length ? newest.events[0].seq : 0;
   } catch (error) { /* signed out: refresh shows the form */ }
+  document.getElementById("signout").addEventListener("click", signOut);
+  // Signed out in another tab: this one follows.
+  window.addEventListener("storage", (event) => { if (event.key === KEY && !sessionKey()) showSignIn(); });
+  // The "waited" of each card, kept current.
+  setInterval(() => {
+    for (const node of document.querySelectorAll("dd.requested")) {
+      node.textContent = `${when(node.dataset.created)} (waited ${since(node.dataset.created)})`;
+    }
+  }, 15_000);
   document.getElementById("signin-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const token = document.getElementById("token").value;

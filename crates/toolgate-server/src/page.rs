@@ -1,7 +1,7 @@
 //! The approval page: plain HTML, CSS and JavaScript compiled into the binary, served with a
 //! strict content security policy. It signs in by exchanging a one-time code (printed by
 //! `toolgate serve` in the address's fragment, which browsers never send to a server) or the
-//! pasted token for a session key the page keeps in its tab's `sessionStorage` and sends with
+//! pasted token for a session key the page keeps in its origin's `localStorage` and sends with
 //! every request (see [`crate::security`]). The token never sits in a URL.
 
 use axum::Json;

@@ -6,9 +6,9 @@
 //!   (`http://127.0.0.1.evil.example`) are refused, and so is `Sec-Fetch-Site: cross-site`.
 //!   Changes made with the page's session need a matching `Origin` (no CSRF).
 //! - Credentials: `Authorization: Bearer <token>`, compared in constant time, or the page's
-//!   session key, which the page keeps in its tab's storage and sends as `X-Toolgate-Key` (no
-//!   cookie: a browser sends a cookie to every port of the host and lets any of them replace
-//!   it; the tab's storage stays with the page's origin, and a custom header cannot be sent
+//!   session key, which the page keeps in its origin's storage and sends as `X-Toolgate-Key`
+//!   (no cookie: a browser sends a cookie to every port of the host and lets any of them
+//!   replace it; the origin's storage stays with the page's origin, and a custom header cannot be sent
 //!   across origins without the preflight the daemon refuses). Sessions end after 12 hours.
 //!   A credential in the URL is refused outright.
 //! - No CORS is ever granted; preflights are refused. State changes only with POST or DELETE.

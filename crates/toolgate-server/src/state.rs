@@ -28,10 +28,10 @@ const MAX_PAGE_SESSIONS: usize = 256;
 /// How long a page session lasts (login tells the page, as `expires_in`).
 pub(crate) const PAGE_SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
-/// A signed-in page: the key it keeps in its tab's storage and sends with every request (as
+/// A signed-in page: the key it keeps in its origin's storage and sends with every request (as
 /// `X-Toolgate-Key`), and when it signed in (wall time: a machine asleep ages it too). Not a
 /// cookie: a browser sends a cookie to every port of the host, and lets any of them replace or
-/// delete it; the tab's storage belongs to the page's origin alone (scheme, host and port).
+/// delete it; the origin's storage belongs to the page's origin alone (scheme, host and port).
 struct PageSession {
     key: String,
     made: std::time::SystemTime,
