@@ -302,6 +302,17 @@ mod tests {
         async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
             self.inner.sessions().await
         }
+        async fn tokens(&self) -> Result<Vec<toolgate_store::TokenRow>, StoreError> {
+            self.inner.tokens().await
+        }
+        async fn add_token(&self, token: toolgate_store::TokenRow) -> Result<bool, StoreError> {
+            self.check()?;
+            self.inner.add_token(token).await
+        }
+        async fn remove_token(&self, name: &str) -> Result<bool, StoreError> {
+            self.check()?;
+            self.inner.remove_token(name).await
+        }
     }
 
     #[async_trait]

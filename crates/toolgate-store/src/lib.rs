@@ -30,7 +30,7 @@ mod sqlite;
 pub use postgres::PostgresStore;
 pub use record::{
     DecisionRow, DecisionStatus, EVENT_NESTING, ErrorSource, EventFilter, EventRecord, JsonText,
-    MAX_NESTING, PendingRecord, SessionRow, StoreError, nesting, nests_deeper,
+    MAX_NESTING, PendingRecord, SessionRow, StoreError, TokenRow, nesting, nests_deeper,
 };
 pub use sqlite::{Durability, SqliteStore};
 
@@ -377,6 +377,16 @@ pub trait Store: GrantStore {
 
     /// Every saved session, most recently updated first.
     async fn sessions(&self) -> Result<Vec<SessionRow>, StoreError>;
+
+    /// The named tokens, by name.
+    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
+
+    /// Stores a named token; `false` (nothing written) when one of that name, or with that
+    /// hash, is stored.
+    async fn add_token(&self, token: TokenRow) -> Result<bool, StoreError>;
+
+    /// Removes the token of that name; `false` when there is none.
+    async fn remove_token(&self, name: &str) -> Result<bool, StoreError>;
 
     /// Called once when the daemon stops: a backend folds or flushes what it keeps (nothing is
     /// lost without it).

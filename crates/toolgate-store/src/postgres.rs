@@ -37,7 +37,7 @@ use toolgate_runtime::{Grant, GrantStore};
 
 use crate::record::{
     DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
-    StoreError, from_stored, rfc3339,
+    StoreError, TokenRow, from_stored, rfc3339,
 };
 use crate::{Batch, Change, Committed, Pruned, Store};
 
@@ -120,6 +120,15 @@ ALTER TABLE grants ADD COLUMN scope_key TEXT COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE grants ADD COLUMN target_key TEXT COLLATE "C" NOT NULL DEFAULT '';
 DROP INDEX grants_by_tool;
 CREATE INDEX grants_by_keys ON grants (tool, scope_key, target_key);
+"#,
+    // Named tokens with roles (their SHA-256 only).
+    r#"
+CREATE TABLE tokens (
+    name TEXT COLLATE "C" PRIMARY KEY,
+    role TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    created TEXT COLLATE "C" NOT NULL
+);
 "#,
 ];
 
@@ -1493,6 +1502,49 @@ impl Store for PostgresStore {
             session_from_row,
         )
         .await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        self.all(
+            "SELECT name, role, hash, created FROM tokens ORDER BY name",
+            &[],
+            |row| {
+                Ok(TokenRow {
+                    name: column(row, 0)?,
+                    role: column(row, 1)?,
+                    hash: column(row, 2)?,
+                    created: column(row, 3)?,
+                })
+            },
+        )
+        .await
+    }
+
+    async fn add_token(&self, token: TokenRow) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let added = client
+            .execute(
+                "INSERT INTO tokens (name, role, hash, created) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT DO NOTHING",
+                &[
+                    &clean(&token.name),
+                    &token.role,
+                    &token.hash,
+                    &token.created,
+                ],
+            )
+            .await
+            .map_err(|error| failed("cannot store the token", &error))?;
+        Ok(added == 1)
+    }
+
+    async fn remove_token(&self, name: &str) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let removed = client
+            .execute("DELETE FROM tokens WHERE name = $1", &[&clean(name)])
+            .await
+            .map_err(|error| failed("cannot remove the token", &error))?;
+        Ok(removed == 1)
     }
 
     /// Closes the pool and leaves: the replica's lock goes with its connection.

@@ -501,6 +501,20 @@ pub struct DecisionRow {
     pub updated: String,
 }
 
+/// A named access token with a role: what it may do, and who it is in the audit log. Only the
+/// token's SHA-256 is kept (hex), never the token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRow {
+    /// Its name: who it is (unique).
+    pub name: String,
+    /// Its role: `agent`, `approver` or `admin`.
+    pub role: String,
+    /// The token's SHA-256, hex.
+    pub hash: String,
+    /// When it was made, RFC 3339.
+    pub created: String,
+}
+
 /// A saved session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {

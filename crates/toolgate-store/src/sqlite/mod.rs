@@ -596,6 +596,43 @@ impl Store for SqliteStore {
             )
         })
     }
+
+    async fn tokens(&self) -> Result<Vec<crate::TokenRow>, StoreError> {
+        self.read(|connection| {
+            all(
+                connection,
+                "SELECT name, role, hash, created FROM tokens ORDER BY name",
+                [],
+                |row| {
+                    Ok(crate::TokenRow {
+                        name: row.get(0)?,
+                        role: row.get(1)?,
+                        hash: row.get(2)?,
+                        created: row.get(3)?,
+                    })
+                },
+            )
+        })
+    }
+
+    async fn add_token(&self, token: crate::TokenRow) -> Result<bool, StoreError> {
+        self.on_writer(move |connection| {
+            let added = connection.execute(
+                "INSERT OR IGNORE INTO tokens (name, role, hash, created) VALUES (?, ?, ?, ?)",
+                (&token.name, &token.role, &token.hash, &token.created),
+            )?;
+            Ok(added == 1)
+        })
+        .await
+    }
+
+    async fn remove_token(&self, name: &str) -> Result<bool, StoreError> {
+        let name = name.to_owned();
+        self.on_writer(move |connection| {
+            Ok(connection.execute("DELETE FROM tokens WHERE name = ?", [&name])? == 1)
+        })
+        .await
+    }
 }
 
 #[async_trait]

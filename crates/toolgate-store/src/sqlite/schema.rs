@@ -95,6 +95,15 @@ ALTER TABLE grants ADD COLUMN target_key TEXT NOT NULL DEFAULT '';
 DROP INDEX grants_by_tool;
 CREATE INDEX grants_by_keys ON grants (tool, scope_key, target_key);
 "#,
+    // Named tokens with roles (their SHA-256 only).
+    r#"
+CREATE TABLE tokens (
+    name TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    hash TEXT NOT NULL UNIQUE,
+    created TEXT NOT NULL
+);
+"#,
 ];
 
 /// The migration that files grants by their keys (its number, from 1).

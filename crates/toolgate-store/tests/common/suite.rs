@@ -411,6 +411,41 @@ pub async fn a_lookup_reads_the_grants_filed_under_its_keys(engine: &dyn Engine)
     assert_eq!(store.applying(&first).await.unwrap().len(), 3);
 }
 
+/// Named tokens are stored once per name and per hash, listed by name, removed by name, and
+/// outlive a reopening.
+pub async fn named_tokens_are_kept_by_name(engine: &dyn Engine) {
+    let store = engine.open().await;
+    let token = |name: &str, hash: &str| toolgate_store::TokenRow {
+        name: name.into(),
+        role: "agent".into(),
+        hash: hash.into(),
+        created: "2026-11-29T10:00:00Z".into(),
+    };
+    assert!(store.add_token(token("claude", "aa")).await.unwrap());
+    assert!(store.add_token(token("approver-1", "bb")).await.unwrap());
+    assert!(
+        !store.add_token(token("claude", "cc")).await.unwrap(),
+        "a name once"
+    );
+    assert!(
+        !store.add_token(token("other", "aa")).await.unwrap(),
+        "a hash once"
+    );
+    drop(store);
+    let store = engine.open().await;
+    let names: Vec<String> = store
+        .tokens()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["approver-1", "claude"]);
+    assert!(store.remove_token("claude").await.unwrap());
+    assert!(!store.remove_token("claude").await.unwrap());
+    assert_eq!(store.tokens().await.unwrap(), [token("approver-1", "bb")]);
+}
+
 /// A session saved "only if still as read" is not saved over a newer one: a creation when one
 /// exists, or a change from an older read, writes nothing; changes that read again when told
 /// so all count, however many run at once.
@@ -767,6 +802,7 @@ macro_rules! each_case {
             grants_are_stored_spent_exactly_and_revoked,
             a_grant_like_a_lasting_one_stored_is_not_stored_again,
             a_lookup_reads_the_grants_filed_under_its_keys,
+            named_tokens_are_kept_by_name,
             a_session_is_saved_only_over_what_was_read,
             concurrent_appends_get_distinct_gapless_sequence_numbers,
             a_batch_stands_or_falls_together,
