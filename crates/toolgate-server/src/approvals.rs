@@ -82,6 +82,7 @@ pub(crate) fn named_actor(named: Option<&str>, default: &str) -> Result<String, 
 /// "reject-once" | "reject-always", "reason"?, "by"?}` (HPD's `{"approved", "choice"}` too).
 pub(crate) async fn approve(
     State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
     Path(id): Path<String>,
     Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
     JsonBody(body): JsonBody,
@@ -109,7 +110,7 @@ pub(crate) async fn approve(
         };
         ApiError::bad_request(code, e)
     })?;
-    let by = actor(&body, "api")?;
+    let by = crate::roles::acting(who.as_deref(), actor(&body, "api")?);
     let choice = answer.decision;
     let grants = resolve(&state, &id, answer, &by).await?;
     Ok(Json(

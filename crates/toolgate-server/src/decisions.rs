@@ -412,10 +412,14 @@ pub(crate) async fn submit(
 /// nothing.
 pub(crate) async fn withdraw(
     State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
     Path(id): Path<String>,
     Query(query): Query<crate::grants::ByQuery>,
 ) -> Result<Response, ApiError> {
-    let by = crate::approvals::named_actor(query.by.as_deref(), "requester")?;
+    let by = crate::roles::acting(
+        who.as_deref(),
+        crate::approvals::named_actor(query.by.as_deref(), "requester")?,
+    );
     let resolved = |message: String| ApiError::conflict("already_resolved", message);
     let Some(open) = state.open_request(&id) else {
         if let Some(message) = crate::approvals::no_longer_pending(&state, &id, None).await? {

@@ -240,10 +240,14 @@ pub(crate) struct ByQuery {
 /// event's actor is `by` (as an answer's), else `api`.
 pub(crate) async fn revoke(
     State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
     Path(id): Path<String>,
     Query(query): Query<ByQuery>,
 ) -> Result<StatusCode, ApiError> {
-    let by = crate::approvals::named_actor(query.by.as_deref(), "api")?;
+    let by = crate::roles::acting(
+        who.as_deref(),
+        crate::approvals::named_actor(query.by.as_deref(), "api")?,
+    );
     let grant = state
         .store()
         .list()

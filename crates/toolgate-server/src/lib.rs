@@ -26,6 +26,7 @@ mod page;
 mod reload;
 mod replicas;
 mod retention;
+mod roles;
 pub mod security;
 mod sessions;
 mod state;
@@ -53,6 +54,7 @@ pub use error::ApiError;
 pub use events::MAX_PAGE;
 pub use page::CSP;
 pub use reload::{Loader, PolicySource, Reloaded};
+pub use roles::Role;
 pub use sessions::AGENT_ID;
 pub use state::{
     AppState, LOGIN_CODE_LIFETIME, MAX_LOGIN_CODES, MAX_PENDING, MAX_PENDING_BYTES,
@@ -86,6 +88,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/grants"),
     ("DELETE", "/api/grants/{id}"),
     ("GET", "/api/policy"),
+    ("POST", "/api/tokens"),
+    ("GET", "/api/tokens"),
+    ("DELETE", "/api/tokens/{name}"),
     ("GET", "/api/events"),
     ("GET", "/api/sessions/{id}/events"),
     ("GET", "/api/audit"),
@@ -130,6 +135,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/approvals/{id}", post(approvals::approve))
         .route("/api/grants", get(grants::list))
         .route("/api/policy", get(reload::status))
+        .route("/api/tokens", post(roles::create).get(roles::list))
+        .route("/api/tokens/{name}", delete(roles::revoke))
         .route("/api/grants/{id}", delete(grants::revoke))
         .route("/api/events", get(events::all))
         .route("/api/sessions/{id}/events", get(events::of_session))
@@ -230,6 +237,10 @@ impl Server {
             .map_err(|e| ConfigError(e.message))?;
         retention::start(&state);
         grants::start_removing_ended(&state);
+        roles::refresh(&state)
+            .await
+            .map_err(|e| ConfigError(e.message))?;
+        roles::start(&state);
         replicas::start(&state);
         Ok(Server { state, recovered })
     }

@@ -67,11 +67,37 @@ pub(crate) fn header_text<'a>(
 }
 
 /// How a request proved who it is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Credential {
+    /// The daemon's token: the admin.
     Token,
+    /// A named token (see [`crate::roles`]).
+    Named(String, crate::roles::Role),
+    /// The page's session: an approver.
     PageSession,
     None,
+}
+
+impl Credential {
+    /// Who it is, when it proves anyone.
+    pub(crate) fn who(&self) -> Option<crate::roles::Who> {
+        use crate::roles::{Role, Who};
+        match self {
+            Credential::Token => Some(Who {
+                role: Role::Admin,
+                name: None,
+            }),
+            Credential::Named(name, role) => Some(Who {
+                role: *role,
+                name: Some(name.clone()),
+            }),
+            Credential::PageSession => Some(Who {
+                role: Role::Approver,
+                name: None,
+            }),
+            Credential::None => None,
+        }
+    }
 }
 
 fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiError> {
@@ -81,10 +107,12 @@ fn credential(state: &AppState, headers: &HeaderMap) -> Result<Credential, ApiEr
         if !scheme.eq_ignore_ascii_case("bearer") {
             return Err(ApiError::unauthorized());
         }
-        return if same_secret(&state.inner.token, token.trim()) {
-            Ok(Credential::Token)
-        } else {
-            Err(ApiError::unauthorized())
+        if same_secret(&state.inner.token, token.trim()) {
+            return Ok(Credential::Token);
+        }
+        return match crate::roles::named(state, token.trim()) {
+            Some((name, role)) => Ok(Credential::Named(name, role)),
+            None => Err(ApiError::unauthorized()),
         };
     }
     match header_text(headers, &HeaderName::from_static(SESSION_KEY_HEADER))? {
@@ -243,27 +271,30 @@ pub(crate) fn check(
     if is_public(method, path) {
         return Ok(Credential::None);
     }
-    match credential(state, headers)? {
-        Credential::Token => Ok(Credential::Token),
-        Credential::PageSession => {
-            // A page session that made sign-in codes could sign itself in again forever:
-            // its 12 hours, and signing out, would end nothing.
-            if (method.as_str(), path) == ("POST", "/api/login/codes") {
-                return Err(ApiError::forbidden(
-                    "token_required",
-                    "a new sign-in code takes the token (`toolgate page`), not a page's session",
-                ));
-            }
-            let changes = !matches!(*method, Method::GET | Method::HEAD);
-            if changes && origin.is_none() {
-                return Err(ApiError::forbidden(
-                    "origin_required",
-                    "changes made with the page's session need an `Origin` header",
-                ));
-            }
-            Ok(Credential::PageSession)
+    let credential = credential(state, headers)?;
+    if credential == Credential::PageSession {
+        // A page session that made sign-in codes could sign itself in again forever: its 12
+        // hours, and signing out, would end nothing.
+        if (method.as_str(), path) == ("POST", "/api/login/codes") {
+            return Err(ApiError::forbidden(
+                "token_required",
+                "a new sign-in code takes the token (`toolgate page`), not a page's session",
+            ));
         }
-        Credential::None => Err(ApiError::unauthorized()),
+        let changes = !matches!(*method, Method::GET | Method::HEAD);
+        if changes && origin.is_none() {
+            return Err(ApiError::forbidden(
+                "origin_required",
+                "changes made with the page's session need an `Origin` header",
+            ));
+        }
+    }
+    match credential.who() {
+        Some(who) => {
+            crate::roles::permit(&who, method, path)?;
+            Ok(credential)
+        }
+        None => Err(ApiError::unauthorized()),
     }
 }
 
@@ -358,14 +389,21 @@ async fn redacted(state: &AppState, response: Response) -> Response {
 /// The guard every request passes, and the headers every response gets.
 pub(crate) async fn guard(
     State(state): State<AppState>,
-    request: Request<Body>,
+    mut request: Request<Body>,
     next: Next,
 ) -> Response {
     let mut checked = check(&state, request.method(), request.uri(), request.headers());
-    if matches!(checked, Ok(Credential::Token | Credential::PageSession))
-        && let Some(connection) = request
-            .extensions()
-            .get::<crate::connections::Credentialed>()
+    if let Ok(who) = checked.as_ref().map(Credential::who)
+        && let Some(who) = who
+    {
+        request.extensions_mut().insert(who);
+    }
+    if matches!(
+        checked,
+        Ok(Credential::Token | Credential::Named(..) | Credential::PageSession)
+    ) && let Some(connection) = request
+        .extensions()
+        .get::<crate::connections::Credentialed>()
         && connection.mark() == crate::connections::Marked::Evicted
     {
         checked = Err(crate::connections::evicted());

@@ -372,6 +372,7 @@ fn request_of(record: &PendingRecord) -> &Value {
 /// such request is pending or a turn has several; `{"status": "approved"}` for any decision.
 pub(crate) async fn agh_approve(
     State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
@@ -410,7 +411,7 @@ pub(crate) async fn agh_approve(
     // reads).
     let reason = Answer::reason_of(body.get("reason"))
         .map_err(|e| ApiError::bad_request("invalid_reason", e))?;
-    let by = actor(&body, "agh")?;
+    let by = crate::roles::acting(who.as_deref(), actor(&body, "agh")?);
     if state.store().session(&id).await?.is_none() {
         return Err(ApiError::not_found(format!("no session `{id}`")));
     }
@@ -600,6 +601,7 @@ async fn continuation_respond(
 /// waits for this id; 200 with the result.
 pub(crate) async fn hpd_respond(
     State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
     Path((agent, session, branch)): Path<(String, String, String)>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<Value>, ApiError> {
@@ -666,7 +668,7 @@ pub(crate) async fn hpd_respond(
     }
     let answer =
         Answer::from_json(&body).map_err(|e| ApiError::bad_request("invalid_response", e))?;
-    let by = actor(&body, "hpd")?;
+    let by = crate::roles::acting(who.as_deref(), actor(&body, "hpd")?);
     let branch_of = |p: &PendingRecord| in_branch(p, &branch);
     let waiting = pending_in(&state, &session, &permission_id)
         .await?

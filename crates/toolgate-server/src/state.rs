@@ -197,6 +197,8 @@ pub(crate) struct Inner {
     policy: toolgate_policy::SharedPolicy,
     /// How the policy was last loaded, and how to load it again.
     pub(crate) policy_status: Mutex<crate::reload::Status>,
+    /// The named tokens, by their hash (see `roles`).
+    pub(crate) tokens: Mutex<crate::roles::Known>,
     pub(crate) token: String,
     pub(crate) hosts: Vec<String>,
     pub(crate) origins: Vec<String>,
@@ -270,6 +272,7 @@ impl AppState {
                 broker: ApprovalBroker::new(EventBus::new()),
                 policy: toolgate_policy::SharedPolicy::new(policy),
                 policy_status: Mutex::new(crate::reload::Status::new()),
+                tokens: Mutex::default(),
                 token,
                 hosts,
                 origins,

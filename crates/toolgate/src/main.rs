@@ -22,6 +22,7 @@ mod sandbox;
 mod serve;
 mod tail;
 mod test;
+mod token;
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -77,6 +78,7 @@ enum Command {
     Acp(acp::AcpArgs),
     Sandbox(sandbox::SandboxArgs),
     Policy(policy::PolicyCommandArgs),
+    Token(token::TokenArgs),
 }
 
 fn main() -> ExitCode {
@@ -99,6 +101,7 @@ fn main() -> ExitCode {
         Command::Acp(args) => acp::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
         Command::Policy(args) => policy::run(&args),
+        Command::Token(args) => token::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1128,6 +1128,60 @@ fn a_grant_becomes_a_rule_in_the_workspaces_policy() {
     assert_eq!(std::fs::read_to_string(&policy).unwrap(), written);
 }
 
+/// `toolgate token` names tokens with roles: the token is printed once; an approver's token
+/// lists and answers (the log names it), an agent's is refused there; revoked, it is refused.
+#[test]
+fn named_tokens_have_roles_from_the_command_line() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let made = |name: &str, role: &str| {
+        let o = daemon.client(&["token", "create", "--name", name, "--role", role]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stderr(&o).contains("shown this once"), "{}", stderr(&o));
+        stdout(&o).trim().to_owned()
+    };
+    let approver = made("alice", "approver");
+    let agent = made("claude", "agent");
+    assert_eq!(approver.len(), 64);
+    let listed = stdout(&daemon.client(&["token", "list"]));
+    assert!(listed.starts_with("alice  approver  (made "), "{listed}");
+    assert!(listed.contains("\nclaude  agent  (made "), "{listed}");
+    assert!(!listed.contains(&approver));
+
+    let call =
+        json!({"tool": "bash", "args": {"command": "cargo publish"}, "context": {"session": "s1"}});
+    let (status, body) = daemon.http("POST", "/api/decisions", Some(&call)).unwrap();
+    assert_eq!(status, 202, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let as_token = |token: &str, args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env("TOOLGATE_URL", format!("http://{}", daemon.address))
+            .env("TOOLGATE_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    let o = as_token(&agent, &["approvals"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("`approver` role"), "{}", stderr(&o));
+    let o = as_token(&approver, &["approvals", "allow", &id, "--by", "not-alice"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (_, audit) = daemon
+        .http("GET", "/api/audit?type=permission_resolved", None)
+        .unwrap();
+    assert_eq!(audit["events"][0]["actor"], "alice", "{audit}");
+
+    assert_eq!(
+        stdout(&daemon.client(&["token", "revoke", "alice"])),
+        "alice: revoked\n"
+    );
+    let o = as_token(&approver, &["approvals"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("refused the token"), "{}", stderr(&o));
+    let o = daemon.client(&["token", "revoke", "alice"]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
 #[test]
 fn people_answer_list_and_revoke_from_the_command_line() {
     let data = tempfile::tempdir().unwrap();
