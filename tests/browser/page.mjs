@@ -196,10 +196,37 @@ try {
   await banner.waitFor({ state: "hidden", timeout: 15_000 })
     .catch(() => fail("the banner stayed once the policy loaded"));
 
+  // Which agent asked, on its card and in the decisions; the lists filtered by agent and session.
+  const fromAgent = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin agent-branch" },
+                           context: { workspace: "/tmp/project", session: "web-2", agent: "claude-code" } }),
+  });
+  const agentCard = page.locator(`article[data-id="${fromAgent.id}"]`);
+  await agentCard.waitFor({ timeout: 15_000 });
+  if (!(await agentCard.innerText()).includes("claude-code")) fail("the card does not say which agent asked");
+  const byAgent = page.getByRole("searchbox", { name: "filter by agent" });
+  const bySession = page.getByRole("searchbox", { name: "filter by session" });
+  await byAgent.fill("another-agent");
+  await agentCard.waitFor({ state: "detached", timeout: 10_000 }).catch(() => fail("the agent filter kept another agent's request"));
+  await byAgent.fill("claude-code");
+  await agentCard.waitFor({ timeout: 10_000 }).catch(() => fail("the agent filter hid the agent's request"));
+  await bySession.fill("web");
+  await agentCard.waitFor({ state: "detached", timeout: 10_000 }).catch(() => fail("the session filter kept another session's request"));
+  await bySession.fill("web-2");
+  await agentCard.waitFor({ timeout: 10_000 });
+  await api(`/api/approvals/${fromAgent.id}`, { method: "POST", body: JSON.stringify({ decision: "reject-once" }) });
+  await page.locator("#decisions tbody tr", { hasText: "claude-code" }).first().waitFor({ timeout: 15_000 })
+    .catch(() => fail("the decisions table does not say which agent asked"));
+  await byAgent.fill("");
+  await bySession.fill("");
+
   // Times are in one local format; a table cell's words are not cut mid-way.
+  await page.locator("#decisions tbody tr", { hasText: "claude-code" }).first().waitFor({ timeout: 15_000 });
   const stamp = await page.locator("#decisions tbody tr td").first().innerText();
   if (/\d{4}-\d{2}-\d{2}T/.test(stamp)) fail(`a decision's time is shown raw: ${stamp}`);
-  const wrap = await page.locator("#decisions tbody td").first().evaluate((node) => getComputedStyle(node).overflowWrap);
+  // (A header cell: the rows are redrawn at every change.)
+  const wrap = await page.locator("#decisions thead th").first().evaluate((node) => getComputedStyle(node).overflowWrap);
   if (wrap !== "break-word") fail(`table cells wrap with overflow-wrap ${wrap}`);
 
   // Signed in once, every tab of the daemon's address is (and a browser restart keeps it);

@@ -258,6 +258,7 @@ function card_for(item) {
       el("dt", {}, "rule"), el("dd", {}, request.rule ? `${request.rule} (${request.layer})` : request.layer || ""),
       el("dt", {}, "workspace"), el("dd", {}, short(request.workspace || context.workspace || "—")),
       el("dt", {}, "session"), el("dd", {}, short(item.session || "—")),
+      el("dt", {}, "agent"), el("dd", {}, short(context.agent || "—")),
       el("dt", {}, "requested"), el("dd", { class: "requested", "data-created": item.created }, `${when(item.created)} (waited ${since(item.created)})`),
       el("dt", {}, "waits until"), el("dd", {}, `${deadline(item, request)} (then it is refused)`)),
     el("h4", {}, "arguments"),
@@ -282,7 +283,7 @@ function renderDecisions(events) {
   body.replaceChildren();
   for (const e of events) {
     body.append(el("tr", {},
-      el("td", {}, when(e.timestamp)), el("td", {}, e.action || ""), el("td", {}, e.resource ? short(e.resource) : ""),
+      el("td", {}, when(e.timestamp)), el("td", {}, e.action || ""), el("td", {}, e.agent ? short(e.agent) : ""), el("td", {}, e.resource ? short(e.resource) : ""),
       el("td", { class: e.decision || e.layer || "" }, e.decision || (e.layer === "withdrawn" ? "withdrawn" : "")),
       el("td", {}, e.actor || ""),
       el("td", {}, e.reason || "")));
@@ -338,15 +339,21 @@ async function refresh() {
 
 async function load() {
   try {
+    const session = document.getElementById("filter-session").value.trim();
+    const agent = document.getElementById("filter-agent").value.trim();
+    const inSession = session ? `&session=${encodeURIComponent(session)}` : "";
     const [pending, audit, grants, policy] = await Promise.all([
-      api("GET", `/api/pending?limit=${SHOWN}`),
-      api("GET", "/api/audit?type=decision,permission_resolved&last=20"),
+      api("GET", `/api/pending?limit=${SHOWN}${inSession}`),
+      // (The agent is picked out here: the newest 200, those of the agent among them.)
+      api("GET", `/api/audit?type=decision,permission_resolved&last=${agent ? 200 : 20}${inSession}`),
       api("GET", "/api/grants"),
       api("GET", "/api/policy"),
     ]);
     renderPolicy(policy);
-    renderPending(pending.pending, pending.total);
-    renderDecisions(audit.events);
+    const byAgent = (who) => !agent || who === agent;
+    const waiting = pending.pending.filter((item) => byAgent(((item.request && item.request.call) || {}).context?.agent));
+    renderPending(waiting, agent ? waiting.length : pending.total);
+    renderDecisions(audit.events.filter((e) => byAgent(e.agent)).slice(0, 20));
     renderGrants(grants.grants, grants.total);
     showApp();
   } catch (error) {
@@ -449,6 +456,7 @@ async function start() {
     lastSeq = newest.events.length ? newest.events[0].seq : 0;
   } catch (error) { /* signed out: refresh shows the form */ }
   document.getElementById("signout").addEventListener("click", signOut);
+  for (const id of ["filter-session", "filter-agent"]) document.getElementById(id).addEventListener("input", () => refresh());
   // Signed out in another tab: this one follows.
   window.addEventListener("storage", (event) => { if (event.key === KEY && !sessionKey()) showSignIn(); });
   // The "waited" of each card, kept current.

@@ -59,6 +59,9 @@ pub(crate) struct Facts {
     pub(crate) session: Option<String>,
     pub(crate) branch: Option<String>,
     pub(crate) server: Option<String>,
+    /// The agent that asked (`context.agent`), when the call names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent: Option<String>,
     pub(crate) action: String,
     pub(crate) resource: Option<String>,
     pub(crate) rule: Option<String>,
@@ -73,6 +76,7 @@ impl Facts {
             session: call.context.session.clone(),
             branch: call.context.branch.clone(),
             server: call.context.server.clone(),
+            agent: call.context.agent.clone(),
             action: call.tool.clone(),
             resource,
             rule: evaluation.rule_name().map(str::to_owned),
@@ -151,6 +155,8 @@ impl PermissionEvent<'_> {
             actor: &'a str,
             server: &'a Option<String>,
             #[serde(skip_serializing_if = "Option::is_none")]
+            agent: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
             request: Option<&'a PermissionRequest>,
             #[serde(skip_serializing_if = "Option::is_none")]
             answer: Option<Choice>,
@@ -176,6 +182,7 @@ impl PermissionEvent<'_> {
             reason: self.reason,
             actor: self.actor,
             server: &facts.server,
+            agent: &facts.agent,
             request: self.request,
             answer: self.answer,
             grants: &self.grants,

@@ -350,6 +350,7 @@ fn facts(event: &Event, request: &PermissionRequest) -> Facts {
         session: event.scope.session.as_deref().map(str::to_owned),
         branch: event.scope.branch.as_deref().map(str::to_owned),
         server: None,
+        agent: None,
         action: request.tool.clone(),
         resource: None,
         rule: request.rule.clone(),
