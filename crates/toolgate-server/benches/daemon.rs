@@ -508,13 +508,7 @@ fn decisions_with_grants(few: &Engine, many: &Engine) {
             // The statistics autovacuum keeps (it analyses a table whose rows changed by a
             // tenth, within a minute): without them, the planner's generic plan for the
             // lookup reads every grant of the tool.
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-                .await
-                .unwrap();
-            let connection = tokio::spawn(connection);
-            client.batch_execute("ANALYZE grants").await.unwrap();
-            drop(client);
-            let _ = connection.await;
+            postgres::execute(url, "ANALYZE grants").await;
         }
         let mut on_few = Connection::open(&few_address.to_string(), &few_token).await;
         let mut on_many = Connection::open(&many_address.to_string(), &many_token).await;

@@ -169,13 +169,7 @@ async fn grants_read(store: &dyn Store, url: Option<&str>) {
 
 /// Brings the grants' statistics up to date, as autovacuum does.
 async fn analyze(url: &str) {
-    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
-    client.batch_execute("ANALYZE grants").await.unwrap();
-    drop(client);
-    let _ = connection.await;
+    postgres::execute(url, "ANALYZE grants").await;
 }
 
 /// Requests opened and closed (two commits of three rows each) by `clients` tasks at once, for

@@ -72,10 +72,7 @@ async fn the_store_contract_holds_on_postgresql() {
     let store = PostgresStore::open(&url).await.unwrap();
     store.close().await;
     drop(store);
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
+    let (client, connection) = common::postgres::connect(&url).await;
     client
         .batch_execute("INSERT INTO schema_migrations (version, applied) VALUES (99, 'x')")
         .await
@@ -112,10 +109,7 @@ async fn the_store_contract_holds_on_postgresql() {
     let store = PostgresStore::open(&url).await.unwrap();
     store.close().await;
     drop(store);
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    let connection = tokio::spawn(connection);
+    let (client, connection) = common::postgres::connect(&url).await;
     let old = toolgate_runtime::Grant::new(
         toolgate_runtime::Effect::Allow,
         "bash",

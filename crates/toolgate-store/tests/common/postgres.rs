@@ -9,6 +9,26 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A bare connection to `url` (no TLS: the tests' servers speak on a unix socket), and the task
+/// that drives it (ends once the client is dropped).
+pub async fn connect(url: &str) -> (tokio_postgres::Client, tokio::task::JoinHandle<()>) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let driven = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    (client, driven)
+}
+
+/// Runs `sql` on a bare connection to `url`.
+pub async fn execute(url: &str, sql: &str) {
+    let (client, driven) = connect(url).await;
+    client.batch_execute(sql).await.unwrap();
+    drop(client);
+    let _ = driven.await;
+}
+
 /// A running cluster.
 pub struct Cluster {
     _dir: tempfile::TempDir,
