@@ -49,8 +49,9 @@ pub(crate) async fn style() -> Response {
     asset(STYLE, "text/css; charset=utf-8")
 }
 
-/// `POST /api/login` with `{"code": …}` (a one-time login code) or `{"token": …}`: a page
-/// session: a key (`{"key": …}`) the page sends as `X-Toolgate-Key`.
+/// `POST /api/login` with `{"code": …}` (a one-time login code) or `{"token": …}` (the admin's,
+/// or a named approver's or admin's): a page session, an approver's: a key (`{"key": …}`) the
+/// page sends as `X-Toolgate-Key`.
 pub(crate) async fn login(
     State(state): State<AppState>,
     connection: Option<axum::Extension<crate::connections::Credentialed>>,
@@ -87,7 +88,12 @@ pub(crate) async fn login(
     let session = if let Some(code) = code {
         state.redeem(code)
     } else if let Some(token) = token {
-        same_secret(&state.inner.token, token.trim()).then(|| state.new_page_session())
+        // The admin's token, or a named approver's or admin's: the page answers (an agent's
+        // token signs nothing in).
+        let approves = same_secret(&state.inner.token, token.trim())
+            || crate::roles::named(&state, token.trim())
+                .is_some_and(|(_, role)| role >= crate::roles::Role::Approver);
+        approves.then(|| state.new_page_session())
     } else {
         unmark();
         return Err(ApiError::bad_request(

@@ -212,6 +212,14 @@ async fn a_named_token_acts_under_its_name_until_revoked() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
     }
 
+    // The page signs in with an approver's token, not with an agent's.
+    for (secret, signed) in [(&approver, true), (&agent, false)] {
+        let (status, body) = daemon
+            .call("POST", "/api/login", Some(json!({"token": secret})))
+            .await;
+        assert_eq!(status.is_success(), signed, "{status} {body}");
+    }
+
     // Revoked: refused at once.
     let (status, _) = daemon.call("DELETE", "/api/tokens/claude", None).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
