@@ -383,13 +383,7 @@ impl Grant {
     /// The key of its scope: `s:SESSION` for the scopes of one session (once, turn, session),
     /// `w:ROOT` for a workspace, `u` for the user.
     pub fn scope_key(&self) -> String {
-        match &self.scope {
-            GrantScope::Once { session }
-            | GrantScope::Turn { session, .. }
-            | GrantScope::Session { session } => format!("s:{session}"),
-            GrantScope::Workspace { root } => format!("w:{}", path_key(root)),
-            GrantScope::User => "u".to_owned(),
-        }
+        self.scope.key()
     }
 
     /// The key of its target: the word a command allow starts with, the path, the host; `""`
@@ -403,6 +397,19 @@ impl Grant {
             }
             (GrantTarget::Path { path }, _) => path_key(path),
             (GrantTarget::Domain { host }, _) => host.clone(),
+        }
+    }
+}
+
+impl GrantScope {
+    /// Its key (see [`Grant::scope_key`]).
+    fn key(&self) -> String {
+        match self {
+            GrantScope::Once { session }
+            | GrantScope::Turn { session, .. }
+            | GrantScope::Session { session } => format!("s:{session}"),
+            GrantScope::Workspace { root } => format!("w:{}", path_key(root)),
+            GrantScope::User => "u".to_owned(),
         }
     }
 }
@@ -436,11 +443,15 @@ impl Lookup {
     /// workspace's and the user's grants, of the whole tool or of what the asking subjects name
     /// (a command's first word, a path, a host).
     pub fn for_ask(tool: &str, subjects: &[SubjectOutcome], context: &GrantContext) -> Lookup {
-        let mut scopes = vec![format!("s:{}", context.session)];
-        if let Some(root) = &context.workspace {
-            scopes.push(format!("w:{}", path_key(root)));
+        // The keys of the scopes a grant made here could have (a workspace's falls back to
+        // the session's without one).
+        let mut scopes: Vec<String> = Vec::new();
+        for kind in [ScopeKind::Session, ScopeKind::Workspace, ScopeKind::User] {
+            let key = context.scope(kind).key();
+            if !scopes.contains(&key) {
+                scopes.push(key);
+            }
         }
-        scopes.push("u".to_owned());
         let mut targets = vec![String::new()];
         for subject in asking(subjects) {
             let key = match &subject.subject {

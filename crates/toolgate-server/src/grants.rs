@@ -95,7 +95,7 @@ const REMOVE_ENDED_EVERY: std::time::Duration = std::time::Duration::from_secs(6
 /// Removes the grants that expired or were spent now and every [`REMOVE_ENDED_EVERY`] while the
 /// daemon runs.
 pub(crate) fn start_removing_ended(state: &AppState) {
-    crate::retention::every(state, REMOVE_ENDED_EVERY, |state| async move {
+    crate::state::every(state, REMOVE_ENDED_EVERY, |state| async move {
         if let Err(error) = remove_ended(&state).await {
             // Tried again at the next turn: an ended grant answers nothing meanwhile.
             eprintln!(

@@ -81,7 +81,7 @@ pub(crate) fn watch(state: &AppState, source: PolicySource) {
     if !watched {
         return;
     }
-    crate::retention::every(state, WATCH_EVERY, move |state| {
+    crate::state::every(state, WATCH_EVERY, move |state| {
         let stamps = stamps.clone();
         async move {
             let changed = lock(&stamps).changed();

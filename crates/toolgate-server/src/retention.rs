@@ -5,14 +5,13 @@
 //! store refusing), an `audit_prune_stopped` event says how far it went. Pending requests, grants and sessions are kept whatever
 //! their age. Without `retain`, everything is kept.
 
-use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 use toolgate_store::{Batch, EventRecord, Pruned};
 
 use crate::error::ApiError;
-use crate::state::{AppState, Inner};
+use crate::state::AppState;
 
 /// How many rows of each table one transaction of a prune removes at most.
 const PRUNE_BATCH: u32 = 5_000;
@@ -25,38 +24,13 @@ pub(crate) fn start(state: &AppState) {
     let Some(retain) = state.inner.config.retain else {
         return;
     };
-    every(state, PRUNE_EVERY, move |state| async move {
+    crate::state::every(state, PRUNE_EVERY, move |state| async move {
         if let Err(error) = prune(&state, retain).await {
             // Tried again at the next turn; nothing is lost meanwhile.
             eprintln!(
                 "toolgate: what is older than the retention could not be removed: {}",
                 error.message
             );
-        }
-    });
-}
-
-/// Runs `work` now and every `period` while the daemon runs: a task that holds the state
-/// weakly, and ends with it or when the daemon stops.
-pub(crate) fn every<F, Turn>(state: &AppState, period: Duration, work: F)
-where
-    F: Fn(AppState) -> Turn + Send + 'static,
-    Turn: std::future::Future<Output = ()> + Send,
-{
-    let weak: Weak<Inner> = Arc::downgrade(&state.inner);
-    let closing = state.inner.closing.clone();
-    tokio::spawn(async move {
-        loop {
-            {
-                let Some(inner) = weak.upgrade() else {
-                    return;
-                };
-                work(AppState { inner }).await;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(period) => {}
-                () = closing.cancelled() => return,
-            }
         }
     });
 }

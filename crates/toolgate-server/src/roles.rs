@@ -171,9 +171,13 @@ pub(crate) async fn refresh(state: &AppState) -> Result<(), ApiError> {
 /// How often the named tokens are read again from the store.
 const REFRESH_EVERY: Duration = Duration::from_secs(2);
 
-/// Reads the named tokens now and every [`REFRESH_EVERY`].
+/// Reads the named tokens every [`REFRESH_EVERY`] when other daemons share the store (alone on
+/// it, this daemon reads them again itself at each change it makes).
 pub(crate) fn start(state: &AppState) {
-    crate::retention::every(state, REFRESH_EVERY, |state| async move {
+    if !state.store().shared() {
+        return;
+    }
+    crate::state::every(state, REFRESH_EVERY, |state| async move {
         if let Err(error) = refresh(&state).await {
             eprintln!(
                 "toolgate: the named tokens could not be read again (those known stay): {}",

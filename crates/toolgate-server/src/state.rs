@@ -232,6 +232,31 @@ impl fmt::Debug for AppState {
     }
 }
 
+/// Runs `work` now and every `period` while the daemon runs: a task that holds the state
+/// weakly, and ends with it or when the daemon stops.
+pub(crate) fn every<F, Turn>(state: &AppState, period: Duration, work: F)
+where
+    F: Fn(AppState) -> Turn + Send + 'static,
+    Turn: std::future::Future<Output = ()> + Send,
+{
+    let weak = Arc::downgrade(&state.inner);
+    let closing = state.inner.closing.clone();
+    tokio::spawn(async move {
+        loop {
+            {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                work(AppState { inner }).await;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(period) => {}
+                () = closing.cancelled() => return,
+            }
+        }
+    });
+}
+
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -646,7 +646,7 @@ fn diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
         .to_string()
 }
 
-/// Makes the change (see [`write()`]), or with `dry_run` prints it as a diff; whether it was made.
+/// Makes the change (see [`replace_file`]), or with `dry_run` prints it as a diff; whether it was made.
 pub(crate) fn change(
     out: &mut impl Write,
     path: &Path,
@@ -659,12 +659,17 @@ pub(crate) fn change(
         writeln!(out, "(dry run: nothing changed)")?;
         return Ok(false);
     }
-    write(path, before, after)?;
+    replace_file(path, before, after)?;
     Ok(true)
 }
 
-/// Writes the new text (a backup of the old file first), or removes the file.
-fn write(path: &Path, before: Option<&str>, after: Option<&str>) -> Result<(), Failure> {
+/// Writes the new text (a backup of the old file first, when there was one: `before`), or
+/// removes the file.
+pub(crate) fn replace_file(
+    path: &Path,
+    before: Option<&str>,
+    after: Option<&str>,
+) -> Result<(), Failure> {
     // A settings file that is a link (dotfiles kept in a repository) is written where it
     // leads: the link stays a link.
     let resolved;
@@ -1185,7 +1190,7 @@ mod tests {
         let link = dir.path().join("settings.json");
         std::fs::write(&real, "{}").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write(&link, Some("{}"), Some("{\"hooks\": {}}")).unwrap();
+        replace_file(&link, Some("{}"), Some("{\"hooks\": {}}")).unwrap();
         assert!(
             std::fs::symlink_metadata(&link)
                 .unwrap()

@@ -52,8 +52,7 @@ pub(crate) fn promote(client: &Client, asked: &Promotion<'_>) -> Result<u8, Fail
             )));
         }
     };
-    let (new, at) = place(&old, &rule, &grant, example.as_ref(), &file)?;
-    // The policy still loads (every example of the file passes) and lints no worse.
+    // The file as a policy of its own, before and after: read once each.
     let name = file.display().to_string();
     let loaded = |text: &str| {
         let source = PolicySource {
@@ -62,6 +61,16 @@ pub(crate) fn promote(client: &Client, asked: &Promotion<'_>) -> Result<u8, Fail
         };
         Policy::load(vec![source], LoadOptions::default())
     };
+    let current = (!old.is_empty()).then(|| loaded(&old).ok()).flatten();
+    let (new, at) = place(
+        &old,
+        &rule,
+        &grant,
+        example.as_ref(),
+        current.as_ref(),
+        &file,
+    )?;
+    // The policy still loads (every example of the file passes) and lints no worse.
     // (Compared without their line numbers, which the rule moves.)
     let errors = |policy: &Policy| -> Vec<String> {
         policy
@@ -71,13 +80,7 @@ pub(crate) fn promote(client: &Client, asked: &Promotion<'_>) -> Result<u8, Fail
             .map(|d| without_lines(&d.message))
             .collect()
     };
-    let before = if old.is_empty() {
-        Vec::new()
-    } else {
-        loaded(&old)
-            .map(|policy| errors(&policy))
-            .unwrap_or_default()
-    };
+    let before = current.as_ref().map(errors).unwrap_or_default();
     let after = loaded(&new).map_err(|e| {
         Failure::Message(format!(
             "not written: with the rule, the policy would not load:\n{e}"
@@ -139,8 +142,8 @@ pub(crate) fn promote(client: &Client, asked: &Promotion<'_>) -> Result<u8, Fail
         writeln!(out, "not written: --yes writes it and revokes the grant")?;
         return Ok(EXIT_OK);
     }
-    write_beside(&file, &new)
-        .map_err(|e| Failure::Message(format!("cannot write {}: {e}", file.display())))?;
+    // (No backup: the diff was shown.)
+    crate::install::replace_file(&file, None, Some(&new))?;
     let path = format!(
         "/api/grants/{}?by={}",
         crate::client::encode(&grant.id),
@@ -357,6 +360,7 @@ fn place(
     rule: &str,
     grant: &Grant,
     example: Option<&Value>,
+    current: Option<&Policy>,
     file: &Path,
 ) -> Result<(String, usize), Failure> {
     if text.trim().is_empty() {
@@ -390,14 +394,7 @@ fn place(
         0
     } else {
         let deciding = example.and_then(|example| {
-            let policy = Policy::load(
-                vec![PolicySource {
-                    base_dir: file.parent().map(Path::to_owned),
-                    ..PolicySource::given(file.display().to_string(), text)
-                }],
-                LoadOptions::default(),
-            )
-            .ok()?;
+            let policy = current?;
             let call = toolgate_policy::Call::from_value(example.clone()).ok()?;
             policy.evaluate(&call).rule_name().map(str::to_owned)
         });
@@ -499,22 +496,6 @@ fn could_meet(rule: &Table, target: &GrantTarget) -> bool {
                 .any(|word| word == program || word == first || !plain(word) || word.is_empty())
         }
     }
-}
-
-/// Replaces `path` with `text`: written beside it, then renamed over it (the daemon watching it
-/// reads the old text or the new, never half of one); its folder made if missing.
-fn write_beside(path: &Path, text: &str) -> std::io::Result<()> {
-    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder)?;
-    }
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}.new", std::process::id()));
-    let fresh = PathBuf::from(name);
-    let written = std::fs::write(&fresh, text).and_then(|()| std::fs::rename(&fresh, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&fresh);
-    }
-    written
 }
 
 #[cfg(test)]
