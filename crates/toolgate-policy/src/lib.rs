@@ -69,6 +69,7 @@ pub use explain::{
     Explanation, FileTrace, ModeTrace, ProfileTrace, RuleTrace, SubjectTrace, Verdict,
 };
 pub use extract::too_broad;
+pub use lint::LoggedCall;
 pub use policy::{
     DEFAULT_APPROVAL_TIMEOUT, DEFAULT_POLICY, DEFAULT_POLICY_NAME, LoadOptions, Policy,
     PolicyBuilder, PolicyRole, PolicySource, RootSpec, Settings, discover_policy_files,

@@ -9,6 +9,13 @@
 //! | `allow-all` | error | an allow with no condition but `tool = "*"` |
 //! | `unknown-tag` | warning | a tag that is neither built in nor declared in `custom_tags` |
 //! | `no-example` | warning | no example of the policy is decided by this rule |
+//!
+//! Against a log of past calls ([`Policy::lint_against_log`]):
+//!
+//! | code | severity | finding |
+//! |---|---|---|
+//! | `unmatched` | warning | no call of the log matched this rule (for any of its subjects) |
+//! | `denies-past-allow` | warning | this rule would deny calls the log shows allowed |
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -333,6 +340,125 @@ impl Policy {
             }
         }
         None
+    }
+}
+
+/// One call of a log, for [`Policy::lint_against_log`]: the call, and what happened to it
+/// (the policy's decision, a grant's or a person's answer).
+#[derive(Clone, Copy, Debug)]
+pub struct LoggedCall<'a> {
+    /// The call.
+    pub call: &'a crate::Call,
+    /// How it ended.
+    pub outcome: crate::Decision,
+}
+
+impl Policy {
+    /// Checks the policy's rules against a log of past calls: the rules of its files that no
+    /// call matched, and those that would deny calls the log shows allowed (see the module
+    /// docs). Each call is traced through every rule ([`Policy::explain`]), so a rule counts as
+    /// matched even where an earlier rule decided first.
+    pub fn lint_against_log(&self, log: &[LoggedCall<'_>]) -> Vec<Diagnostic> {
+        let run = crate::RunOptions::default();
+        let mut matched: Vec<*const crate::RuleInfo> = Vec::new();
+        // Per rule: how many past allows it would deny, and the first of them.
+        let mut denied: Vec<(*const crate::RuleInfo, usize, String)> = Vec::new();
+        for logged in log {
+            let explanation = self.explain(logged.call, &run);
+            for trace in explanation
+                .subjects
+                .iter()
+                .flat_map(|s| &s.files)
+                .flat_map(|f| &f.rules)
+                .filter(|r| r.verdict == crate::Verdict::Matched)
+            {
+                matched.push(Arc::as_ptr(&trace.rule));
+            }
+            let evaluation = &explanation.evaluation;
+            if logged.outcome == crate::Decision::Allow
+                && evaluation.decision == crate::Decision::Deny
+                && evaluation.layer == crate::Layer::Rule
+                && let Some(rule) = &evaluation.rule
+            {
+                let key = Arc::as_ptr(rule);
+                match denied.iter_mut().find(|(k, _, _)| *k == key) {
+                    Some((_, count, _)) => *count += 1,
+                    None => denied.push((key, 1, describe_call(logged.call))),
+                }
+            }
+        }
+        matched.sort_unstable();
+        matched.dedup();
+        let calls = log.len();
+        let mut out = Vec::new();
+        for rule in self
+            .rules()
+            .filter(|r| r.info.file.is_some() && !r.info.builtin)
+        {
+            let key = Arc::as_ptr(&rule.info);
+            if matched.binary_search(&key).is_err() {
+                out.push(finding(
+                    rule,
+                    Severity::Warning,
+                    "unmatched",
+                    format!(
+                        "no call of the log ({calls} {}) matched rule `{}`",
+                        if calls == 1 { "call" } else { "calls" },
+                        rule.info.name
+                    ),
+                    Some(
+                        "remove it if it is stale; a rule for a rare act (a release, a migration) \
+                         may rightly wait"
+                            .into(),
+                    ),
+                ));
+            }
+            if let Some((_, count, first)) = denied.iter().find(|(k, _, _)| *k == key) {
+                out.push(finding(
+                    rule,
+                    Severity::Warning,
+                    "denies-past-allow",
+                    format!(
+                        "rule `{}` would deny {count} {} the log shows allowed, e.g. {first}",
+                        rule.info.name,
+                        if *count == 1 { "call" } else { "calls" },
+                    ),
+                    Some(
+                        "narrow the rule, or make sure those calls were wrong to allow \
+                         (`toolgate replay` lists them)"
+                            .into(),
+                    ),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// A call in a few words: its tool and its most telling argument.
+fn describe_call(call: &crate::Call) -> String {
+    const TELLING: &[&str] = &[
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "url",
+        "pattern",
+        "query",
+    ];
+    let detail = TELLING
+        .iter()
+        .find_map(|key| call.args.get(*key).and_then(|v| v.as_str()))
+        .map(|text| {
+            let mut short: String = text.chars().take(120).collect();
+            if short.len() < text.len() {
+                short.push('…');
+            }
+            short
+        });
+    match detail {
+        Some(detail) => format!("`{}` `{}`", call.tool, detail.replace('`', "'")),
+        None => format!("`{}`", call.tool),
     }
 }
 

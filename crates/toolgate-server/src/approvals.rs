@@ -293,6 +293,13 @@ mod tests {
         async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError> {
             self.inner.decision(id).await
         }
+        async fn decisions_page(
+            &self,
+            query: &toolgate_store::DecisionQuery,
+            limit: u32,
+        ) -> Result<Vec<DecisionRow>, StoreError> {
+            self.inner.decisions_page(query, limit).await
+        }
         async fn put_session(&self, id: &str, snapshot: &Value) -> Result<(), StoreError> {
             self.check()?;
             self.inner.put_session(id, snapshot).await

@@ -16,7 +16,9 @@ use toolgate_runtime::ask::{Consulted, Offer, stored_answer_at};
 use toolgate_runtime::{
     Effect, GrantContext, PermissionRequest, Resolution, Scope, ScopeKind, messages,
 };
-use toolgate_store::{Batch, DecisionRow, DecisionStatus, EventRecord, JsonText, PendingRecord};
+use toolgate_store::{
+    Batch, DecisionQuery, DecisionRow, DecisionStatus, EventRecord, JsonText, PendingRecord,
+};
 
 use crate::body::JsonBody;
 use crate::error::ApiError;
@@ -226,7 +228,7 @@ fn outcome(id: &str, status: &str, evaluation: &Evaluation, extra: Map<String, V
 pub(crate) async fn submit(
     State(state): State<AppState>,
     Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
-    JsonBody(body): JsonBody,
+    JsonBody(mut body): JsonBody,
 ) -> Result<Response, ApiError> {
     let mut call = Call::from_value(body.clone())
         .map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
@@ -251,6 +253,16 @@ pub(crate) async fn submit(
                 "the session's workspace (give the call's `context.workspace`)",
             )?;
             call.context.workspace = workspace;
+            // Kept with the call, as the workspace it was decided in.
+            if let (Some(workspace), Some(Value::Object(context))) = (
+                &call.context.workspace,
+                body.as_object_mut().map(|b| {
+                    b.entry("context")
+                        .or_insert_with(|| Value::Object(Map::new()))
+                }),
+            ) {
+                context.insert("workspace".into(), json!(workspace));
+            }
         }
     }
     let evaluation = state.policy().evaluate(&call);
@@ -486,6 +498,101 @@ pub(crate) async fn withdraw(
 #[serde(deny_unknown_fields)]
 pub(crate) struct WaitQuery {
     wait: Option<f64>,
+}
+
+/// What `GET /api/decisions` reads (a parameter not among them is refused).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ListQuery {
+    /// Calls made at or after this RFC 3339 time.
+    since: Option<String>,
+    /// Calls of this session (`context.session`).
+    session: Option<String>,
+    /// Calls after this one: the `next` of the page before.
+    after: Option<String>,
+    /// At most this many (1 to 1,000; 100 when absent).
+    limit: Option<u32>,
+}
+
+/// A page of the calls of the audit log.
+#[derive(serde::Serialize)]
+pub(crate) struct CallPage {
+    decisions: Vec<LoggedCall>,
+    /// Where the next page starts (`after`): the last call's position, `null` when the page is
+    /// empty.
+    next: Option<String>,
+}
+
+/// One call of the audit log: as submitted (its workspace filled in from its session's), and
+/// its outcome as served.
+#[derive(serde::Serialize)]
+struct LoggedCall {
+    id: String,
+    status: &'static str,
+    created: String,
+    updated: String,
+    call: Value,
+    outcome: JsonText,
+}
+
+/// `GET /api/decisions`: the calls external requesters submitted, oldest first, each with its
+/// outcome, a page at a time (what `toolgate replay` re-evaluates).
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Query(query): Query<ListQuery>,
+) -> Result<Json<CallPage>, ApiError> {
+    let since = match &query.since {
+        None => None,
+        Some(text) => Some(crate::events::since(text).ok_or_else(|| {
+            ApiError::bad_request(
+                "bad_since",
+                "`since` is an RFC 3339 time, like 2026-11-22T10:00:00Z (write a `+` in a URL as \
+                 `%2B`)",
+            )
+        })?),
+    };
+    crate::body::not_empty(
+        query.session.as_deref(),
+        "bad_session",
+        "`session` names a session; leave it out for every session's calls",
+    )?;
+    let after = match &query.after {
+        None => None,
+        Some(text) => Some(DecisionQuery::parse_cursor(text).ok_or_else(|| {
+            ApiError::bad_request(
+                "bad_after",
+                "`after` is the `next` of the page before, as it was given",
+            )
+        })?),
+    };
+    let limit = crate::events::page_size(query.limit, "limit")?.unwrap_or(100);
+    let rows = state
+        .store()
+        .decisions_page(
+            &DecisionQuery {
+                since,
+                session: query.session,
+                after,
+            },
+            limit,
+        )
+        .await?;
+    let next = rows.last().map(DecisionRow::cursor);
+    let decisions = rows
+        .into_iter()
+        .map(|row| LoggedCall {
+            status: match row.status {
+                DecisionStatus::Pending => "pending",
+                DecisionStatus::Decided => "decided",
+            },
+            id: row.id,
+            created: row.created,
+            updated: row.updated,
+            call: row.call,
+            outcome: row.result,
+        })
+        .collect();
+    Ok(Json(CallPage { decisions, next }))
 }
 
 /// `GET /api/decisions/{id}?wait=SECONDS`: the decision, waiting up to `wait` seconds

@@ -116,7 +116,7 @@ const LAST_WRITABLE_SECOND: u64 = 253_402_300_800;
 /// `since` as the log writes times (UTC, microseconds, fixed width: they compare as text), from
 /// an RFC 3339 time with any offset; `None` when it is not one. A time before 1970 is every
 /// event's lower bound (the epoch), and one past what the log can write no event's.
-fn since(text: &str) -> Option<String> {
+pub(crate) fn since(text: &str) -> Option<String> {
     let text = text.trim();
     // The offset: `Z`, or `+hh:mm` / `-hh:mm` after the time of day.
     let (local, offset_seconds) = if let Some(local) = text.strip_suffix(['Z', 'z']) {

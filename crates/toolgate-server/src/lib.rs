@@ -83,6 +83,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/decisions"),
     ("GET", "/api/decisions/{id}"),
     ("DELETE", "/api/decisions/{id}"),
+    ("GET", "/api/decisions"),
     ("GET", "/api/pending"),
     ("POST", "/api/approvals/{id}"),
     ("GET", "/api/grants"),
@@ -105,6 +106,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ),
 ];
 
+/// A time as the audit log writes times (UTC, microseconds, fixed width: they compare as
+/// text), from an RFC 3339 time with any offset; `None` when it is not one.
+pub fn log_time(text: &str) -> Option<String> {
+    events::since(text)
+}
+
 async fn openapi() -> axum::response::Response {
     use axum::response::IntoResponse;
     (
@@ -126,7 +133,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/login", post(page::login))
         .route("/api/login/codes", post(page::new_login_code))
         .route("/api/logout", post(page::logout))
-        .route("/api/decisions", post(decisions::submit))
+        .route(
+            "/api/decisions",
+            post(decisions::submit).get(decisions::list),
+        )
         .route(
             "/api/decisions/{id}",
             get(decisions::get).delete(decisions::withdraw),

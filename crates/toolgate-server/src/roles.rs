@@ -88,6 +88,7 @@ const LEAST: &[(&str, &str, Role)] = &[
     ("DELETE", "/api/grants/{id}", Role::Approver),
     ("GET", "/api/events", Role::Approver),
     ("GET", "/api/audit", Role::Approver),
+    ("GET", "/api/decisions", Role::Approver),
     ("GET", "/api/sessions", Role::Approver),
     ("GET", "/api/policy", Role::Approver),
 ];

@@ -76,7 +76,7 @@ fn least(method: &str, path: &str) -> &'static str {
         (
             "GET",
             "/api/pending" | "/api/grants" | "/api/events" | "/api/audit" | "/api/sessions"
-            | "/api/policy",
+            | "/api/policy" | "/api/decisions",
         )
         | ("POST", "/api/approvals/{id}" | "/api/sessions/{id}/approve")
         | ("DELETE", "/api/grants/{id}")

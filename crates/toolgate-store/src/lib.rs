@@ -29,8 +29,9 @@ mod sqlite;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{
-    DecisionRow, DecisionStatus, EVENT_NESTING, ErrorSource, EventFilter, EventRecord, JsonText,
-    MAX_NESTING, PendingRecord, SessionRow, StoreError, TokenRow, nesting, nests_deeper,
+    DecisionQuery, DecisionRow, DecisionStatus, EVENT_NESTING, ErrorSource, EventFilter,
+    EventRecord, JsonText, MAX_NESTING, PendingRecord, SessionRow, StoreError, TokenRow, nesting,
+    nests_deeper,
 };
 pub use sqlite::{Durability, SqliteStore};
 
@@ -320,6 +321,16 @@ pub trait Store: GrantStore {
 
     /// An external requester's decision.
     async fn decision(&self, id: &str) -> Result<Option<DecisionRow>, StoreError>;
+
+    /// The external requesters' decisions (pending ones too) made at or after `since` (an RFC
+    /// 3339 time) and after `after` (a [`DecisionRow::cursor`]), of `session` (the call's
+    /// `context.session`) when given, oldest first, at most `limit`: the calls of the audit
+    /// log, as submitted, each with its outcome.
+    async fn decisions_page(
+        &self,
+        query: &DecisionQuery,
+        limit: u32,
+    ) -> Result<Vec<DecisionRow>, StoreError>;
 
     /// Creates or updates an external requester's decision (see [`Batch::decision`]).
     async fn put_decision(&self, decision: &DecisionRow) -> Result<(), StoreError> {

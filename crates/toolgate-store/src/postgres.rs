@@ -36,8 +36,8 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use toolgate_runtime::{Grant, GrantStore};
 
 use crate::record::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
-    StoreError, TokenRow, from_stored, rfc3339,
+    DecisionQuery, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord,
+    SessionRow, StoreError, TokenRow, from_stored, rfc3339,
 };
 use crate::{Batch, Change, Committed, Pruned, Store};
 
@@ -129,6 +129,10 @@ CREATE TABLE tokens (
     hash TEXT NOT NULL UNIQUE,
     created TEXT COLLATE "C" NOT NULL
 );
+"#,
+    // The calls of the audit log in the order they came (`decisions_page`, replay).
+    r#"
+CREATE INDEX decisions_by_created ON decisions (created, id);
 "#,
 ];
 
@@ -627,6 +631,22 @@ fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
 fn json_column(row: &Row, name: &str) -> Result<Value, StoreError> {
     let text: String = column(row, name)?;
     Ok(from_stored(text.as_bytes())?)
+}
+
+fn decision_from_row(row: &Row) -> Result<DecisionRow, StoreError> {
+    let status: String = column(row, "status")?;
+    Ok(DecisionRow {
+        id: column(row, "id")?,
+        status: if status == "pending" {
+            DecisionStatus::Pending
+        } else {
+            DecisionStatus::Decided
+        },
+        call: json_column(row, "call")?,
+        result: JsonText::parse(column(row, "result")?)?,
+        created: column(row, "created")?,
+        updated: column(row, "updated")?,
+    })
 }
 
 fn event_from_row(row: &Row) -> Result<EventRecord, StoreError> {
@@ -1467,21 +1487,25 @@ impl Store for PostgresStore {
         self.first(
             "SELECT id, status, call, result, created, updated FROM decisions WHERE id = $1",
             &[&clean(id)],
-            |row| {
-                let status: String = column(row, "status")?;
-                Ok(DecisionRow {
-                    id: column(row, "id")?,
-                    status: if status == "pending" {
-                        DecisionStatus::Pending
-                    } else {
-                        DecisionStatus::Decided
-                    },
-                    call: json_column(row, "call")?,
-                    result: JsonText::parse(column(row, "result")?)?,
-                    created: column(row, "created")?,
-                    updated: column(row, "updated")?,
-                })
-            },
+            decision_from_row,
+        )
+        .await
+    }
+
+    async fn decisions_page(
+        &self,
+        query: &DecisionQuery,
+        limit: u32,
+    ) -> Result<Vec<DecisionRow>, StoreError> {
+        let (created, id) = query.lower_bound();
+        let session = query.session.as_deref().map(clean);
+        self.all(
+            "SELECT id, status, call, result, created, updated FROM decisions \
+             WHERE (created, id) > ($1, $2) \
+             AND ($3::text IS NULL OR (call::jsonb -> 'context' ->> 'session') = $3) \
+             ORDER BY created, id LIMIT $4",
+            &[&clean(&created), &clean(&id), &session, &i64::from(limit)],
+            decision_from_row,
         )
         .await
     }

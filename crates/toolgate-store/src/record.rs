@@ -501,6 +501,47 @@ pub struct DecisionRow {
     pub updated: String,
 }
 
+impl DecisionRow {
+    /// Where a page of decisions that ends with this one goes on (see
+    /// [`Store::decisions_page`](crate::Store::decisions_page)).
+    pub fn cursor(&self) -> String {
+        format!("{} {}", self.created, self.id)
+    }
+}
+
+/// Which decisions [`Store::decisions_page`](crate::Store::decisions_page) reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecisionQuery {
+    /// Those made at or after this RFC 3339 time.
+    pub since: Option<String>,
+    /// Those of this session (the call's `context.session`).
+    pub session: Option<String>,
+    /// Those after this one (its creation time and id, as [`DecisionRow::cursor`] writes them).
+    pub after: Option<(String, String)>,
+}
+
+impl DecisionQuery {
+    /// The (creation time, id) every decision read comes after: the later of `since` and
+    /// `after`.
+    pub fn lower_bound(&self) -> (String, String) {
+        let since = self
+            .since
+            .as_ref()
+            .map(|since| (since.clone(), String::new()));
+        match (since, self.after.clone()) {
+            (Some(since), Some(after)) => since.max(after),
+            (Some(bound), None) | (None, Some(bound)) => bound,
+            (None, None) => (String::new(), String::new()),
+        }
+    }
+
+    /// The position a [`DecisionRow::cursor`] names; `None` when `text` is not one.
+    pub fn parse_cursor(text: &str) -> Option<(String, String)> {
+        let (created, id) = text.split_once(' ')?;
+        (!created.is_empty() && !id.is_empty()).then(|| (created.to_owned(), id.to_owned()))
+    }
+}
+
 /// A named access token with a role: what it may do, and who it is in the audit log. Only the
 /// token's SHA-256 is kept (hex), never the token.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -126,7 +126,8 @@ async fn the_store_contract_holds_on_postgresql() {
         .batch_execute(
             "DROP INDEX grants_by_keys; ALTER TABLE grants DROP COLUMN scope_key, \
              DROP COLUMN target_key; CREATE INDEX grants_by_tool ON grants (tool); \
-             DROP TABLE tokens; DELETE FROM schema_migrations WHERE version >= 4",
+             DROP TABLE tokens; DROP INDEX decisions_by_created; \
+             DELETE FROM schema_migrations WHERE version >= 4",
         )
         .await
         .unwrap();

@@ -18,6 +18,7 @@ mod page;
 mod policy;
 mod promote;
 mod reloading;
+mod replay;
 mod sandbox;
 mod serve;
 mod tail;
@@ -64,6 +65,7 @@ enum Command {
     Check(check::CheckArgs),
     Explain(explain::ExplainArgs),
     Lint(lint::LintArgs),
+    Replay(replay::ReplayArgs),
     Test(test::TestArgs),
     Serve(serve::ServeArgs),
     Approvals(approvals::ApprovalsArgs),
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Lint(args) => lint::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Test(args) => test::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::Approvals(args) => approvals::run(&args),

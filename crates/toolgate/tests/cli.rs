@@ -2503,3 +2503,265 @@ fn a_token_file_named_in_the_settings_reaches_the_daemon() {
         std::fs::read_to_string(&token).unwrap().trim()
     );
 }
+
+/// `toolgate replay` re-evaluates the calls of the audit log under another policy: a recorded
+/// log of a few thousand calls (three days of ordinary work and attacks, twice, through a real
+/// daemon, some asks answered by a person) replayed under the same policy changes nothing, and
+/// under another the changes are exactly those `toolgate check` finds between what the daemon
+/// answered then and what the other policy decides; the same from a file of the log's records,
+/// for one session, and since a time. `lint --against-log` names the rules no call matched and
+/// a rule that would deny what a person allowed.
+#[test]
+fn a_replay_of_the_log_under_another_policy_shows_what_would_change() {
+    let data = tempfile::tempdir().unwrap();
+    let daemon = DaemonProcess::start(data.path());
+    let home = std::env::var("HOME").unwrap_or_default();
+    let mut calls = Vec::new();
+    for round in ["a", "b"] {
+        for day in ["python", "typescript", "rust"] {
+            for kind in ["ordinary", "attacks"] {
+                let text =
+                    std::fs::read_to_string(root().join(format!("tests/day/{day}/{kind}.jsonl")))
+                        .unwrap();
+                let workspace = root().join(format!("tests/day/{day}/workspace"));
+                for line in text
+                    .lines()
+                    .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+                {
+                    let line = line
+                        .replace("__WS__", &workspace.display().to_string())
+                        .replace("__HOME__", &home);
+                    let mut call = serde_json::from_str::<Value>(&line).unwrap()["call"].clone();
+                    let session = format!("{day}-{round}");
+                    call["context"]["session"] = json!(session);
+                    calls.push(call);
+                }
+            }
+        }
+    }
+    assert!(calls.len() > 2500, "{}", calls.len());
+    // Recorded: what the daemon decided then, by id (an ask stays pending, but for a few a
+    // person answers).
+    let mut then = std::collections::HashMap::new();
+    let mut answered = 0;
+    let mut middle = String::new();
+    for (index, call) in calls.iter().enumerate() {
+        if index == calls.len() / 2 {
+            std::thread::sleep(Duration::from_millis(5));
+            middle = log_now();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (status, body) = daemon.http("POST", "/api/decisions", Some(call)).unwrap();
+        let id = body["id"].as_str().unwrap().to_owned();
+        let decision = match status {
+            200 => body["decision"].as_str().unwrap().to_owned(),
+            202 => {
+                let command = call["args"]["command"].as_str().unwrap_or_default();
+                if command.starts_with("git push") && answered < 3 {
+                    answered += 1;
+                    let (status, body) = daemon
+                        .http(
+                            "POST",
+                            &format!("/api/approvals/{id}"),
+                            Some(&json!({"decision": "allow-once"})),
+                        )
+                        .unwrap();
+                    assert_eq!(status, 200, "{body}");
+                }
+                "ask".to_owned()
+            }
+            _ => panic!("{status} {body}"),
+        };
+        then.insert(id, (index, decision));
+    }
+    assert_eq!(answered, 3, "pushes a person allowed");
+
+    // Under the same policy, nothing changes (the asks a person answered were asks).
+    let replay = |args: &[&str]| {
+        let mut all = vec!["replay", "--isolated", "--format", "json"];
+        all.extend_from_slice(args);
+        let o = daemon.client(&all);
+        let body: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| panic!("{}\n{}", stdout(&o), stderr(&o)));
+        (o.status.code(), body)
+    };
+    let example = root().join("examples/policy.toml");
+    let (code, same) = replay(&["--policy", example.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{same}");
+    assert_eq!(same["calls"], calls.len());
+    assert_eq!(same["changed"], 0, "{}", same["changes"][0]);
+
+    // Another policy: the built-in one, refusing pushes.
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"no-push\"\ndecision = \"deny\"\n\
+         reason = \"no pushes from agents\"\ncommand = [\"git push\"]\n\n[[rule]]\n\
+         name = \"no-terraform\"\ndecision = \"deny\"\ncommand = [\"terraform apply\"]\n",
+    )
+    .unwrap();
+    let other = other.to_str().unwrap();
+    let (code, report) = replay(&["--policy", other]);
+    assert_eq!(code, Some(1), "something changes: exit 1");
+    // The oracle: `toolgate check` under the other policy, against what the daemon said then.
+    let mut input = String::new();
+    for call in &calls {
+        input += &format!("{call}\n");
+    }
+    let mut child = Command::new(BIN)
+        .args(["check", "--isolated", "--policy", other])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).unwrap());
+    let checked = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let now: Vec<String> = String::from_utf8_lossy(&checked.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["decision"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(now.len(), calls.len());
+    let mut expected: Vec<(String, String, String)> = then
+        .iter()
+        .filter(|(_, (index, decision))| now[*index] != *decision)
+        .map(|(id, (index, decision))| (id.clone(), decision.clone(), now[*index].clone()))
+        .collect();
+    expected.sort();
+    let mut found: Vec<(String, String, String)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_owned(),
+                c["from"].as_str().unwrap().to_owned(),
+                c["to"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, expected);
+    let count = |from: &str, to: &str| {
+        report["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["from"] == from && c["to"] == to)
+            .map_or(0, |c| c["count"].as_u64().unwrap())
+    };
+    assert!(
+        count("ask", "deny") >= 6,
+        "pushes are refused now: {}",
+        report["counts"]
+    );
+    assert!(count("ask", "allow") > 0, "{}", report["counts"]);
+    let push = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["call"]["args"]["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("git push"))
+        })
+        .unwrap();
+    assert_eq!(
+        (&push["rule"], &push["to"]),
+        (&json!("no-push"), &json!("deny"))
+    );
+
+    // The text says the same counts.
+    let o = daemon.client(&["replay", "--isolated", "--policy", other]);
+    let text = stdout(&o);
+    assert!(
+        text.starts_with(&format!("{} calls replayed (", calls.len()))
+            && text.contains(&format!(": {} would be decided otherwise", expected.len())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("    ask → deny   {}", count("ask", "deny"))),
+        "{text}"
+    );
+    assert!(text.contains("(rule `no-push`)"), "{text}");
+
+    // From a file of the log's records: the same report.
+    let mut records = String::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            Some(after) => format!(
+                "/api/decisions?limit=700&after={}",
+                after.replace(' ', "%20")
+            ),
+            None => "/api/decisions?limit=700".to_owned(),
+        };
+        let (status, page) = daemon.http("GET", &path, None).unwrap();
+        assert_eq!(status, 200, "{page}");
+        let rows = page["decisions"].as_array().unwrap();
+        for row in rows {
+            records += &format!("{row}\n");
+        }
+        if rows.len() < 700 {
+            break;
+        }
+        after = Some(page["next"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(records.lines().count(), calls.len());
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(&log, &records).unwrap();
+    let (code, from_file) = replay(&["--policy", other, "--log", log.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert_eq!(from_file, report);
+
+    // One session; since the middle of the recording.
+    let in_session = calls
+        .iter()
+        .filter(|c| c["context"]["session"] == "rust-a")
+        .count();
+    let (_, one) = replay(&["--policy", other, "--session", "rust-a"]);
+    assert_eq!(one["calls"], in_session);
+    let (_, one) = replay(&[
+        "--policy",
+        other,
+        "--session",
+        "rust-a",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(one["calls"], in_session);
+    let (_, later) = replay(&["--policy", other, "--since", &middle]);
+    assert_eq!(later["calls"], calls.len() - calls.len() / 2);
+
+    // Lint against the log: a rule nothing matched; a rule that refuses what a person allowed.
+    let o = daemon.client(&["lint", "--isolated", "--policy", other, "--against-log"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("no call of the log") && text.contains("`no-terraform`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rule `no-push` would deny 3 calls the log shows allowed"),
+        "{text}"
+    );
+    assert!(!text.contains("matched rule `no-push`"), "{text}");
+    assert!(
+        text.contains(&format!("checked against {} calls of the log", calls.len())),
+        "{text}"
+    );
+    // The log's options need --against-log.
+    let o = daemon.client(&["lint", "--isolated", "--policy", other, "--session", "x"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Now, as the audit log writes times.
+fn log_now() -> String {
+    humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+}

@@ -27,8 +27,8 @@ use serde_json::Value;
 use toolgate_runtime::{Grant, GrantStore};
 
 use crate::record::{
-    DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord, SessionRow,
-    StoreError,
+    DecisionQuery, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText, PendingRecord,
+    SessionRow, StoreError,
 };
 use crate::{Batch, Committed, Pruned, Store};
 use schema::{JOURNAL_SCHEMA, MIGRATIONS};
@@ -364,6 +364,22 @@ fn session_from_row(row: &Row<'_>) -> Result<SessionRow, StoreError> {
     })
 }
 
+fn decision_from_row(row: &Row<'_>) -> Result<DecisionRow, StoreError> {
+    let status: String = row.get("status")?;
+    Ok(DecisionRow {
+        id: row.get("id")?,
+        status: if status == "pending" {
+            DecisionStatus::Pending
+        } else {
+            DecisionStatus::Decided
+        },
+        call: json_column(row, "call")?,
+        result: JsonText::parse(row.get("result")?)?,
+        created: row.get("created")?,
+        updated: row.get("updated")?,
+    })
+}
+
 /// Every row of a query, mapped by `map`.
 fn all<T>(
     connection: &Connection,
@@ -556,21 +572,28 @@ impl Store for SqliteStore {
                 connection,
                 "SELECT id, status, call, result, created, updated FROM decisions WHERE id = ?",
                 [id],
-                |row| {
-                    let status: String = row.get("status")?;
-                    Ok(DecisionRow {
-                        id: row.get("id")?,
-                        status: if status == "pending" {
-                            DecisionStatus::Pending
-                        } else {
-                            DecisionStatus::Decided
-                        },
-                        call: json_column(row, "call")?,
-                        result: JsonText::parse(row.get("result")?)?,
-                        created: row.get("created")?,
-                        updated: row.get("updated")?,
-                    })
-                },
+                decision_from_row,
+            )
+        })
+    }
+
+    async fn decisions_page(
+        &self,
+        query: &DecisionQuery,
+        limit: u32,
+    ) -> Result<Vec<DecisionRow>, StoreError> {
+        let (created, id) = query.lower_bound();
+        let session = query.session.clone();
+        self.read(move |connection| {
+            // Read in the order of `decisions_by_created`, from the bound on.
+            all(
+                connection,
+                "SELECT id, status, call, result, created, updated FROM decisions \
+                 WHERE (created, id) > (?1, ?2) \
+                 AND (?3 IS NULL OR json_extract(call, '$.context.session') = ?3) \
+                 ORDER BY created, id LIMIT ?4",
+                (&created, &id, &session, limit),
+                decision_from_row,
             )
         })
     }

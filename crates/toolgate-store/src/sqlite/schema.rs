@@ -104,6 +104,10 @@ CREATE TABLE tokens (
     created TEXT NOT NULL
 );
 "#,
+    // The calls of the audit log in the order they came (`decisions_page`, replay).
+    r#"
+CREATE INDEX decisions_by_created ON decisions (created, id);
+"#,
 ];
 
 /// The migration that files grants by their keys (its number, from 1).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::json;
 use toolgate_runtime::{Effect, Grant, GrantScope, GrantTarget};
 use toolgate_store::{
-    Batch, Committed, DecisionRow, DecisionStatus, EventFilter, EventRecord, JsonText,
-    PendingRecord, Pruned, Store, StoreError,
+    Batch, Committed, DecisionQuery, DecisionRow, DecisionStatus, EventFilter, EventRecord,
+    JsonText, PendingRecord, Pruned, Store, StoreError,
 };
 
 /// A store to open, and open again (the same database).
@@ -175,6 +175,83 @@ pub async fn decisions_and_sessions_are_upserted(engine: &dyn Engine) {
     store.put_session("s2", &json!({"id": "s2"})).await.unwrap();
     assert_eq!(store.session("s1").await.unwrap().unwrap().snapshot["v"], 2);
     assert_eq!(store.sessions().await.unwrap().len(), 2);
+}
+
+pub async fn the_decisions_are_read_in_order_a_page_at_a_time(engine: &dyn Engine) {
+    let store = engine.open().await;
+    // Five calls, two of them made in the same microsecond (told apart by id), in two sessions
+    // and none.
+    let made = [
+        ("b", "2026-11-22T00:00:01.000000Z", Some("s1")),
+        ("a", "2026-11-22T00:00:01.000000Z", Some("s2")),
+        ("c", "2026-11-22T00:00:02.000000Z", Some("s1")),
+        ("d", "2026-11-22T00:00:03.000000Z", None),
+        ("e", "2026-11-22T00:00:04.000000Z", Some("s1")),
+    ];
+    for (id, created, session) in made {
+        let call = match session {
+            Some(session) => json!({"tool": "t", "context": {"session": session}}),
+            None => json!({"tool": "t"}),
+        };
+        store
+            .put_decision(&DecisionRow {
+                id: id.into(),
+                status: DecisionStatus::Decided,
+                call,
+                result: JsonText::of(&json!({"decision": "allow"})).unwrap(),
+                created: created.into(),
+                updated: created.into(),
+            })
+            .await
+            .unwrap();
+    }
+    let ids = |rows: &[DecisionRow]| rows.iter().map(|r| r.id.clone()).collect::<Vec<_>>();
+    let mut query = DecisionQuery::default();
+    // Page by page, each from the last one's cursor: every row once, in order.
+    let mut seen = Vec::new();
+    loop {
+        let page = store.decisions_page(&query, 2).await.unwrap();
+        let Some(last) = page.last() else { break };
+        query.after = DecisionQuery::parse_cursor(&last.cursor());
+        seen.extend(ids(&page));
+    }
+    assert_eq!(seen, ["a", "b", "c", "d", "e"]);
+    // Since a time (inclusive), of a session, both.
+    let since = DecisionQuery {
+        since: Some("2026-11-22T00:00:02.000000Z".into()),
+        ..DecisionQuery::default()
+    };
+    assert_eq!(
+        ids(&store.decisions_page(&since, 10).await.unwrap()),
+        ["c", "d", "e"]
+    );
+    let session = DecisionQuery {
+        session: Some("s1".into()),
+        ..DecisionQuery::default()
+    };
+    assert_eq!(
+        ids(&store.decisions_page(&session, 10).await.unwrap()),
+        ["b", "c", "e"]
+    );
+    let both = DecisionQuery {
+        after: DecisionQuery::parse_cursor("2026-11-22T00:00:02.000000Z c"),
+        ..since
+    };
+    assert_eq!(
+        ids(&store.decisions_page(&both, 10).await.unwrap()),
+        ["d", "e"]
+    );
+    // An `after` earlier than `since` reads from `since`.
+    let earlier = DecisionQuery {
+        since: Some("2026-11-22T00:00:03.000000Z".into()),
+        after: DecisionQuery::parse_cursor("2026-11-22T00:00:01.000000Z a"),
+        session: None,
+    };
+    assert_eq!(
+        ids(&store.decisions_page(&earlier, 10).await.unwrap()),
+        ["d", "e"]
+    );
+    assert_eq!(DecisionQuery::parse_cursor("nospace"), None);
 }
 
 pub async fn grants_are_stored_spent_exactly_and_revoked(engine: &dyn Engine) {
@@ -799,6 +876,7 @@ macro_rules! each_case {
             events_come_back_in_order_filtered_and_survive_reopening,
             a_request_is_closed_once,
             decisions_and_sessions_are_upserted,
+            the_decisions_are_read_in_order_a_page_at_a_time,
             grants_are_stored_spent_exactly_and_revoked,
             a_grant_like_a_lasting_one_stored_is_not_stored_again,
             a_lookup_reads_the_grants_filed_under_its_keys,
