@@ -234,6 +234,9 @@ string_enum! {
         Handler = "handler",
         /// Nobody answered in time.
         Timeout = "timeout",
+        /// The policy allowed, but the session holds untrusted content and the call would send
+        /// something out (`[taint]`): a person is asked.
+        Taint = "taint",
         /// The requester stopped waiting and took the call back (a hook whose agent then asks
         /// its own person): nothing was decided here, and the call was not run on this answer.
         Withdrawn = "withdrawn",

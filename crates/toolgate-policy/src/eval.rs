@@ -363,7 +363,7 @@ impl Policy {
         }
     }
 
-    fn ask_details(&self, rule: Option<&Rule>, subject: Option<&Subject>) -> AskDetails {
+    pub(crate) fn ask_details(&self, rule: Option<&Rule>, subject: Option<&Subject>) -> AskDetails {
         let default_grant = match subject {
             Some(Subject::Call) | None => GrantKind::Tool,
             Some(Subject::Path(_)) => GrantKind::Path,

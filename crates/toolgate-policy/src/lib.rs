@@ -57,6 +57,7 @@ mod rule;
 mod shared;
 mod subject;
 mod suggest;
+mod taint;
 
 pub use call::{Call, CallError, CallErrorKind, Context, Tag};
 pub use confined::{ConfinedDir, OpenMode};
@@ -81,3 +82,7 @@ pub use resource::{path, shell, url};
 pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
 pub use shared::{FileStamps, SharedPolicy};
 pub use subject::{CommandSubject, OutsidePlace, PathRole, PathSubject, Subject, UrlSubject};
+pub use taint::{
+    DEFAULT_UNTRUSTED_PATHS, MAX_REACHED, MAX_TAINT_SOURCES, Restriction, SessionTaint, TaintKind,
+    TaintSettings, TaintSource,
+};

@@ -26,6 +26,7 @@ use crate::resource::matchers::{
 use crate::resource::url::{AddressClass, DomainPattern};
 use crate::rule::{Builtin, Conditions, Example, ExampleInput, Rule, RuleInfo};
 use crate::suggest;
+use crate::taint::Restriction;
 
 type Item<'i> = Spanned<DeValue<'i>>;
 type Key<'i> = Spanned<DeString<'i>>;
@@ -42,6 +43,7 @@ const TOP_KEYS: &[&str] = &[
     "workspace",
     "approval",
     "network_turns",
+    "taint",
     "tool",
     "rule",
 ];
@@ -55,6 +57,13 @@ const TOP_ALIASES: &[(&str, &str)] = &[
 ];
 const WORKSPACE_KEYS: &[&str] = &["roots", "protected", "read", "scratch"];
 const APPROVAL_KEYS: &[&str] = &["timeout", "choices", "scopes"];
+const TAINT_KEYS: &[&str] = &[
+    "enabled",
+    "trusted_domains",
+    "untrusted_paths",
+    "read_outside",
+    "restrict",
+];
 const PROFILE_KEYS: &[&str] = &[
     "match",
     "access",
@@ -151,6 +160,7 @@ pub(crate) struct ParsedFile {
     pub(crate) approval_scopes: Option<Vec<AlwaysScope>>,
     pub(crate) custom_tags: Vec<String>,
     pub(crate) network_commands: Vec<CommandPattern>,
+    pub(crate) taint: crate::taint::TaintFile,
     pub(crate) profiles: Vec<Profile>,
     pub(crate) rules: Vec<Rule>,
     /// `extends = "default"`: the built-in policy is a layer under this file's.
@@ -191,6 +201,7 @@ pub(crate) fn parse(source: SourceFile, compile_now: bool) -> Result<ParsedFile,
         approval_scopes: None,
         custom_tags: Vec::new(),
         network_commands: Vec::new(),
+        taint: crate::taint::TaintFile::default(),
         profiles: Vec::new(),
         rules: Vec::new(),
         extends_default: false,
@@ -593,6 +604,7 @@ impl Walker<'_> {
                 "workspace" => self.workspace(item, file),
                 "approval" => self.approval(item, file),
                 "network_turns" => self.network_turns(item, file),
+                "taint" => self.taint(item, file),
                 "tool" => {
                     for entry in self.array_of_tables(key, item, "tool") {
                         if let Some(profile) = self.profile(entry) {
@@ -718,6 +730,60 @@ impl Walker<'_> {
                     NETWORK_TURN_KEYS,
                     &[("command", "commands")],
                     "`[network_turns]`",
+                ),
+            }
+        }
+    }
+
+    fn taint(&mut self, item: &Item<'_>, file: &mut ParsedFile) {
+        let Some(table) = self.table(item, "taint") else {
+            return;
+        };
+        for (key, item) in table.iter() {
+            match key.get_ref().as_ref() {
+                "enabled" => file.taint.enabled = self.boolean(item, "enabled"),
+                "read_outside" => file.taint.read_outside = self.boolean(item, "read_outside"),
+                "restrict" => file.taint.restrict = self.enums::<Restriction>(item, "restrict"),
+                "trusted_domains" => {
+                    for (text, span) in self.strings(item, "trusted_domains").unwrap_or_default() {
+                        match DomainPattern::new(&text) {
+                            Ok(_) => file.taint.trusted_domains.push(text),
+                            Err(e) => self.error(span, format!("`trusted_domains`: {e}")),
+                        }
+                    }
+                }
+                "untrusted_paths" => {
+                    for (glob, span) in self.strings(item, "untrusted_paths").unwrap_or_default() {
+                        let placed = glob.starts_with('/')
+                            || glob.starts_with("~/")
+                            || glob.starts_with("**/");
+                        if !placed {
+                            self.error_hint(
+                                span,
+                                format!("`untrusted_paths` pattern `{glob}` says no place"),
+                                "write it from `/` or `~/`, or from `**/` for a folder anywhere (`**/node_modules/**`)",
+                            );
+                            continue;
+                        }
+                        match compile_glob(&glob) {
+                            Ok(_) => file.taint.untrusted_paths.push(glob),
+                            Err(e) => {
+                                self.error(span, format!("`untrusted_paths` pattern `{glob}`: {e}"))
+                            }
+                        }
+                    }
+                }
+                _ => self.unknown_key(
+                    key,
+                    TAINT_KEYS,
+                    &[
+                        ("trusted", "trusted_domains"),
+                        ("domains", "trusted_domains"),
+                        ("untrusted", "untrusted_paths"),
+                        ("restricts", "restrict"),
+                        ("enable", "enabled"),
+                    ],
+                    "`[taint]`",
                 ),
             }
         }

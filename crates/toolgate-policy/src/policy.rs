@@ -197,6 +197,8 @@ pub struct Settings {
     pub custom_tags: Vec<String>,
     /// Command prefixes a network-originated turn may run (`[network_turns] commands`).
     pub(crate) network_commands: Vec<CommandPattern>,
+    /// What taints a session and what a taint restricts (`[taint]`).
+    pub taint: crate::taint::TaintSettings,
 }
 
 impl Default for Settings {
@@ -213,6 +215,7 @@ impl Default for Settings {
             scratch_places: Vec::new(),
             custom_tags: Vec::new(),
             network_commands: Vec::new(),
+            taint: crate::taint::TaintSettings::default(),
         }
     }
 }
@@ -377,6 +380,8 @@ pub struct Policy {
     pub(crate) own_data: Vec<PathBuf>,
     /// Workspace roots as they resolve.
     pub(crate) root_cache: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// `[taint]`, compiled.
+    pub(crate) taint: crate::taint::Taint,
 }
 
 impl Default for Policy {
@@ -424,7 +429,9 @@ impl Policy {
                 }
             }
         }
+        let taint = crate::taint::Taint::new(&settings.taint, home.as_deref());
         Policy {
+            taint,
             sets,
             settings,
             profiles: Profiles::new(profiles),
@@ -537,6 +544,7 @@ impl Policy {
         let mut sets = Vec::with_capacity(files.len());
         let mut profiles = Vec::new();
         let mut last_name: Arc<str> = "".into();
+        let mut taints = Vec::new();
         for (file, role, base_dir) in files {
             if let Some(m) = file.mode {
                 mode = Some(mode.map_or(m, |old| {
@@ -597,11 +605,13 @@ impl Policy {
                 }
             }
             settings.network_commands.extend(file.network_commands);
+            taints.push(file.taint);
             profiles.extend(file.profiles);
             last_name = file.source.name.clone();
             sets.push(RuleSet::new(file.source.name, role, file.rules));
         }
         settings.mode = mode.unwrap_or(Mode::ApproveReads);
+        settings.taint = crate::taint::TaintSettings::merge(&taints);
         settings.approval_timeout = timeout.unwrap_or(DEFAULT_APPROVAL_TIMEOUT);
         if let Some(choices) = choices {
             if !choices.iter().any(|c| c.allows()) || choices.iter().all(|c| c.allows()) {

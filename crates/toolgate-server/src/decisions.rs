@@ -44,6 +44,19 @@ fn scope_of(call: &Call, request_id: &str) -> Scope {
     }
 }
 
+/// What the policy decides for a call of a session with this taint (see `crate::taint`).
+pub(crate) fn decide(
+    policy: &toolgate_policy::Policy,
+    call: &Call,
+    taint: Option<&toolgate_policy::SessionTaint>,
+) -> Evaluation {
+    let evaluation = policy.evaluate(call);
+    match taint {
+        Some(taint) => policy.under_taint(evaluation, taint),
+        None => evaluation,
+    }
+}
+
 /// The grant context of an external call.
 pub(crate) fn grant_context(call: &Call) -> GrantContext {
     GrantContext {
@@ -237,22 +250,24 @@ pub(crate) async fn submit(
         "the call's `context.workspace`",
     )?;
     crate::sessions::check_branch(call.context.branch.as_deref())?;
+    let mut taint = None;
     if let Some(session) = &call.context.session {
-        let workspace = crate::sessions::ensure(
+        let known = crate::sessions::ensure(
             &state,
             session,
             call.context.workspace.as_deref(),
             call.context.branch.as_deref(),
         )
         .await?;
+        taint = known.taint;
         // A call that names no workspace is in its session's (checked again: an older toolgate
         // saved relative ones).
         if call.context.workspace.is_none() {
             crate::sessions::check_workspace(
-                workspace.as_deref(),
+                known.workspace.as_deref(),
                 "the session's workspace (give the call's `context.workspace`)",
             )?;
-            call.context.workspace = workspace;
+            call.context.workspace = known.workspace;
             // Kept with the call, as the workspace it was decided in.
             if let (Some(workspace), Some(Value::Object(context))) = (
                 &call.context.workspace,
@@ -265,7 +280,7 @@ pub(crate) async fn submit(
             }
         }
     }
-    let evaluation = state.policy().evaluate(&call);
+    let evaluation = decide(&state.policy(), &call, taint.as_ref());
     let id = uuid::Uuid::new_v4().to_string();
     let created = now();
     let decided =
@@ -318,34 +333,40 @@ pub(crate) async fn submit(
 
     let grant_cx = grant_context(&call);
     let now = state.now();
-    let open =
-        match stored_answer_at(&**state.store(), &call.tool, &evaluation, &grant_cx, now).await? {
-            Consulted::Open(open) => open,
-            Consulted::Answered(stored) => {
-                let (decision, reason) = match stored.effect {
-                    Effect::Allow => (
-                        Decision::Allow,
-                        format!("allowed by a stored grant ({})", stored.describe()),
-                    ),
-                    Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
-                };
-                return answer_now(decided(
-                    &evaluation,
-                    decision,
-                    Layer::Grant,
-                    &reason,
-                    &stored.actor(),
-                )?)
-                .await;
-            }
-        };
+    // A taint's ask is a person's to answer: no grant outlasts the look they take.
+    let tainted = evaluation.layer == Layer::Taint;
+    let consulted = if tainted {
+        Consulted::Open(Vec::new())
+    } else {
+        stored_answer_at(&**state.store(), &call.tool, &evaluation, &grant_cx, now).await?
+    };
+    let open = match consulted {
+        Consulted::Open(open) => open,
+        Consulted::Answered(stored) => {
+            let (decision, reason) = match stored.effect {
+                Effect::Allow => (
+                    Decision::Allow,
+                    format!("allowed by a stored grant ({})", stored.describe()),
+                ),
+                Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
+            };
+            return answer_now(decided(
+                &evaluation,
+                decision,
+                Layer::Grant,
+                &reason,
+                &stored.actor(),
+            )?)
+            .await;
+        }
+    };
 
     // An "always" answer is remembered for the call's session; a call that names none has
     // nothing to scope it to (every other session-less caller would share it), so it is not
     // offered.
     let offer = match call.context.session.as_deref() {
         // "Always" covers what no grant answers yet.
-        Some(session) if !session.is_empty() => Offer::for_subjects(
+        Some(session) if !session.is_empty() && !tainted => Offer::for_subjects(
             &evaluation,
             ScopeKind::Session,
             &open,

@@ -30,6 +30,7 @@ mod roles;
 pub mod security;
 mod sessions;
 mod state;
+mod taint;
 mod timer;
 mod wire;
 
@@ -100,6 +101,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/sessions/{id}"),
     ("POST", "/api/sessions/{id}/branches"),
     ("POST", "/api/sessions/{id}/approve"),
+    ("POST", "/api/sessions/{id}/results"),
+    ("DELETE", "/api/sessions/{id}/taint"),
     (
         "POST",
         "/agents/{agent}/sessions/{session}/branches/{branch}/responses",
@@ -155,6 +158,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/sessions/{id}", get(sessions::get))
         .route("/api/sessions/{id}/branches", post(sessions::fork))
         .route("/api/sessions/{id}/approve", post(sessions::agh_approve))
+        .route("/api/sessions/{id}/results", post(taint::results))
+        .route("/api/sessions/{id}/taint", delete(taint::clear))
         .route(
             "/agents/{agent}/sessions/{session}/branches/{branch}/responses",
             post(sessions::hpd_respond),

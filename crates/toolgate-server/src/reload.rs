@@ -162,7 +162,19 @@ async fn decide_again(state: &AppState) -> Reloaded {
             reloaded.waiting += 1;
             continue;
         };
-        let evaluation = policy.evaluate(&call);
+        // Under the session's taint, as when it was asked (a session that cannot be read is
+        // not decided on: the request keeps waiting).
+        let taint = match &call.context.session {
+            Some(session) => match state.store().session(session).await {
+                Ok(row) => row.and_then(|row| crate::taint::of(&row.snapshot)),
+                Err(_) => {
+                    reloaded.waiting += 1;
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let evaluation = crate::decisions::decide(&policy, &call, taint.as_ref());
         if evaluation.decision == Decision::Ask {
             reloaded.waiting += 1;
             continue;

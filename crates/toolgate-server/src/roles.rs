@@ -75,6 +75,7 @@ const LEAST: &[(&str, &str, Role)] = &[
     ("GET", "/api/sessions/{id}", Role::Agent),
     ("POST", "/api/sessions/{id}/branches", Role::Agent),
     ("GET", "/api/sessions/{id}/events", Role::Agent),
+    ("POST", "/api/sessions/{id}/results", Role::Agent),
     ("GET", "/api/pending", Role::Approver),
     // HPD's responses answer permission requests: an approver's.
     (
@@ -84,6 +85,7 @@ const LEAST: &[(&str, &str, Role)] = &[
     ),
     ("POST", "/api/approvals/{id}", Role::Approver),
     ("POST", "/api/sessions/{id}/approve", Role::Approver),
+    ("DELETE", "/api/sessions/{id}/taint", Role::Approver),
     ("GET", "/api/grants", Role::Approver),
     ("DELETE", "/api/grants/{id}", Role::Approver),
     ("GET", "/api/events", Role::Approver),

@@ -81,22 +81,32 @@ fn too_many_branches(session: &str) -> ApiError {
 const MAX_WORKSPACE: usize = 4096;
 
 /// The workspace a session was created with.
-fn workspace_of(snapshot: &Value) -> Option<String> {
-    snapshot
-        .get("workspace")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+/// What the daemon knows of a session a call names: its workspace and its taint.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    pub(crate) workspace: Option<String>,
+    pub(crate) taint: Option<toolgate_policy::SessionTaint>,
+}
+
+fn known_of(snapshot: &Value) -> Known {
+    Known {
+        workspace: snapshot
+            .get("workspace")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        taint: crate::taint::of(snapshot),
+    }
 }
 
 /// Makes sure a session named by an external call exists, with the call's branch, and returns
-/// its workspace; a session name that breaks the id rules is refused (the branch was checked
+/// its workspace and taint; a session name that breaks the id rules is refused (the branch was checked
 /// with the call, by [`check_branch`]).
 pub(crate) async fn ensure(
     state: &AppState,
     id: &str,
     workspace: Option<&str>,
     branch: Option<&str>,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Known, ApiError> {
     if !valid_name(id) {
         return Err(invalid_session_id("the call's `context.session`"));
     }
@@ -116,13 +126,14 @@ pub(crate) fn check_branch(branch: Option<&str>) -> Result<(), ApiError> {
 }
 
 /// Makes sure a session exists, with `branch`, under the name the program that runs it gave
-/// (a hosted run's: the embedding program's choice, not a client's), and returns its workspace.
+/// (a hosted run's: the embedding program's choice, not a client's), and returns its workspace
+/// and taint.
 pub(crate) async fn record(
     state: &AppState,
     id: &str,
     workspace: Option<&str>,
     branch: Option<&str>,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Known, ApiError> {
     let branch = branch.unwrap_or(MAIN_BRANCH);
     let has_branch = |snapshot: &Value| {
         snapshot
@@ -134,7 +145,7 @@ pub(crate) async fn record(
     // a session that exists, with a branch it has: one read, nothing to write.
     for _ in 0..SAVE_TRIES {
         let (mut snapshot, was) = match state.store().session(id).await? {
-            Some(row) if has_branch(&row.snapshot) => return Ok(workspace_of(&row.snapshot)),
+            Some(row) if has_branch(&row.snapshot) => return Ok(known_of(&row.snapshot)),
             Some(row) => (row.snapshot, Some(row.updated)),
             None => (session_json(id, workspace), None),
         };
@@ -151,7 +162,7 @@ pub(crate) async fn record(
             .put_session_if(id, &snapshot, was.as_deref())
             .await?
         {
-            return Ok(workspace_of(&snapshot));
+            return Ok(known_of(&snapshot));
         }
     }
     Err(contended(id))

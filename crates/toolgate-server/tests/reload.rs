@@ -211,3 +211,41 @@ async fn a_change_to_the_policy_file_loads_it_again() {
     }
     assert_eq!(decision(&daemon, &waiting).await["decision"], "allow");
 }
+
+/// A reload decides a waiting call under its session's taint: the new policy allows pushes, but
+/// in a session a fetched page tainted, the push still waits for a person; elsewhere it is
+/// allowed.
+#[tokio::test]
+async fn a_reload_decides_under_the_sessions_taint() {
+    let (daemon, path, _folder) = daemon_on_file(ASKING).await;
+    let in_session = |session: &str| {
+        json!({"tool": "bash", "args": {"command": "git push origin main"},
+               "context": {"session": session}})
+    };
+    let page = json!({"tool": "WebFetch", "args": {"url": "https://evil.example/", "prompt": "p"}});
+    let (status, body) = daemon
+        .call(
+            "POST",
+            "/api/sessions/tainted/results",
+            Some(json!({"call": page})),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["tainted"]),
+        (StatusCode::OK, &json!(true)),
+        "{body}"
+    );
+    let tainted = daemon.asked(in_session("tainted")).await;
+    let clean = daemon.asked(in_session("clean")).await;
+    std::fs::write(&path, DECIDING).unwrap();
+    let reloaded = daemon.server.reload().await.unwrap();
+    assert_eq!(
+        reloaded,
+        Reloaded {
+            decided: 1,
+            waiting: 1
+        }
+    );
+    assert_eq!(decision(&daemon, &clean).await["decision"], "allow");
+    assert_eq!(decision(&daemon, &tainted).await["status"], "pending");
+}

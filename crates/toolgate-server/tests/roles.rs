@@ -15,52 +15,10 @@ use axum::http::StatusCode;
 use common::Daemon;
 use serde_json::{Value, json};
 
-/// Makes a named token with `role` (as the admin); returns the token.
-async fn token(daemon: &Daemon, name: &str, role: &str) -> String {
-    let (status, body) = daemon
-        .call(
-            "POST",
-            "/api/tokens",
-            Some(json!({"name": name, "role": role})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert!(body.get("hash").is_none());
-    body["token"].as_str().unwrap().to_owned()
-}
-
-/// A request to `path` with `token`.
-fn authorized(
-    daemon: &Daemon,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> axum::http::Request<axum::body::Body> {
-    let mut request = daemon.request(method, path, body);
-    request.headers_mut().insert(
-        axum::http::header::AUTHORIZATION,
-        format!("Bearer {token}").parse().unwrap(),
-    );
-    request
-}
-
-/// A call to `path` with `token`.
-async fn with(
-    daemon: &Daemon,
-    token: &str,
-    method: &str,
-    path: &str,
-    body: Option<Value>,
-) -> (StatusCode, Value) {
-    daemon
-        .send(authorized(daemon, token, method, path, body))
-        .await
-}
-
 /// What waiting on request `id` with `token` is answered (its status).
 async fn waited_on(daemon: &Daemon, token: &str, id: &str) -> StatusCode {
-    with(daemon, token, "GET", &format!("/api/decisions/{id}"), None)
+    daemon
+        .call_as(token, "GET", &format!("/api/decisions/{id}"), None)
         .await
         .0
 }
@@ -72,14 +30,14 @@ fn least(method: &str, path: &str) -> &'static str {
         ("POST", "/api/logout" | "/api/decisions" | "/api/sessions")
         | ("GET" | "DELETE", "/api/decisions/{id}")
         | ("GET", "/api/sessions/{id}" | "/api/sessions/{id}/events")
-        | ("POST", "/api/sessions/{id}/branches") => "agent",
+        | ("POST", "/api/sessions/{id}/branches" | "/api/sessions/{id}/results") => "agent",
         (
             "GET",
             "/api/pending" | "/api/grants" | "/api/events" | "/api/audit" | "/api/sessions"
             | "/api/policy" | "/api/decisions",
         )
         | ("POST", "/api/approvals/{id}" | "/api/sessions/{id}/approve")
-        | ("DELETE", "/api/grants/{id}")
+        | ("DELETE", "/api/grants/{id}" | "/api/sessions/{id}/taint")
         | ("POST", "/agents/{agent}/sessions/{session}/branches/{branch}/responses") => "approver",
         _ => "admin",
     }
@@ -89,9 +47,12 @@ fn least(method: &str, path: &str) -> &'static str {
 async fn each_route_with_each_role_is_served_or_forbidden() {
     let daemon = Daemon::start().await;
     let tokens = [
-        ("agent", token(&daemon, "an-agent", "agent").await),
-        ("approver", token(&daemon, "an-approver", "approver").await),
-        ("admin", token(&daemon, "an-admin", "admin").await),
+        ("agent", daemon.token_for("an-agent", "agent").await),
+        (
+            "approver",
+            daemon.token_for("an-approver", "approver").await,
+        ),
+        ("admin", daemon.token_for("an-admin", "admin").await),
     ];
     let rank = |role: &str| {
         ["agent", "approver", "admin"]
@@ -113,7 +74,7 @@ async fn each_route_with_each_role_is_served_or_forbidden() {
             let body = (*method == "POST").then(|| json!({}));
             let (status, reply) = if path.ends_with("/events") {
                 // A stream: its status alone (it goes on until the daemon stops).
-                let request = authorized(&daemon, secret, method, &path, None);
+                let request = daemon.request_as(secret, method, &path, None);
                 let response = tower::ServiceExt::oneshot(daemon.app(), request)
                     .await
                     .unwrap();
@@ -126,7 +87,7 @@ async fn each_route_with_each_role_is_served_or_forbidden() {
                     (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
                 }
             } else {
-                with(&daemon, secret, method, &path, body).await
+                daemon.call_as(secret, method, &path, body).await
             };
             let allowed = needed == "public" || rank(role) >= rank(needed);
             if allowed {
@@ -156,33 +117,35 @@ async fn each_route_with_each_role_is_served_or_forbidden() {
 #[tokio::test]
 async fn a_named_token_acts_under_its_name_until_revoked() {
     let daemon = Daemon::start().await;
-    let agent = token(&daemon, "claude", "agent").await;
-    let approver = token(&daemon, "alice", "approver").await;
+    let agent = daemon.token_for("claude", "agent").await;
+    let approver = daemon.token_for("alice", "approver").await;
     let call = json!({"tool": "pay", "args": {"n": 1}, "context": {"session": "s1"}});
-    let (status, asked) = with(&daemon, &agent, "POST", "/api/decisions", Some(call)).await;
+    let (status, asked) = daemon
+        .call_as(&agent, "POST", "/api/decisions", Some(call))
+        .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{asked}");
     let id = asked["id"].as_str().unwrap();
     // The agent may wait on it, not answer it.
     assert_eq!(waited_on(&daemon, &agent, id).await, StatusCode::OK);
     let answer = json!({"decision": "allow-once", "by": "somebody else"});
-    let (status, _) = with(
-        &daemon,
-        &agent,
-        "POST",
-        &format!("/api/approvals/{id}"),
-        Some(answer.clone()),
-    )
-    .await;
+    let (status, _) = daemon
+        .call_as(
+            &agent,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(answer.clone()),
+        )
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // The approver answers; the log names it, whatever `by` said.
-    let (status, reply) = with(
-        &daemon,
-        &approver,
-        "POST",
-        &format!("/api/approvals/{id}"),
-        Some(answer),
-    )
-    .await;
+    let (status, reply) = daemon
+        .call_as(
+            &approver,
+            "POST",
+            &format!("/api/approvals/{id}"),
+            Some(answer),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{reply}");
     let (_, audit) = daemon
         .call("GET", "/api/audit?type=permission_resolved", None)

@@ -130,6 +130,50 @@ impl Daemon {
         self.send(self.request(method, path, body)).await
     }
 
+    /// A named token of `role` (`agent`, `approver`, `admin`), made with the daemon's token.
+    #[allow(dead_code)]
+    pub async fn token_for(&self, name: &str, role: &str) -> String {
+        let (status, body) = self
+            .call(
+                "POST",
+                "/api/tokens",
+                Some(serde_json::json!({"name": name, "role": role})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        assert!(body.get("hash").is_none());
+        body["token"].as_str().unwrap().to_owned()
+    }
+
+    /// A request with this daemon's Host and `token`.
+    #[allow(dead_code)]
+    pub fn request_as(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Request<Body> {
+        let mut request = self.request(method, path, body);
+        request.headers_mut().insert(
+            header::AUTHORIZATION,
+            format!("Bearer {token}").parse().unwrap(),
+        );
+        request
+    }
+
+    /// A call with `token`.
+    #[allow(dead_code)]
+    pub async fn call_as(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        self.send(self.request_as(token, method, path, body)).await
+    }
+
     /// Answers request `id` with `decision` (`allow-once`, `reject-once`, …).
     pub async fn answer(&self, id: &str, decision: &str) -> (StatusCode, Value) {
         self.call(

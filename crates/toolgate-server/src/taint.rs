@@ -1,0 +1,204 @@
+//! Session taint, kept with the session: `POST /api/sessions/{id}/results` tells the daemon a
+//! call's result came into the session (the hooks' after-tool events, a gateway's results), and
+//! the policy says whether it tainted it; `DELETE /api/sessions/{id}/taint` clears it (a
+//! person, once they have looked). While a session is tainted, its calls' allows that would
+//! send something out ask (see `toolgate_policy::Policy::under_taint`).
+//!
+//! The taint is saved in the session's record (`taint`), with the event that says so
+//! (`session_tainted`, `taint_cleared`), in one commit that holds only if the record is still
+//! the one read (else read again): two results at once both count.
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use toolgate_policy::{Call, SessionTaint, TaintKind, TaintSource};
+use toolgate_store::{Batch, Committed, EventRecord, SessionRow};
+
+use crate::body::{JsonBody, Path, Query, known_keys};
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A session's taint, as its record holds it (`None`: never tainted, nothing reached). A
+/// record this toolgate cannot read is taken as tainted: what it held is not known.
+pub(crate) fn of(snapshot: &Value) -> Option<SessionTaint> {
+    let stored = snapshot.get("taint")?;
+    Some(
+        serde_json::from_value(stored.clone()).unwrap_or_else(|_| SessionTaint {
+            sources: vec![TaintSource {
+                kind: TaintKind::File,
+                tool: "toolgate".into(),
+                what: "a taint record this toolgate cannot read".into(),
+                at: String::new(),
+                call_id: None,
+            }],
+            ..SessionTaint::default()
+        }),
+    )
+}
+
+/// How many times a change of a session's taint reads the session again when another change
+/// was saved between its read and its save.
+const SAVE_TRIES: usize = 16;
+
+/// Changes a session's taint with `change` (`None` when it changed nothing; else the events
+/// that say what changed), saved with its events in one commit over the record read. `None`
+/// when there is no such session; else the taint as it now stands.
+async fn change_taint(
+    state: &AppState,
+    id: &str,
+    change: impl Fn(&mut SessionTaint) -> Option<Vec<EventRecord>>,
+) -> Result<Option<SessionTaint>, ApiError> {
+    for _ in 0..SAVE_TRIES {
+        let Some(row) = state.store().session(id).await? else {
+            return Ok(None);
+        };
+        let mut taint = of(&row.snapshot).unwrap_or_default();
+        let Some(events) = change(&mut taint) else {
+            return Ok(Some(taint));
+        };
+        let mut snapshot = row.snapshot;
+        if let Value::Object(fields) = &mut snapshot {
+            fields.insert("taint".into(), json!(taint));
+        }
+        let committed = state
+            .commit(Batch {
+                session: Some(SessionRow {
+                    id: id.to_owned(),
+                    snapshot,
+                    updated: crate::decisions::now(),
+                }),
+                session_was: Some(Some(row.updated)),
+                events,
+                ..Batch::default()
+            })
+            .await?;
+        if matches!(committed, Committed::Written(_)) {
+            return Ok(Some(taint));
+        }
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "session_busy",
+        format!("session `{id}` changed each time this change read it; try again"),
+    ))
+}
+
+/// What a session's taint route answers.
+fn answer(id: &str, taint: &SessionTaint) -> Json<Value> {
+    Json(json!({"session": id, "tainted": taint.is_tainted(), "taint": taint}))
+}
+
+/// `POST /api/sessions/{id}/results` with `{"call": CALL, "call_id"?}`: the result of `call`
+/// came into the session of the path (created when new). The policy says whether it tainted it (a
+/// `session_tainted` event with the source, when it newly did) or, while untainted, which
+/// hosts it reached. → `{"session", "tainted", "taint"}`.
+pub(crate) async fn results(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    known_keys(&body, &["call", "call_id"])?;
+    let call_id = match body.get("call_id") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if !text.is_empty() && text.chars().count() <= 256 => {
+            Some(text.clone())
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_call_id",
+                "`call_id` is the tool call's id: 1 to 256 characters",
+            ));
+        }
+    };
+    let given = body.get("call").cloned().ok_or_else(|| {
+        ApiError::bad_request("invalid_call", "`call` is the call whose result came in")
+    })?;
+    let mut call =
+        Call::from_value(given).map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
+    crate::sessions::check_workspace(
+        call.context.workspace.as_deref(),
+        "the call's `context.workspace`",
+    )?;
+    crate::sessions::check_branch(call.context.branch.as_deref())?;
+    let known = crate::sessions::ensure(
+        &state,
+        &id,
+        call.context.workspace.as_deref(),
+        call.context.branch.as_deref(),
+    )
+    .await?;
+    if call.context.workspace.is_none() {
+        call.context.workspace = known.workspace;
+    }
+    // The path names the session (whatever the call's context says).
+    call.context.session = Some(id.clone());
+    let policy = state.policy();
+    let at = crate::decisions::now();
+    let taint = change_taint(&state, &id, |taint| {
+        let was = taint.sources.len();
+        if !policy.note_result(taint, &call, &at, call_id.as_deref()) {
+            return None;
+        }
+        // A host reached is kept without a word in the log; a taint is said.
+        Some(
+            taint
+                .sources
+                .get(was)
+                .map(|source| {
+                    EventRecord::new(
+                        "session_tainted",
+                        json!({
+                            "session": id,
+                            "action": call.tool,
+                            "tool_call_id": call_id,
+                            "source": source,
+                            "reason": source.to_string(),
+                        }),
+                    )
+                })
+                .into_iter()
+                .collect(),
+        )
+    })
+    .await?
+    .unwrap_or_default();
+    Ok(answer(&id, &taint))
+}
+
+/// `?by=NAME` of a clearing.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClearQuery {
+    by: Option<String>,
+}
+
+/// `DELETE /api/sessions/{id}/taint[?by=NAME]`: a person clears the session's taint (a
+/// `taint_cleared` event naming who, and what had tainted it); `404` for an unknown session.
+/// → `{"session", "tainted": false, "taint"}`.
+pub(crate) async fn clear(
+    State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
+    Path(id): Path<String>,
+    Query(query): Query<ClearQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let by = crate::roles::acting(
+        who.as_deref(),
+        crate::approvals::named_actor(query.by.as_deref(), "api")?,
+    );
+    let taint = change_taint(&state, &id, |taint| {
+        if !taint.is_tainted() {
+            return None;
+        }
+        let sources = std::mem::take(&mut taint.sources);
+        Some(vec![EventRecord::new(
+            "taint_cleared",
+            json!({"session": id, "actor": by, "sources": sources,
+                   "reason": format!("{by} cleared the session's taint")}),
+        )])
+    })
+    .await?
+    .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+    Ok(answer(&id, &taint))
+}
