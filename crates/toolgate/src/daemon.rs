@@ -55,6 +55,27 @@ impl DaemonClient {
     }
 }
 
+impl DaemonClient {
+    /// Tells the daemon the result of `call` came into its session (`POST
+    /// /api/sessions/{id}/results`), which the policy may say tainted it. An error says why.
+    pub(crate) fn report_result(
+        &self,
+        session: &str,
+        call: &Call,
+        call_id: Option<&str>,
+    ) -> Result<bool, String> {
+        let body = serde_json::json!({"call": call, "call_id": call_id});
+        let path = format!("/api/sessions/{}/results", encode(session));
+        match self.client.send("POST", &path, Some(&body)) {
+            Ok(reply) if reply.status == 200 => {
+                Ok(field(&reply.body, "tainted").as_bool().unwrap_or(false))
+            }
+            Ok(reply) => Err(reply.error()),
+            Err(e) => Err(failure_text(&e)),
+        }
+    }
+}
+
 impl Daemon for DaemonClient {
     fn submit(&self, call: &Call) -> Submitted {
         let body = match serde_json::to_value(call) {

@@ -125,15 +125,23 @@ impl Settings {
     }
 
     /// The events toolgate's entry goes under, each with the entry (docs/agents.md shows the
-    /// same, and a test holds them together).
+    /// same, and a test holds them together). A hook that asks the daemon also tells it of
+    /// results (`PostToolUse`), which may taint the session.
     fn entries(&self, command: &str) -> Vec<(&'static str, Value)> {
+        let reports = command.split_whitespace().any(|word| word == "--daemon");
         match self.agent {
-            Agent::Claude => vec![(
-                "PreToolUse",
-                json!({"matcher": "*", "hooks": [{"type": "command", "command": command}]}),
-            )],
+            Agent::Claude => std::iter::once("PreToolUse")
+                .chain(reports.then_some("PostToolUse"))
+                .map(|event| {
+                    (
+                        event,
+                        json!({"matcher": "*", "hooks": [{"type": "command", "command": command}]}),
+                    )
+                })
+                .collect(),
             Agent::Codex => ["PreToolUse", "PermissionRequest"]
                 .into_iter()
+                .chain(reports.then_some("PostToolUse"))
                 .map(|event| {
                     (
                         event,

@@ -8,7 +8,9 @@
 //! - `PermissionRequest` (Claude Code is about to show its permission dialog) answers
 //!   `hookSpecificOutput.decision.behavior` `allow` or `deny`; an ask leaves the dialog to
 //!   the person.
-//! - `PostToolUse` and the other events about no pending call get the empty reply.
+//! - `PostToolUse` (a tool ran; its result is in the session): with `--daemon`, the daemon is
+//!   told, so a result that brings untrusted content taints the session; the empty reply.
+//! - The other events about no pending call get the empty reply.
 //! - An event toolgate does not know exits 2 with the reason on stderr (a block).
 //!
 //! An MCP tool is `mcp__SERVER__TOOL`.
@@ -63,9 +65,25 @@ pub(super) fn read_as(
     let can_ask = match event.as_str() {
         "PreToolUse" => dialect.pre_tool_use_asks,
         "PermissionRequest" => true,
+        // A result came in: reported when the call can be read; else nothing to say (the call
+        // ran; refusing the event would block nothing).
+        "PostToolUse" => {
+            return Ok(match request_of(hook, dialect, project) {
+                Ok(request) => Input::report(&event, request, string(hook, "tool_use_id")),
+                Err(_) => Input::acknowledge(&event),
+            });
+        }
         e if dialect.acknowledged.contains(&e) => return Ok(Input::acknowledge(e)),
         e => return Ok(Input::unknown(dialect.agent, e)),
     };
+    let mut request = request_of(hook, dialect, project)?;
+    request.can_ask = can_ask;
+    request.mode = string(hook, "permission_mode");
+    Ok(Input::decide(&event, request))
+}
+
+/// The tool call an input of Claude Code's shape is about.
+fn request_of(hook: &Value, dialect: &Dialect, project: Option<String>) -> Result<Request, String> {
     let name = string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
     let args = super::arguments(hook.get("tool_input"), "tool_input")?;
     let cwd = string(hook, "cwd");
@@ -80,17 +98,14 @@ pub(super) fn read_as(
         Some((server, tool)) => (Some(server), tool),
         None => (None, name),
     };
-    let mut request = Request::new(
+    Ok(Request::new(
         tool,
         args,
         server,
         workspace,
         cwd,
         string(hook, "session_id"),
-    );
-    request.can_ask = can_ask;
-    request.mode = string(hook, "permission_mode");
-    Ok(Input::decide(&event, request))
+    ))
 }
 
 pub(super) fn reply(event: &str, answer: &Answer) -> Reply {

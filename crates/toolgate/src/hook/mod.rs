@@ -178,6 +178,10 @@ enum Work {
     /// Nothing to decide (an event after a tool ran): the reply the event expects from a hook
     /// that has no objection.
     Acknowledge,
+    /// A tool call's result came into the session (an after-tool event): with `--daemon`, the
+    /// daemon is told (its session may be tainted by it); then acknowledged. The call's id,
+    /// when the agent gives one.
+    Report(Box<Request>, Option<String>),
     /// An event toolgate does not know: refused, with why.
     Refuse(String),
 }
@@ -232,6 +236,13 @@ impl Input {
         Input {
             event: event.to_owned(),
             work: Work::Decide(Box::new(request)),
+        }
+    }
+
+    fn report(event: &str, request: Request, call_id: Option<String>) -> Input {
+        Input {
+            event: event.to_owned(),
+            work: Work::Report(Box::new(request), call_id),
         }
     }
 
@@ -357,10 +368,34 @@ fn answer(args: &HookArgs, input: &[u8]) -> (Option<String>, Answer) {
     };
     let answer = match input.work {
         Work::Acknowledge => Answer::Acknowledge,
+        Work::Report(request, call_id) => {
+            if args.daemon {
+                report(args, &request, call_id.as_deref());
+            }
+            Answer::Acknowledge
+        }
         Work::Refuse(why) => refused(&why),
         Work::Decide(request) => decide(args, &request).unwrap_or_else(|why| refused(&why)),
     };
     (Some(input.event), answer)
+}
+
+/// Tells the daemon a call's result came into its session. The call ran already: a report that
+/// fails is said on stderr (the agent shows it) and leaves the session as the daemon had it.
+fn report(args: &HookArgs, request: &Request, call_id: Option<&str>) {
+    let Some(session) = &request.session else {
+        return;
+    };
+    let sent = call_of(args.agent, request).and_then(|call| {
+        DaemonClient::new(&args.client)
+            .map_err(|e| failure_text(&e))?
+            .report_result(session, &call, call_id)
+    });
+    if let Err(why) = sent {
+        eprintln!(
+            "toolgate: the daemon was not told of this result (its session's taint may miss it): {why}"
+        );
+    }
 }
 
 /// A decision with its reason and the whole result (the JSON `toolgate check` prints).
