@@ -84,6 +84,15 @@ try {
   // A decision says what it was about.
   const recent = await page.locator("#decisions tbody tr").first().innerText();
   if (!recent.includes("git status")) fail(`the recent decision does not say what it allowed: ${recent}`);
+  // A compound command is shown whole, not only the part that decided.
+  const compound = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git status && git log --oneline -3" },
+                           context: { workspace: "/tmp/project", session: "web" } }),
+  });
+  if (compound.decision !== "allow") fail(`expected the compound command to be allowed: ${JSON.stringify(compound)}`);
+  await page.locator("#decisions tbody tr", { hasText: "git log --oneline -3" }).first().waitFor({ timeout: 15_000 })
+    .catch(() => fail("the decisions table does not show the whole command"));
   if (!(await card.locator("details").evaluate((d) => d.open))) fail("an opened argument closed when another event came");
   if (text.includes("Always allow")) fail("an allow-always was shown though the rule does not offer it");
   const count = await page.locator("#pending-count").innerText();
@@ -220,6 +229,24 @@ try {
     .catch(() => fail("the decisions table does not say which agent asked"));
   await byAgent.fill("");
   await bySession.fill("");
+
+  // A result from a host the policy does not trust taints its session: the page says which
+  // session and why; Clear taint clears it, and the log says the page did.
+  await api("/api/sessions/web-3/results", {
+    method: "POST",
+    body: JSON.stringify({ call: { tool: "WebFetch", args: { url: "https://evil.example/page", prompt: "p" },
+                                   context: { workspace: "/tmp/project" } } }),
+  });
+  const tainted = page.locator('#tainted article[data-session="web-3"]');
+  await tainted.waitFor({ timeout: 15_000 }).catch(() => fail("the page does not show the tainted session"));
+  const why = await tainted.innerText();
+  if (!why.includes("https://evil.example/page")) fail(`the tainted session does not say why: ${why}`);
+  await tainted.getByRole("button", { name: "Clear taint" }).click();
+  await page.locator("#taint").waitFor({ state: "hidden", timeout: 15_000 })
+    .catch(() => fail("the taint section stayed once cleared"));
+  const cleared = await api("/api/audit?type=taint_cleared");
+  if (cleared.events?.length !== 1 || cleared.events[0].actor !== "web")
+    fail(`the clearing is not logged as the page's: ${JSON.stringify(cleared)}`);
 
   // Times are in one local format; a table cell's words are not cut mid-way.
   await page.locator("#decisions tbody tr", { hasText: "claude-code" }).first().waitFor({ timeout: 15_000 });

@@ -282,12 +282,37 @@ function renderDecisions(events) {
   const body = document.querySelector("#decisions tbody");
   body.replaceChildren();
   for (const e of events) {
+    // The whole command line when the call ran one (the resource is the part that decided).
+    const what = e.command || e.resource;
     body.append(el("tr", {},
-      el("td", {}, when(e.timestamp)), el("td", {}, e.action || ""), el("td", {}, e.agent ? short(e.agent) : ""), el("td", {}, e.resource ? short(e.resource) : ""),
+      el("td", {}, when(e.timestamp)), el("td", {}, e.action || ""), el("td", {}, e.agent ? short(e.agent) : ""), el("td", {}, what ? folded(what) : ""),
       el("td", { class: e.decision || e.layer || "" }, e.decision || (e.layer === "withdrawn" ? "withdrawn" : "")),
       el("td", {}, e.actor || ""),
       el("td", {}, e.reason || "")));
   }
+}
+
+// The sessions a result tainted, from the log (newest first): each with what tainted it since
+// it was last cleared, and a button that clears it.
+function renderTaint(events) {
+  const tainted = new Map();
+  for (const e of [...events].reverse()) {
+    if (!e.session) continue;
+    if (e.type === "taint_cleared") tainted.delete(e.session);
+    else tainted.set(e.session, [...(tainted.get(e.session) || []), e]);
+  }
+  const box = document.getElementById("tainted");
+  box.replaceChildren();
+  for (const [session, sources] of tainted) {
+    box.append(el("article", { class: "tainted", "data-session": session },
+      el("h3", {}, `session ${short(session)}`),
+      el("ul", {}, ...sources.map((e) => el("li", {}, `${when(e.timestamp)}: ${e.reason || ""}`))),
+      el("button", { type: "button", onclick: async () => {
+        await api("DELETE", `/api/sessions/${encodeURIComponent(session)}/taint?by=web`);
+        refresh();
+      } }, "Clear taint")));
+  }
+  document.getElementById("taint").hidden = tainted.size === 0;
 }
 
 // Where a grant holds: its scope and the session or workspace it names.
@@ -342,14 +367,16 @@ async function load() {
     const session = document.getElementById("filter-session").value.trim();
     const agent = document.getElementById("filter-agent").value.trim();
     const inSession = session ? `&session=${encodeURIComponent(session)}` : "";
-    const [pending, audit, grants, policy] = await Promise.all([
+    const [pending, audit, grants, policy, taints] = await Promise.all([
       api("GET", `/api/pending?limit=${SHOWN}${inSession}`),
       // (The agent is picked out here: the newest 200, those of the agent among them.)
       api("GET", `/api/audit?type=decision,permission_resolved&last=${agent ? 200 : 20}${inSession}`),
       api("GET", "/api/grants"),
       api("GET", "/api/policy"),
+      api("GET", `/api/audit?type=session_tainted,taint_cleared&last=500${inSession}`),
     ]);
     renderPolicy(policy);
+    renderTaint(taints.events);
     const byAgent = (who) => !agent || who === agent;
     const waiting = pending.pending.filter((item) => byAgent(((item.request && item.request.call) || {}).context?.agent));
     renderPending(waiting, agent ? waiting.length : pending.total);

@@ -79,7 +79,33 @@ pub(crate) struct Facts {
     pub(crate) agent: Option<String>,
     pub(crate) action: String,
     pub(crate) resource: Option<String>,
+    /// The call's whole command line, when it runs one (what the resource, one simple command
+    /// of it, is part of).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<String>,
     pub(crate) rule: Option<String>,
+}
+
+/// The most of a command line an event keeps.
+const MAX_COMMAND: usize = 4000;
+
+/// A call's whole command line, from its arguments: its `command` (or `cmd`) argument, text or
+/// words, cut to [`MAX_COMMAND`] characters.
+pub(crate) fn command_line(args: &Value) -> Option<String> {
+    let value = args.get("command").or_else(|| args.get("cmd"))?;
+    let line = match value {
+        Value::String(text) => text.clone(),
+        Value::Array(words) => words
+            .iter()
+            .map(|w| w.as_str().map_or_else(|| w.to_string(), str::to_owned))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => return None,
+    };
+    Some(match line.char_indices().nth(MAX_COMMAND) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    })
 }
 
 impl Facts {
@@ -94,6 +120,7 @@ impl Facts {
             agent: call.context.agent.clone(),
             action: call.tool.clone(),
             resource,
+            command: command_line(&call.args),
             rule: evaluation.rule_name().map(str::to_owned),
         }
     }
@@ -163,6 +190,8 @@ impl PermissionEvent<'_> {
             action: &'a str,
             resource: &'a Option<String>,
             #[serde(skip_serializing_if = "Option::is_none")]
+            command: &'a Option<String>,
+            #[serde(skip_serializing_if = "Option::is_none")]
             decision: Option<Decision>,
             rule: &'a Option<String>,
             layer: Layer,
@@ -191,6 +220,7 @@ impl PermissionEvent<'_> {
             tool_call_id: self.tool_call_id,
             action: &facts.action,
             resource: &facts.resource,
+            command: &facts.command,
             decision: self.decision,
             rule: &facts.rule,
             layer: self.layer,

@@ -353,6 +353,7 @@ fn facts(event: &Event, request: &PermissionRequest) -> Facts {
         agent: None,
         action: request.tool.clone(),
         resource: None,
+        command: crate::decisions::command_line(&request.arguments),
         rule: request.rule.clone(),
     }
 }

@@ -147,16 +147,16 @@ pub(crate) async fn results(
                 .sources
                 .get(was)
                 .map(|source| {
-                    EventRecord::new(
-                        "session_tainted",
-                        json!({
-                            "session": id,
-                            "action": call.tool,
-                            "tool_call_id": call_id,
-                            "source": source,
-                            "reason": source.to_string(),
-                        }),
-                    )
+                    let mut fields = json!({
+                        "session": id,
+                        "action": call.tool,
+                        "source": source,
+                        "reason": source.to_string(),
+                    });
+                    if let Some(call_id) = &call_id {
+                        fields["tool_call_id"] = json!(call_id);
+                    }
+                    EventRecord::new("session_tainted", fields)
                 })
                 .into_iter()
                 .collect(),

@@ -372,3 +372,47 @@ async fn a_restart_keeps_workspace_and_user_grants_and_removes_the_expired() {
     let (_, listed) = daemon.call("GET", "/api/grants", None).await;
     assert_eq!(listed["total"], 3, "{listed}");
 }
+
+/// In a compound command, "always deny" is offered for the part that asked, not the whole
+/// line: it refuses that act later however it is spelled, and leaves the other part to the
+/// policy.
+#[tokio::test]
+async fn an_always_deny_covers_the_part_of_a_compound_command_that_asked() {
+    let places = tempfile::tempdir().unwrap();
+    let app = workspace(&places, "app");
+    let moved = Moved::default();
+    let daemon = open(tempfile::tempdir().unwrap(), &moved).await;
+    let line = "git status && git push origin main";
+    let (status, body) = decide(&daemon, call(line, "s1", Some(&app))).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    let deny = body["always"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["choice"] == "reject-always")
+        .unwrap_or_else(|| panic!("{body}"))
+        .clone();
+    let covers = deny["scopes"][0]["covers"].as_str().unwrap();
+    assert!(
+        covers.contains("commands starting with `git push`") && !covers.contains("git status"),
+        "{covers}"
+    );
+    let (status, reply) = answer(&daemon, &id, json!({"decision": "reject-always"})).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(
+        outcome(
+            &daemon,
+            call("git -C . push origin other", "s1", Some(&app))
+        )
+        .await,
+        "deny"
+    );
+    let (status, body) = decide(&daemon, call("git status", "s1", Some(&app))).await;
+    assert_eq!(
+        (status, &body["decision"]),
+        (StatusCode::OK, &json!("allow")),
+        "{body}"
+    );
+    assert_ne!(body["layer"], "grant", "{body}");
+}
