@@ -172,6 +172,34 @@ try {
     fail(`the revocation is not logged as the page's: ${JSON.stringify(revoked)}`);
   if ((await api("/api/grants")).grants.length) fail("the grant is still stored after Revoke");
 
+  // "Make a rule" shows the rule a workspace grant amounts to, as a diff of the workspace's
+  // policy; "Write the rule" writes it and revokes the grant.
+  const workspace = process.env.TOOLGATE_WORKSPACE;
+  const fourth = await api("/api/decisions", {
+    method: "POST",
+    body: JSON.stringify({ tool: "bash", args: { command: "git push origin promote-me" },
+                           context: { workspace, session: "web" } }),
+  });
+  await api(`/api/approvals/${fourth.id}`, { method: "POST", body: JSON.stringify({ decision: "reject-always", scope: "workspace" }) });
+  const toPromote = page.locator("#grants tbody tr", { hasText: "git push" }).first();
+  await toPromote.waitFor({ timeout: 15_000 });
+  await toPromote.getByRole("button", { name: "Make a rule" }).click();
+  const promotion = page.locator("#grants tr.promotion");
+  await promotion.waitFor({ timeout: 15_000 });
+  const proposed = await promotion.innerText();
+  for (const expected of [`${workspace}/.toolgate/policy.toml`, 'decision = "deny"', '"git", "push"', "git push origin promote-me"]) {
+    if (!proposed.includes(expected)) fail(`the proposed rule does not show ${JSON.stringify(expected)}:\n${proposed}`);
+  }
+  await promotion.getByRole("button", { name: "Write the rule" }).click();
+  await promotion.waitFor({ state: "detached", timeout: 15_000 });
+  await toPromote.waitFor({ state: "detached", timeout: 15_000 }).catch(() => fail("the promoted grant is still listed"));
+  const written = readFileSync(`${workspace}/.toolgate/policy.toml`, "utf8");
+  if (!written.includes("promoted-") || !written.includes("git push origin promote-me")) fail(`the rule was not written: ${written}`);
+  const promotedLog = await api("/api/audit?type=grant_revoked");
+  const last = promotedLog.events?.[promotedLog.events.length - 1] || {};
+  if (last.actor !== "web" || !String(last.promoted || "").endsWith("/.toolgate/policy.toml"))
+    fail(`the promotion is not logged as the page's: ${JSON.stringify(last)}`);
+
   // Asked for, a notification tells of a call that arrives while the tab is hidden.
   const offer = page.locator("#notify");
   if (!(await offer.isVisible())) fail("the page does not offer notifications");

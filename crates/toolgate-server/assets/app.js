@@ -328,6 +328,45 @@ function whereAndUntil(g) {
   return `${where(g)}${until}`;
 }
 
+// The grant being made a rule: its id, and the change shown (or why it cannot be), kept across
+// the redraws events cause until the person writes it or cancels.
+let promoting = null;
+
+async function showPromotion(id) {
+  try {
+    promoting = { id, shown: await api("POST", `/api/grants/${encodeURIComponent(id)}/promote`, {}) };
+  } catch (error) {
+    promoting = { id, error: error.message };
+  }
+  refresh();
+}
+
+function promotionRow(g) {
+  const close = el("button", { type: "button", onclick: () => { promoting = null; refresh(); } }, "Cancel");
+  if (promoting.error) {
+    return el("tr", { class: "promotion" }, el("td", { colspan: "6" },
+      el("p", { class: "error" }, `No rule: ${promoting.error}`), close));
+  }
+  const shown = promoting.shown;
+  const notes = (shown.superseded || []).map((name) => el("p", { class: "note" },
+    `Rule \`${name}\` asks no more for what the new rule covers: remove it, or narrow it.`));
+  if (!shown.example) notes.push(el("p", { class: "note" }, "The call that made the grant is no longer in the log: the rule has no example."));
+  return el("tr", { class: "promotion" }, el("td", { colspan: "6" },
+    el("p", {}, `Into ${shown.file}, then the grant is revoked:`),
+    el("pre", {}, shown.diff), ...notes,
+    el("div", { class: "choices" },
+      el("button", { type: "button", class: "allow", onclick: async () => {
+        try {
+          await api("POST", `/api/grants/${encodeURIComponent(g.id)}/promote`, { write: true, by: "web" });
+          promoting = null;
+        } catch (error) {
+          promoting = { id: g.id, error: error.message };
+        }
+        refresh();
+      } }, "Write the rule"),
+      close)));
+}
+
 function renderGrants(grants, total) {
   const body = document.querySelector("#grants tbody");
   body.replaceChildren();
@@ -340,7 +379,10 @@ function renderGrants(grants, total) {
     body.append(el("tr", { "data-id": g.id },
       el("td", { class: g.effect === "allow" ? "allow" : "deny" }, g.effect), el("td", {}, g.tool),
       el("td", {}, target(g.target)), el("td", {}, whereAndUntil(g)), el("td", {}, g.created_by),
-      el("td", {}, el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}?by=web`); refresh(); } }, "Revoke"))));
+      el("td", {},
+        el("button", { onclick: async () => { await api("DELETE", `/api/grants/${encodeURIComponent(g.id)}?by=web`); refresh(); } }, "Revoke"),
+        el("button", { onclick: () => showPromotion(g.id) }, "Make a rule"))));
+    if (promoting && promoting.id === g.id) body.append(promotionRow(g));
   }
 }
 

@@ -1,6 +1,8 @@
 //! Remembered answers: `GET /api/grants`, `DELETE /api/grants/{id}`, and the removal of those
 //! that expired or were spent.
 
+use std::path::PathBuf;
+
 use axum::Json;
 use axum::extract::State;
 
@@ -277,4 +279,101 @@ pub(crate) async fn revoke(
         | Committed::SameGrant(_)
         | Committed::SessionChanged => Err(ApiError::not_found(format!("no grant `{id}`"))),
     }
+}
+
+/// `POST /api/grants/{id}/promote` with `{"write"?, "by"?}`: the rule the grant amounts to,
+/// placed in its policy file (see [`crate::promote`]; a session's grant goes to its session's
+/// workspace's policy) — the diff alone, or, with `"write": true`, the file written and the
+/// grant revoked (its `grant_revoked` event says where it went). An approver's: the rule
+/// decides what the grant, which an approver made, decided, and no more (a rule of a wider
+/// reach, or one that would take a deny's calls, is refused). `404` for no such grant, `409
+/// not_promotable` (and nothing written) when no rule of the same reach can be placed.
+pub(crate) async fn promote(
+    State(state): State<AppState>,
+    who: Option<axum::Extension<crate::roles::Who>>,
+    Path(id): Path<String>,
+    Query(crate::body::NoQuery {}): Query<crate::body::NoQuery>,
+    crate::body::JsonBody(body): crate::body::JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    crate::body::known_keys(&body, &["write", "by"])?;
+    let write = match body.get("write") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(write)) => *write,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_write",
+                "`write` is true (write the rule, revoke the grant) or false (the diff alone)",
+            ));
+        }
+    };
+    let by = crate::roles::acting(who.as_deref(), crate::approvals::actor(&body, "api")?);
+    let grant = state
+        .store()
+        .list()
+        .await?
+        .into_iter()
+        .find(|g| g.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
+    let not_promotable = |why: String| ApiError::conflict("not_promotable", why);
+    // A session's grant goes to the policy of the workspace its session works in.
+    let project = match session_of(&grant) {
+        Some(session) => state
+            .store()
+            .session(session)
+            .await?
+            .and_then(|row| row.snapshot.get("workspace")?.as_str().map(PathBuf::from)),
+        None => None,
+    };
+    let file = crate::promote::file_for(&grant, project.as_deref()).map_err(not_promotable)?;
+    let example = match &grant.request_id {
+        Some(request) => {
+            let filter = toolgate_store::EventFilter {
+                kinds: vec!["permission_requested".into()],
+                request_id: Some(request.clone()),
+                ..Default::default()
+            };
+            state
+                .store()
+                .latest(&filter, 1)
+                .await?
+                .first()
+                .and_then(|event| serde_json::from_str::<Value>(event.body.as_str()).ok())
+                .and_then(|event| crate::promote::example_from(&event))
+        }
+        None => None,
+    };
+    let plan = crate::promote::plan(&grant, &file, example.as_ref()).map_err(not_promotable)?;
+    let shown = json!({
+        "grant": grant.id,
+        "file": plan.file,
+        "diff": plan.diff(),
+        "superseded": plan.superseded,
+        "example": plan.example,
+        "written": write,
+    });
+    if !write {
+        return Ok(Json(shown));
+    }
+    crate::promote::replace_file(&file, false, Some(&plan.new)).map_err(|why| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "cannot_write",
+            why,
+        )
+    })?;
+    let event = EventRecord::new(
+        "grant_revoked",
+        json!({"grant": grant, "actor": by, "action": grant.tool,
+               "session": session_of(&grant), "promoted": plan.file,
+               "reason": format!("made a rule in {}", plan.file.display())}),
+    );
+    // (Revoked by someone else meanwhile: the rule stands, written.)
+    state
+        .commit(Batch {
+            revoke: Some(id),
+            events: vec![event],
+            ..Batch::default()
+        })
+        .await?;
+    Ok(Json(shown))
 }

@@ -23,6 +23,7 @@ mod hosted;
 mod lifecycle;
 mod outcome;
 mod page;
+pub mod promote;
 mod reload;
 mod replicas;
 mod retention;
@@ -89,6 +90,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/approvals/{id}"),
     ("GET", "/api/grants"),
     ("DELETE", "/api/grants/{id}"),
+    ("POST", "/api/grants/{id}/promote"),
     ("GET", "/api/policy"),
     ("POST", "/api/tokens"),
     ("GET", "/api/tokens"),
@@ -151,6 +153,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/tokens", post(roles::create).get(roles::list))
         .route("/api/tokens/{name}", delete(roles::revoke))
         .route("/api/grants/{id}", delete(grants::revoke))
+        .route("/api/grants/{id}/promote", post(grants::promote))
         .route("/api/events", get(events::all))
         .route("/api/sessions/{id}/events", get(events::of_session))
         .route("/api/audit", get(events::audit))

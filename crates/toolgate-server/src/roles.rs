@@ -88,6 +88,8 @@ const LEAST: &[(&str, &str, Role)] = &[
     ("DELETE", "/api/sessions/{id}/taint", Role::Approver),
     ("GET", "/api/grants", Role::Approver),
     ("DELETE", "/api/grants/{id}", Role::Approver),
+    // The rule decides what the grant (an approver's) decided, and no more.
+    ("POST", "/api/grants/{id}/promote", Role::Approver),
     ("GET", "/api/events", Role::Approver),
     ("GET", "/api/audit", Role::Approver),
     ("GET", "/api/decisions", Role::Approver),

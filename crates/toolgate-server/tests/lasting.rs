@@ -416,3 +416,100 @@ async fn an_always_deny_covers_the_part_of_a_compound_command_that_asked() {
     );
     assert_ne!(body["layer"], "grant", "{body}");
 }
+
+/// The page's "Make a rule": `POST /api/grants/{id}/promote` shows the rule a workspace grant
+/// amounts to, in the workspace's policy file, as a diff; with `write` (an approver's) the file
+/// is written, with the call that made the grant as its example, and the grant revoked; the log
+/// says who. A grant no file can take is refused and nothing written.
+#[tokio::test]
+async fn a_grant_is_made_a_rule_through_the_daemon() {
+    let places = tempfile::tempdir().unwrap();
+    let app = workspace(&places, "app");
+    let moved = Moved::default();
+    let daemon = open(tempfile::tempdir().unwrap(), &moved).await;
+    let (_, body) = decide(&daemon, call("git push origin main", "s1", Some(&app))).await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let (status, reply) = answer(
+        &daemon,
+        &id,
+        json!({"decision": "allow-always", "scope": "workspace"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let grant = reply["grants"][0]["id"].as_str().unwrap().to_owned();
+    let promote = format!("/api/grants/{grant}/promote");
+    let file = app.join(".toolgate/policy.toml");
+
+    let (status, shown) = daemon.call("POST", &promote, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{shown}");
+    assert_eq!(shown["file"], json!(file));
+    assert_eq!(shown["written"], false);
+    assert_eq!(shown["example"], true);
+    let diff = shown["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("+decision = \"allow\"") && diff.contains("+command = [[\"git\", \"push\"]]"),
+        "{diff}"
+    );
+    assert!(!file.exists(), "shown, not written");
+    // An agent may not; an approver (who made the grant) may.
+    let agent = daemon.token_for("an-agent", "agent").await;
+    let (status, _) = daemon
+        .call_as(&agent, "POST", &promote, Some(json!({"write": true})))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let approver = daemon.token_for("alice", "approver").await;
+    let (status, _) = daemon
+        .call("POST", &promote, Some(json!({"write": "yes"})))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    let (status, written) = daemon
+        .call_as(
+            &approver,
+            "POST",
+            &promote,
+            Some(json!({"write": true, "by": "bob"})),
+        )
+        .await;
+    assert_eq!(
+        (status, &written["written"]),
+        (StatusCode::OK, &json!(true)),
+        "{written}"
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.contains("git push origin main") && text.contains("[[rule]]"),
+        "the call that made the grant is the rule's example: {text}"
+    );
+    toolgate_policy::Policy::from_toml("p.toml", &text).expect("the written policy loads");
+    let (_, grants) = daemon.call("GET", "/api/grants", None).await;
+    assert_eq!(grants["grants"], json!([]), "{grants}");
+    let (_, log) = daemon
+        .call("GET", "/api/audit?type=grant_revoked", None)
+        .await;
+    assert_eq!(
+        log["events"][0]["actor"], "alice",
+        "the token's name: {log}"
+    );
+    assert_eq!(log["events"][0]["promoted"], json!(file));
+    let (status, _) = daemon.call("POST", &promote, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "revoked");
+
+    // A session's grant, in a session that names no workspace: no file to take it.
+    let (_, body) = decide(&daemon, call("git push origin main", "s2", None)).await;
+    let id = body["id"].as_str().unwrap().to_owned();
+    let (_, reply) = answer(&daemon, &id, json!({"decision": "allow-always"})).await;
+    let grant = reply["grants"][0]["id"].as_str().unwrap().to_owned();
+    let (status, refused) = daemon
+        .call(
+            "POST",
+            &format!("/api/grants/{grant}/promote"),
+            Some(json!({"write": true})),
+        )
+        .await;
+    assert_eq!(
+        (status, &refused["error"]["code"]),
+        (StatusCode::CONFLICT, &json!("not_promotable")),
+        "{refused}"
+    );
+}

@@ -38,6 +38,7 @@ fn least(method: &str, path: &str) -> &'static str {
         )
         | ("POST", "/api/approvals/{id}" | "/api/sessions/{id}/approve")
         | ("DELETE", "/api/grants/{id}" | "/api/sessions/{id}/taint")
+        | ("POST", "/api/grants/{id}/promote")
         | ("POST", "/agents/{agent}/sessions/{session}/branches/{branch}/responses") => "approver",
         _ => "admin",
     }

@@ -672,56 +672,13 @@ pub(crate) fn change(
 }
 
 /// Writes the new text (a backup of the old file first, when there was one: `before`), or
-/// removes the file.
+/// removes the file (see `toolgate_server::promote::replace_file`).
 pub(crate) fn replace_file(
     path: &Path,
     before: Option<&str>,
     after: Option<&str>,
 ) -> Result<(), Failure> {
-    // A settings file that is a link (dotfiles kept in a repository) is written where it
-    // leads: the link stays a link.
-    let resolved;
-    let path = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            resolved = std::fs::canonicalize(path).map_err(|e| {
-                Failure::Message(format!("error: cannot follow {}: {e}", path.display()))
-            })?;
-            resolved.as_path()
-        }
-        _ => path,
-    };
-    let fail = |what: &str, e: std::io::Error| {
-        Failure::Message(format!("error: cannot {what} {}: {e}", path.display()))
-    };
-    let backup = path.with_file_name(format!(
-        "{}.toolgate.bak",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    let Some(text) = after else {
-        // Only toolgate's entry was in it: nothing to back up. The folder goes too when the
-        // file was all it held (toolgate made both).
-        std::fs::remove_file(path).map_err(|e| fail("remove", e))?;
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::remove_dir(dir);
-        }
-        return Ok(());
-    };
-    if before.is_some() {
-        std::fs::copy(path, &backup).map_err(|e| fail("back up", e))?;
-    }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
-    // Written beside, then renamed over: the agent never reads half a file.
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| fail("write", e))?;
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.as_file().sync_all())
-        .map_err(|e| fail("write", e))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        std::fs::set_permissions(file.path(), meta.permissions())
-            .map_err(|e| fail("keep the permissions of", e))?;
-    }
-    file.persist(path).map_err(|e| fail("write", e.error))?;
-    Ok(())
+    toolgate_server::promote::replace_file(path, before.is_some(), after).map_err(Failure::Message)
 }
 
 fn settings_of(target: &TargetArgs) -> Result<Settings, Failure> {

@@ -33,6 +33,8 @@ fn a_person_answers_on_the_page_and_the_waiting_call_proceeds() {
     let policy = folder.path().join("policy.toml");
     std::fs::copy(root().join("examples/policy.toml"), &policy).unwrap();
     let daemon = DaemonProcess::start_with_policy(data.path(), policy.to_str().unwrap(), &[]);
+    // A workspace whose policy the page's "Make a rule" writes.
+    let workspace = tempfile::tempdir().unwrap();
     let mut node = Command::new("node")
         .arg("page.mjs")
         .current_dir(root().join("tests/browser"))
@@ -40,6 +42,10 @@ fn a_person_answers_on_the_page_and_the_waiting_call_proceeds() {
         .env("TOOLGATE_LOGIN", &daemon.login)
         .env("TOOLGATE_TOKEN", daemon.token())
         .env("TOOLGATE_POLICY_FILE", &policy)
+        .env(
+            "TOOLGATE_WORKSPACE",
+            workspace.path().canonicalize().unwrap(),
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
