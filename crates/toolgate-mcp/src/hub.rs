@@ -49,6 +49,8 @@ pub enum Routed {
     },
     /// Withdraw the daemon's request with this id.
     Withdraw(String),
+    /// Tell the daemon this call's result came into its session (see [`Out::Report`]).
+    Report(Box<toolgate_policy::Call>),
     /// Answer the daemon's request with this id, as a person did elsewhere (an ACP editor's
     /// person): the daemon records it, and its waiter hears the verdict.
     Answer {
@@ -235,6 +237,7 @@ impl Hub {
                     call,
                 }),
                 Out::Withdraw(request) => routed.push(Routed::Withdraw(request)),
+                Out::Report(call) => routed.push(Routed::Report(call)),
             }
         }
         routed

@@ -109,6 +109,9 @@ pub enum Out {
     },
     /// Withdraw the daemon's pending request with this id: nobody waits for its answer.
     Withdraw(String),
+    /// Tell the daemon the result of this call (one it allowed) came back to the client, into
+    /// the call's session: a result from a server the policy does not trust taints it.
+    Report(Box<Call>),
 }
 
 /// The gate between one client and one server: what each frame becomes. It remembers which
@@ -118,6 +121,9 @@ pub struct Gate {
     options: Options,
     /// The ids (as JSON text) of the client's `tools/list` requests not yet answered.
     listing: HashSet<String>,
+    /// The calls the daemon allowed whose results are awaited, by id (as JSON text): each
+    /// result is reported to the daemon (its session's taint).
+    reporting: HashMap<String, Call>,
     /// The id of the client's `initialize`, until the server answers it.
     initializing: Option<String>,
     /// The client's name from `initialize` (`clientInfo.name`).
@@ -203,6 +209,7 @@ impl Gate {
         Gate {
             options,
             listing: HashSet::new(),
+            reporting: HashMap::new(),
             initializing: None,
             client: None,
             protocol: None,
@@ -385,7 +392,7 @@ impl Gate {
         }
         // Nothing of the server's is changed now (no listing or initialization is awaited): a
         // well-formed object is relayed as written, checked without building it.
-        if self.listing.is_empty() && self.initializing.is_none() {
+        if self.listing.is_empty() && self.initializing.is_none() && self.reporting.is_empty() {
             let object = line.trim_start().starts_with('{')
                 && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok();
             return if object {
@@ -413,6 +420,15 @@ impl Gate {
                 .and_then(|r| r.get("protocolVersion"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
+        }
+        if let Some(call) = self.reporting.remove(&id) {
+            // A result (not an error) came into the client's session.
+            let reported = message.contains_key("result");
+            let mut outs = vec![Out::ToClient(line.to_owned())];
+            if reported {
+                outs.push(Out::Report(Box::new(call)));
+            }
+            return outs;
         }
         if !self.listing.remove(&id) {
             return vec![Out::ToClient(line.to_owned())];
@@ -969,6 +985,7 @@ impl Gate {
                 resource,
                 request: None,
                 question: None,
+                call: call.clone(),
             },
         );
         vec![Out::ToDaemon {
@@ -1029,7 +1046,15 @@ impl Gate {
             outs.push(Out::ToClient(daemon::page_done(id).to_string()));
         }
         outs.push(match verdict.decision {
-            Some(Decision::Allow) => Out::ToServer(deciding.line),
+            Some(Decision::Allow) => {
+                // Its result is told to the daemon when it comes (bounded: past the most
+                // awaited, a result goes untold — the session stays as the daemon has it).
+                if self.options.session.is_some() && self.reporting.len() < MAX_WAITING {
+                    self.reporting
+                        .insert(deciding.call_id.to_string(), deciding.call);
+                }
+                Out::ToServer(deciding.line)
+            }
             Some(Decision::Deny) => {
                 self.refused(&deciding.call_id, deciding.resource, &verdict.reason)
             }
@@ -1104,6 +1129,7 @@ impl Gate {
         }
         outs.extend(self.abandon_all());
         self.listing.clear();
+        self.reporting.clear();
         self.initializing = None;
         outs
     }
@@ -1460,6 +1486,43 @@ mod tests {
             decision,
             reason: reason.into(),
             body: Value::Null,
+        }
+    }
+
+    /// A call the daemon allowed: its result is reported to the daemon (into the gateway's
+    /// session) once it reaches the client; an error is not a result; without a session,
+    /// nothing is reported.
+    #[test]
+    fn with_the_daemon_the_results_of_allowed_calls_are_reported() {
+        for session in [Some("mcp-s"), None] {
+            let mut gate = daemon_gate(false);
+            gate.options.session = session.map(str::to_owned);
+            let call_line = |id: u64| {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"ok","arguments":{{}}}}}}"#
+                )
+            };
+            for id in [1, 2] {
+                let (key, _) = to_daemon(&gate.from_client(&call_line(id)));
+                let outs = gate.decided(key, &verdict(Some(Decision::Allow), "fine"));
+                assert_eq!(outs, [Out::ToServer(call_line(id))]);
+            }
+            let result = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+            let outs = gate.from_server(result);
+            match session {
+                Some(_) => {
+                    let [Out::ToClient(text), Out::Report(call)] = outs.as_slice() else {
+                        panic!("{outs:?}")
+                    };
+                    assert_eq!(text, result);
+                    assert_eq!(call.tool, "ok");
+                }
+                None => assert_eq!(outs, [Out::ToClient(result.to_owned())]),
+            }
+            // Reported once; an error reports nothing.
+            assert_eq!(gate.from_server(result), [Out::ToClient(result.to_owned())]);
+            let error = r#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}"#;
+            assert_eq!(gate.from_server(error), [Out::ToClient(error.to_owned())]);
         }
     }
 

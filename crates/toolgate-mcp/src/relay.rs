@@ -194,6 +194,7 @@ fn routed(outs: Vec<Out>) -> Vec<Routed> {
                 call,
             },
             Out::Withdraw(request) => Routed::Withdraw(request),
+            Out::Report(call) => Routed::Report(call),
         })
         .collect()
 }
@@ -357,6 +358,12 @@ impl<S: Switch> Shared<S> {
                     if let Some(daemon) = self.daemon.clone() {
                         // Not awaited: the page learns it as soon as the daemon does.
                         tokio::task::spawn_blocking(move || daemon.withdraw(&request));
+                    }
+                }
+                Routed::Report(call) => {
+                    if let Some(daemon) = self.daemon.clone() {
+                        // Not awaited: the result is the client's already.
+                        tokio::task::spawn_blocking(move || daemon.report(&call));
                     }
                 }
                 Routed::Answer {

@@ -147,16 +147,15 @@ pub(crate) async fn results(
                 .sources
                 .get(was)
                 .map(|source| {
-                    let mut fields = json!({
-                        "session": id,
-                        "action": call.tool,
-                        "source": source,
-                        "reason": source.to_string(),
-                    });
+                    let mut fields = serde_json::Map::new();
+                    fields.insert("session".into(), json!(id));
+                    fields.insert("action".into(), json!(call.tool));
+                    fields.insert("source".into(), json!(source));
+                    fields.insert("reason".into(), json!(source.to_string()));
                     if let Some(call_id) = &call_id {
-                        fields["tool_call_id"] = json!(call_id);
+                        fields.insert("tool_call_id".into(), json!(call_id));
                     }
-                    EventRecord::new("session_tainted", fields)
+                    EventRecord::new("session_tainted", Value::Object(fields))
                 })
                 .into_iter()
                 .collect(),

@@ -194,6 +194,17 @@ impl Daemon for DaemonClient {
     fn page(&self) -> String {
         format!("http://{}/", self.client.host())
     }
+
+    fn report(&self, call: &Call) {
+        let Some(session) = call.context.session.as_deref() else {
+            return;
+        };
+        if let Err(why) = self.report_result(session, call, None) {
+            eprintln!(
+                "toolgate: the daemon was not told of a result (its session's taint may miss it): {why}"
+            );
+        }
+    }
 }
 
 /// How long a call may wait for a person, as given in seconds (0 to an hour).

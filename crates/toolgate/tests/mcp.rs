@@ -550,6 +550,27 @@ fn with_the_daemon_its_page_asks_and_its_grants_apply() {
         json!({"path": format!("{ws_text}/src/main.rs")}),
     );
     assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+    // Its result came from a server the policy does not trust: the gateway's session is
+    // tainted by it, in the daemon.
+    let started = std::time::Instant::now();
+    let tainted = loop {
+        let (_, sessions) = daemon.http("GET", "/api/sessions", None).unwrap();
+        let found = sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["taint"]["sources"][0]["kind"] == "server")
+            .cloned();
+        if let Some(session) = found {
+            break session;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no session was tainted: {sessions}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(tainted["taint"]["sources"][0]["what"], "fs", "{tainted}");
     let secret = gate.call(
         2,
         "read_text_file",
