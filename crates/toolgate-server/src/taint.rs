@@ -117,6 +117,19 @@ pub(crate) async fn results(
     })?;
     let mut call =
         Call::from_value(given).map_err(|e| ApiError::bad_request("invalid_call", e.message))?;
+    // (The path names the session; a session the call names must still be one.)
+    if call
+        .context
+        .session
+        .as_deref()
+        .is_some_and(|s| !crate::sessions::valid_name(s))
+    {
+        return Err(ApiError::bad_request(
+            "invalid_session_id",
+            "the call's `context.session` is a session id: 1 to 128 ASCII letters, digits and \
+             `-_.:/`",
+        ));
+    }
     crate::sessions::check_workspace(
         call.context.workspace.as_deref(),
         "the call's `context.workspace`",

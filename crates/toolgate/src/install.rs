@@ -149,11 +149,16 @@ impl Settings {
                     )
                 })
                 .collect(),
-            Agent::Gemini => vec![(
-                "BeforeTool",
-                json!({"matcher": "*", "hooks": [{"type": "command", "name": "toolgate",
-                    "command": command, "timeout": 60000}]}),
-            )],
+            Agent::Gemini => std::iter::once("BeforeTool")
+                .chain(reports.then_some("AfterTool"))
+                .map(|event| {
+                    (
+                        event,
+                        json!({"matcher": "*", "hooks": [{"type": "command", "name": "toolgate",
+                            "command": command, "timeout": 60000}]}),
+                    )
+                })
+                .collect(),
             Agent::Cursor => [
                 "beforeShellExecution",
                 "beforeMCPExecution",
@@ -163,10 +168,15 @@ impl Settings {
             .into_iter()
             .map(|event| (event, json!({"command": command, "failClosed": true})))
             .collect(),
-            Agent::Copilot => vec![(
-                "preToolUse",
-                json!({"type": "command", "bash": command, "timeoutSec": 30}),
-            )],
+            Agent::Copilot => std::iter::once("preToolUse")
+                .chain(reports.then_some("postToolUse"))
+                .map(|event| {
+                    (
+                        event,
+                        json!({"type": "command", "bash": command, "timeoutSec": 30}),
+                    )
+                })
+                .collect(),
         }
     }
 

@@ -810,8 +810,10 @@ fn install_and_uninstall_round_trip_on_a_file_with_other_hooks() {
         );
         // A hook that asks the daemon tells it of results too, where the agent has the event.
         assert_eq!(
-            installed.contains("\"PostToolUse\""),
-            matches!(agent, "claude" | "codex"),
+            ["\"PostToolUse\"", "\"AfterTool\"", "\"postToolUse\""]
+                .iter()
+                .any(|event| installed.contains(event)),
+            matches!(agent, "claude" | "codex" | "gemini" | "copilot"),
             "{agent}: {installed}"
         );
         if nested {
@@ -1192,6 +1194,30 @@ fn claude_code_results_taint_the_session_through_the_daemon() {
     assert!(reason.contains("https://evil.example/page"), "{reason}");
     let run = run_hook(&place, "claude", &flags, &upload("s2"));
     assert_eq!(parse("claude", "PreToolUse", &run).0, "allow");
+
+    // Gemini CLI's AfterTool and Copilot's postToolUse report their results too.
+    let gemini = json!({"hook_event_name": "AfterTool", "session_id": "g1", "cwd": ws,
+                        "tool_name": "read_file",
+                        "tool_input": {"file_path": "/etc/hostname"},
+                        "tool_response": {"llmContent": "…"}});
+    let copilot = json!({"hook_event_name": "postToolUse", "sessionId": "c1", "cwd": ws,
+                         "toolName": "web_fetch", "toolArgs": {"url": "https://evil.example/page"},
+                         "toolResult": {"resultType": "success"}});
+    for (agent, input, session, kind) in [
+        ("gemini", gemini, "g1", "file"),
+        ("copilot", copilot, "c1", "fetch"),
+    ] {
+        let run = run_hook(&place, agent, &flags, &input.to_string());
+        assert_eq!(run.code, 0, "{agent}: {}", run.stderr);
+        assert!(!run.stdout.contains("deny"), "{agent}: {}", run.stdout);
+        let (_, session) = daemon
+            .http("GET", &format!("/api/sessions/{session}"), None)
+            .unwrap();
+        assert_eq!(
+            session["taint"]["sources"][0]["kind"], kind,
+            "{agent}: {session}"
+        );
+    }
 
     // Without --daemon, a result is acknowledged and kept nowhere; a daemon that cannot be
     // reached is said on stderr, and the event is not blocked.

@@ -9,7 +9,8 @@
 //!
 //! The reply is `{"permissionDecision": "allow" | "deny" | "ask", "permissionDecisionReason"}`,
 //! exit 0 (`allow` skips Copilot's prompt since 1.0.18, `ask` shows it since 1.0.4); no output
-//! leaves the call to Copilot's own rules. Copilot denies the call when the hook fails and lets
+//! leaves the call to Copilot's own rules. `postToolUse` (with `--daemon`: the daemon is told
+//! the call's result came into the session, which it may taint) gets the empty reply. Copilot denies the call when the hook fails and lets
 //! it through when it times out (30 s unless `timeoutSec` says otherwise).
 
 use std::path::Path;
@@ -30,9 +31,14 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
         });
     match event.as_str() {
         "preToolUse" | "PreToolUse" => {}
-        e @ ("postToolUse"
-        | "PostToolUse"
-        | "sessionStart"
+        // A result came in: with `--daemon` it is reported (refusing would block nothing).
+        e @ ("postToolUse" | "PostToolUse") => {
+            return Ok(match request_of(hook) {
+                Ok(request) => Input::report(e, request, None),
+                Err(_) => Input::acknowledge(e),
+            });
+        }
+        e @ ("sessionStart"
         | "sessionEnd"
         | "userPromptSubmitted"
         | "errorOccurred"
@@ -42,6 +48,11 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
         }
         e => return Ok(Input::unknown("Copilot", e)),
     }
+    Ok(Input::decide("preToolUse", request_of(hook)?))
+}
+
+/// The tool call an input is about.
+fn request_of(hook: &Value) -> Result<Request, String> {
     let name = string(hook, "toolName")
         .or_else(|| string(hook, "tool_name"))
         .ok_or("the hook's input has no `toolName`")?;
@@ -58,10 +69,7 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
         None => (None, name),
     };
     let session = string(hook, "sessionId").or_else(|| string(hook, "session_id"));
-    Ok(Input::decide(
-        "preToolUse",
-        Request::new(tool, args, server, workspace, cwd, session),
-    ))
+    Ok(Request::new(tool, args, server, workspace, cwd, session))
 }
 
 /// `SERVER-TOOL` as the server and its tool, for a server the MCP configuration names (the

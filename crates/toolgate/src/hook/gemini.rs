@@ -7,8 +7,9 @@
 //! The reply is one JSON object, exit 0: `decision` `allow` (no objection: Gemini CLI's own
 //! policy still decides whether it asks), `deny` (the call is not run; the model and the person
 //! read "Tool execution blocked: REASON"), or `ask` (Gemini CLI's confirmation dialog, whatever
-//! its own policy says). `AfterTool` and the other events get `{}`; an event toolgate does not
-//! know is a `deny`. Gemini CLI runs the call when a hook crashes or times out (60 s unless
+//! its own policy says). `AfterTool` (a tool ran: with `--daemon`, the daemon is told its
+//! result came into the session, which it may taint) and the other events get `{}`; an event
+//! toolgate does not know is a `deny`. Gemini CLI runs the call when a hook crashes or times out (60 s unless
 //! the hook's `timeout`, in milliseconds, says otherwise), so toolgate answers every input.
 
 use serde_json::{Value, json};
@@ -33,9 +34,21 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
     let event = string(hook, "hook_event_name").unwrap_or_else(|| "BeforeTool".to_owned());
     match event.as_str() {
         "BeforeTool" => {}
+        // A result came in: reported when the call can be read (refusing would block nothing).
+        "AfterTool" => {
+            return Ok(match request_of(hook) {
+                Ok(request) => Input::report(&event, request, None),
+                Err(_) => Input::acknowledge(&event),
+            });
+        }
         e if ACKNOWLEDGED.contains(&e) => return Ok(Input::acknowledge(e)),
         e => return Ok(Input::unknown("Gemini CLI", e)),
     }
+    Ok(Input::decide(&event, request_of(hook)?))
+}
+
+/// The tool call an input is about.
+fn request_of(hook: &Value) -> Result<Request, String> {
     let name = string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
     let args = super::arguments(hook.get("tool_input"), "tool_input")?;
     let cwd = string(hook, "cwd");
@@ -50,10 +63,7 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
         _ => (None, name),
     };
     let session = string(hook, "session_id");
-    Ok(Input::decide(
-        &event,
-        Request::new(tool, args, server, workspace, cwd, session),
-    ))
+    Ok(Request::new(tool, args, server, workspace, cwd, session))
 }
 
 pub(super) fn reply(event: &str, answer: &Answer) -> Reply {
