@@ -13,17 +13,24 @@
 //!
 //! Denials are ordinary tool results the model reads; [`PermissionMiddleware::interrupt_on_denial`]
 //! ends the turn instead.
+//!
+//! Each completed call's result is noted in its session's taint (the policy's `[taint]`): a
+//! page fetched from a host the policy does not trust, a file read outside the workspace, taints
+//! the session, and while it is, an allow that would send something out asks (layer `taint`,
+//! "once" answers only, no grant answers it; a `session_tainted` event says what tainted it).
+//! The middleware keeps each session's taint for as long as it lives.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolgate_policy::{
     Call, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy, RunOptions,
+    SessionTaint,
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
@@ -35,7 +42,8 @@ use crate::grants::{Effect, ScopeKind};
 use crate::message::{Outcome, ToolCall};
 use crate::messages;
 use crate::middleware::{
-    BatchContext, FunctionContext, HookError, IterationContext, Middleware, Verdict,
+    AfterFunctionContext, BatchContext, FunctionContext, HookError, IterationContext, Middleware,
+    Verdict,
 };
 use crate::state::{MiddlewareState, StateScope};
 use crate::tool::ToolInfo;
@@ -145,7 +153,13 @@ pub struct PermissionMiddleware {
     on_denial: DeniedBehavior,
     grant_scope: ScopeKind,
     denied_message: Option<String>,
+    /// Each session's taint, by session id (at most [`MAX_TAINTED_SESSIONS`]).
+    taints: Mutex<HashMap<String, SessionTaint>>,
 }
+
+/// The most sessions whose taint a middleware keeps; past it, the untainted are forgotten
+/// first, and a new session is not tracked (its calls are decided as the policy says).
+const MAX_TAINTED_SESSIONS: usize = 10_000;
 
 impl fmt::Debug for PermissionMiddleware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -168,6 +182,7 @@ impl PermissionMiddleware {
             on_denial: DeniedBehavior::ReturnToModel,
             grant_scope: ScopeKind::Session,
             denied_message: None,
+            taints: Mutex::new(HashMap::new()),
         }
     }
 
@@ -225,16 +240,15 @@ impl PermissionMiddleware {
         &self.policy
     }
 
-    /// Evaluates a call under the run's options.
-    fn evaluate(
-        &self,
+    /// The call as the policy reads it.
+    fn policy_call(
         run: &RunContext,
         call: &ToolCall,
         args: &Map<String, Value>,
         tool: &ToolInfo,
-    ) -> Evaluation {
+    ) -> Call {
         let config = run.config();
-        let policy_call = Call {
+        Call {
             tool: call.name.clone(),
             args: Value::Object(args.clone()),
             tags: tool.tags.clone(),
@@ -251,7 +265,55 @@ impl PermissionMiddleware {
                 trusted_server: false,
                 choices: None,
             },
+        }
+    }
+
+    /// The session's taint (none: an empty one).
+    fn taint_of(&self, session: &str) -> SessionTaint {
+        self.taints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(session)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Notes a completed call's result in its session's taint; the source, when the result
+    /// newly tainted it.
+    fn note_result(
+        &self,
+        run: &RunContext,
+        call: &ToolCall,
+    ) -> Option<toolgate_policy::TaintSource> {
+        let (Some(tool), Value::Object(args)) = (run.tool(&call.name), &call.arguments) else {
+            return None;
         };
+        let policy_call = Self::policy_call(run, call, args, tool);
+        let at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        let mut taints = self.taints.lock().unwrap_or_else(PoisonError::into_inner);
+        if !taints.contains_key(run.session_id()) && taints.len() >= MAX_TAINTED_SESSIONS {
+            taints.retain(|_, t| t.is_tainted());
+            if taints.len() >= MAX_TAINTED_SESSIONS {
+                return None;
+            }
+        }
+        let taint = taints.entry(run.session_id().to_owned()).or_default();
+        let before = taint.sources.len();
+        self.policy
+            .note_result(taint, &policy_call, &at, Some(&call.id));
+        taint.sources.get(before).cloned()
+    }
+
+    /// Evaluates a call under the run's options, and its session's taint.
+    fn evaluate(
+        &self,
+        run: &RunContext,
+        call: &ToolCall,
+        args: &Map<String, Value>,
+        tool: &ToolInfo,
+    ) -> Evaluation {
+        let policy_call = Self::policy_call(run, call, args, tool);
+        let config = run.config();
         let mut options = RunOptions::default().with_full_access(config.full_access);
         if let Some(mode) = config.mode {
             options = options.with_mode(mode);
@@ -265,7 +327,9 @@ impl PermissionMiddleware {
             }
             None => {}
         }
-        self.policy.evaluate_with(&policy_call, &options)
+        let evaluation = self.policy.evaluate_with(&policy_call, &options);
+        self.policy
+            .under_taint(evaluation, &self.taint_of(run.session_id()))
     }
 
     async fn decide(
@@ -307,8 +371,15 @@ impl PermissionMiddleware {
             ..
         } = judge;
         let grant_cx = run.grant_context();
+        // A taint's ask is a person's to answer: no grant outlasts the look they take.
+        let tainted = evaluation.layer == Layer::Taint;
+        let consulted = if tainted {
+            Ok(Consulted::Open(evaluation.subjects.clone()))
+        } else {
+            stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await
+        };
         // "Always" covers what no grant answers yet (the store failing: all that asked).
-        let open = match stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await {
+        let open = match consulted {
             Ok(Consulted::Answered(stored)) => {
                 let actor = stored.actor();
                 return match stored.effect {
@@ -346,6 +417,7 @@ impl PermissionMiddleware {
         };
 
         let offer = Offer::for_subjects(evaluation, self.grant_scope, &open);
+        let offer = if tainted { offer.once_only() } else { offer };
         let request = PermissionRequest {
             reason: evaluation.reason.to_string(),
             rule: evaluation.rule_name().map(str::to_owned),
@@ -557,5 +629,20 @@ impl Middleware for PermissionMiddleware {
             None => self.decide(cx.run, cx.call, cx.args, cx.tool).await,
         };
         Ok(self.apply(cx, decided))
+    }
+
+    async fn after_function(&self, cx: &mut AfterFunctionContext<'_>) -> Result<(), HookError> {
+        if cx.result.outcome == Outcome::Completed
+            && let Some(source) = self.note_result(cx.run, cx.call)
+        {
+            cx.run.emit_for_call(
+                &cx.call.id,
+                EventKind::Custom {
+                    name: "session_tainted".into(),
+                    data: serde_json::json!({"source": source, "reason": source.to_string()}),
+                },
+            );
+        }
+        Ok(())
     }
 }

@@ -210,6 +210,16 @@ pub(crate) struct Client {
     whence: &'static str,
 }
 
+/// The daemon's data directory as the client arguments find it: `--data-dir`, else the
+/// settings file's.
+pub(crate) fn data_dir(args: &ClientArgs) -> Option<PathBuf> {
+    args.data_dir.clone().or_else(|| {
+        ConfigFile::load_default()
+            .ok()
+            .and_then(|file| file.resolved_data_dir())
+    })
+}
+
 impl Client {
     pub(crate) fn new(args: &ClientArgs) -> Result<Client, Failure> {
         // The daemon's own settings say where it listens and keeps its token.

@@ -702,9 +702,94 @@ fn settings_of(target: &TargetArgs) -> Result<Settings, Failure> {
     Ok(Settings::project(target.agent, &dir))
 }
 
+/// The value of a hook flag (`--name VALUE` or `--name=VALUE`), when given.
+fn flag_value(flags: &[String], name: &str) -> Option<String> {
+    let prefix = format!("{name}=");
+    flags.iter().enumerate().find_map(|(at, flag)| {
+        if flag == name {
+            flags.get(at + 1).cloned()
+        } else {
+            flag.strip_prefix(&prefix).map(str::to_owned)
+        }
+    })
+}
+
+/// A token of the `agent` role for the hook, made at the daemon the hook will ask (the one its
+/// flags name, else the default) and kept in `agent-tokens/AGENT-hook` of that daemon's data
+/// directory (mode 600); a token of that name made before is replaced. Its file.
+fn agent_token(agent: Agent, flags: &[String]) -> Result<PathBuf, Failure> {
+    let client_args = crate::client::ClientArgs {
+        data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
+        url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
+        token_file: None,
+    };
+    let data_dir = crate::client::data_dir(&client_args)
+        .ok_or_else(|| Failure::Message("no data directory".into()))?;
+    let client = crate::client::Client::new(&client_args)?;
+    let name = format!("{}-hook", agent.name());
+    let path = format!("/api/tokens/{}", crate::client::encode(&name));
+    // Made again: only the daemon keeps a token (as its hash), so one made before is replaced.
+    let reply = client.send("DELETE", &path, None)?;
+    if !matches!(reply.status, 204 | 404) {
+        return Err(Failure::Message(reply.error()));
+    }
+    let reply = client.send(
+        "POST",
+        "/api/tokens",
+        Some(&json!({"name": name, "role": "agent"})),
+    )?;
+    let token = match (
+        reply.status,
+        reply.body.get("token").and_then(Value::as_str),
+    ) {
+        (201, Some(token)) => token.to_owned(),
+        _ => return Err(Failure::Message(reply.error())),
+    };
+    let dir = data_dir.join("agent-tokens");
+    let file = dir.join(&name);
+    let fail =
+        |e: std::io::Error| Failure::Message(format!("cannot write {}: {e}", file.display()));
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)?;
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&file)
+            .map_err(fail)?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).map_err(fail)?;
+        writeln!(out, "{token}").map_err(fail)?;
+    }
+    #[cfg(not(unix))]
+    std::fs::write(&file, format!("{token}\n")).map_err(fail)?;
+    Ok(file)
+}
+
 pub(crate) fn install(args: &InstallArgs) -> Result<u8, Failure> {
     let settings = settings_of(&args.target)?;
-    let command = hook_command(settings.agent, &args.hook_flags)?;
+    // A hook that asks the daemon does so with an agent's token (it asks, waits and reports,
+    // and answers nothing), made now when the daemon runs.
+    let mut flags = args.hook_flags.clone();
+    let daemon = flags.iter().any(|f| f == "--daemon");
+    let own_token = flag_value(&flags, "--token-file").is_some();
+    if daemon && !own_token && !args.dry_run {
+        match agent_token(settings.agent, &flags) {
+            Ok(file) => {
+                flags.push("--token-file".into());
+                flags.push(file.display().to_string());
+            }
+            Err(e) => eprintln!(
+                "toolgate: the hook will use the daemon's own token (no agent token could be \
+                 made: {}); run `toolgate install` again once the daemon runs",
+                crate::daemon::failure_text(&e)
+            ),
+        }
+    }
+    let command = hook_command(settings.agent, &flags)?;
     let before = read(&settings.path)?;
     let (after, added) = installed(&settings, before.as_deref(), &command)?;
     let mut out = std::io::stdout().lock();

@@ -1239,4 +1239,63 @@ fn claude_code_results_taint_the_session_through_the_daemon() {
         r#"{"hook_event_name": "PostToolUse"}"#,
     );
     assert_eq!((run.code, run.stdout.trim()), (0, ""), "{}", run.stderr);
+
+    // Installed with --daemon while the daemon runs, the hook gets a token of its own, of the
+    // agent role: it asks and reports with it, and could answer nothing. Installed again, the
+    // token is made again.
+    let install = [
+        "install",
+        "claude",
+        "--",
+        "--daemon",
+        "--url",
+        &url,
+        "--data-dir",
+        &data_dir,
+    ];
+    for _ in 0..2 {
+        let run = toolgate(&place, &install);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        std::fs::remove_file(place.workspace.join(".claude/settings.local.json")).unwrap();
+    }
+    let token_file = data.path().join("agent-tokens/claude-hook");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&token_file).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    let (_, tokens) = daemon.http("GET", "/api/tokens", None).unwrap();
+    let hooks: Vec<&Value> = tokens["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "claude-hook")
+        .collect();
+    assert_eq!(hooks.len(), 1, "{tokens}");
+    assert_eq!(hooks[0]["role"], "agent");
+    let run = toolgate(&place, &install);
+    let settings =
+        std::fs::read_to_string(place.workspace.join(".claude/settings.local.json")).unwrap();
+    assert!(
+        settings.contains(&format!("--token-file {}", token_file.display())),
+        "{settings}\n{}",
+        run.stderr
+    );
+    let with_token = [
+        "--daemon",
+        "--url",
+        &url,
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ];
+    let run = run_hook(&place, "claude", &with_token, &upload("s3"));
+    assert_eq!(
+        parse("claude", "PreToolUse", &run).0,
+        "allow",
+        "{}",
+        run.stderr
+    );
+    let agent = std::fs::read_to_string(&token_file).unwrap();
+    let (status, _) =
+        common::http(&daemon.address, agent.trim(), "GET", "/api/pending", None).unwrap();
+    assert_eq!(status, 403, "an agent's token lists nothing waiting");
 }
