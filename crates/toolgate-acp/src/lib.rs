@@ -227,7 +227,14 @@ pub struct Proxy {
     agent: Option<String>,
     /// The id of the editor's `initialize`, until the agent answers it.
     initializing: Option<String>,
+    /// The tool calls the agent reported and has not finished, by session and tool call id:
+    /// what its `tool_call` and `tool_call_update`s said (`--daemon`: a completed one's result
+    /// is reported to the daemon, into the session's taint).
+    tool_calls: HashMap<(String, String), Map<String, Value>>,
 }
+
+/// The most tool calls of the agent's followed at once (past it, a new one goes unreported).
+const MAX_TOOL_CALLS: usize = 4096;
 
 impl Proxy {
     /// A proxy with these options.
@@ -250,6 +257,7 @@ impl Proxy {
             },
             agent: None,
             initializing: None,
+            tool_calls: HashMap::new(),
         }
     }
 
@@ -330,6 +338,9 @@ impl Proxy {
                         return Vec::new();
                     }
                     self.mode_update(params);
+                    let mut outs = vec![Routed::ToClient(line.to_owned())];
+                    outs.extend(self.tool_call_update(params));
+                    return outs;
                 }
                 vec![Routed::ToClient(line.to_owned())]
             }
@@ -628,6 +639,63 @@ impl Proxy {
         {
             known.mode = Some(mode);
         }
+    }
+
+    /// The agent's `session/update` about a tool call (`--daemon`): what it says is kept with
+    /// the call; a call that completed is reported to the daemon (each of its readings), whose
+    /// session it may taint; a failed one is forgotten.
+    fn tool_call_update(&mut self, params: Option<&Value>) -> Vec<Routed> {
+        if !self.options.daemon {
+            return Vec::new();
+        }
+        let Some(params) = params else {
+            return Vec::new();
+        };
+        let (Some(session), Some(update)) = (
+            params.get("sessionId").and_then(Value::as_str),
+            params.get("update").and_then(Value::as_object),
+        ) else {
+            return Vec::new();
+        };
+        let kind = update.get("sessionUpdate").and_then(Value::as_str);
+        let Some(id) = update.get("toolCallId").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        if !matches!(kind, Some("tool_call" | "tool_call_update"))
+            || !self.sessions.contains_key(session)
+        {
+            return Vec::new();
+        }
+        let key = (session.to_owned(), id.to_owned());
+        if !self.tool_calls.contains_key(&key) && self.tool_calls.len() >= MAX_TOOL_CALLS {
+            return Vec::new();
+        }
+        let known = self.tool_calls.entry(key.clone()).or_default();
+        for field in ["kind", "rawInput", "locations", "_meta"] {
+            if let Some(value) = update.get(field).filter(|v| !v.is_null()) {
+                known.insert(field.to_owned(), value.clone());
+            }
+        }
+        match update.get("status").and_then(Value::as_str) {
+            Some("completed") => {}
+            Some("failed") => {
+                self.tool_calls.remove(&key);
+                return Vec::new();
+            }
+            _ => return Vec::new(),
+        }
+        // (A call of which nothing is known — reported already — says nothing.)
+        let Some(fields) = self.tool_calls.remove(&key).filter(|f| !f.is_empty()) else {
+            return Vec::new();
+        };
+        permission::calls_of_update(&Value::Object(fields))
+            .into_iter()
+            .map(|(tool, args)| {
+                let mut call = Call::new(&tool).with_args(args);
+                call.context = self.context(session);
+                Routed::Report(Box::new(call))
+            })
+            .collect()
     }
 
     /// The agent's `session/update`: a mode it switched to, if it is one of toolgate's.
@@ -2177,6 +2245,61 @@ mod tests {
             reason: "toolgate (rule): because".into(),
             body: Value::Null,
         }
+    }
+
+    /// With the daemon, a tool call the agent reports as completed is reported to the daemon,
+    /// each of its readings in the session's context (its taint); a failed one is not; what its
+    /// updates said is joined to what it said first; the editor sees every update as sent.
+    #[test]
+    fn with_the_daemon_a_completed_tool_calls_result_is_reported() {
+        let (mut proxy, _dir) = daemon_proxy();
+        let update = |update: Value| {
+            json!({"jsonrpc": "2.0", "method": "session/update",
+                   "params": {"sessionId": "s", "update": update}})
+            .to_string()
+        };
+        let started = update(json!({"sessionUpdate": "tool_call", "toolCallId": "t1",
+                                    "title": "Fetch", "kind": "fetch", "status": "pending"}));
+        assert_eq!(
+            proxy.from_agent(&started),
+            [Routed::ToClient(started.clone())]
+        );
+        let input = update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                                  "rawInput": {"url": "https://evil.example/page"}}),
+        );
+        assert_eq!(proxy.from_agent(&input), [Routed::ToClient(input.clone())]);
+        let done = update(
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                                 "status": "completed"}),
+        );
+        let outs = proxy.from_agent(&done);
+        let [Routed::ToClient(relayed), Routed::Report(call)] = outs.as_slice() else {
+            panic!("{outs:?}")
+        };
+        assert_eq!(relayed, &done);
+        assert_eq!(call.tool, "acp/fetch");
+        assert_eq!(call.args["url"], "https://evil.example/page");
+        assert_eq!(call.context.session.as_deref(), Some("s"));
+        // Reported once; a failed call and an unknown session's are not.
+        assert_eq!(proxy.from_agent(&done), [Routed::ToClient(done.clone())]);
+        let failed = update(json!({"sessionUpdate": "tool_call", "toolCallId": "t2",
+                                   "kind": "fetch", "rawInput": {"url": "https://x.example/"},
+                                   "status": "failed"}));
+        assert_eq!(
+            proxy.from_agent(&failed),
+            [Routed::ToClient(failed.clone())]
+        );
+        // Without the daemon, nothing is reported.
+        let (mut alone, _dir) = proxy_for_reports();
+        let outs = alone.from_agent(&update(json!({"sessionUpdate": "tool_call",
+            "toolCallId": "t3", "kind": "fetch", "rawInput": {"url": "https://evil.example/"},
+            "status": "completed"})));
+        assert_eq!(outs.len(), 1, "{outs:?}");
+    }
+
+    fn proxy_for_reports() -> (Proxy, tempfile::TempDir) {
+        proxy("mode = \"approve-all\"")
     }
 
     #[test]

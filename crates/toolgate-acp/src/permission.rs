@@ -87,20 +87,53 @@ pub(crate) fn calls_of(request: &RequestPermissionRequest) -> Vec<(String, Value
         .as_ref()
         .and_then(|meta| meta.get("claudeCode"))
         .and_then(|c| c.get("toolName"))
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty() && !name.starts_with("acp/"));
-    let mut calls = Vec::new();
-    if let (Some(name), Value::Object(_)) = (named, &raw) {
-        calls.push((name.to_owned(), raw.clone()));
-    }
-    let kind = kind_name(fields.kind.as_ref());
-    let mut args = Map::new();
+        .and_then(Value::as_str);
     let paths: Vec<Value> = fields
         .locations
         .iter()
         .flatten()
         .map(|l| Value::String(l.path.to_string_lossy().into_owned()))
         .collect();
+    calls_in(kind_name(fields.kind.as_ref()), &raw, paths, named)
+}
+
+/// The calls a tool call the agent reports (`session/update`'s `tool_call`, with what its
+/// `tool_call_update`s added) is about, read as [`calls_of`] reads a permission request's.
+pub(crate) fn calls_of_update(update: &Value) -> Vec<(String, Value)> {
+    let raw = update.get("rawInput").cloned().unwrap_or(Value::Null);
+    let named = update
+        .get("_meta")
+        .and_then(|meta| meta.get("claudeCode"))
+        .and_then(|c| c.get("toolName"))
+        .and_then(Value::as_str);
+    let paths: Vec<Value> = update
+        .get("locations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| l.get("path").filter(|p| p.is_string()).cloned())
+        .collect();
+    let kind = update
+        .get("kind")
+        .cloned()
+        .and_then(|k| serde_json::from_value::<ToolKind>(k).ok());
+    calls_in(kind_name(kind.as_ref()), &raw, paths, named)
+}
+
+/// The calls of a tool call of kind `kind`, with raw input `raw`, at `paths`, named `named` by
+/// the agent (see [`calls_of`]).
+fn calls_in(
+    kind: &str,
+    raw: &Value,
+    paths: Vec<Value>,
+    named: Option<&str>,
+) -> Vec<(String, Value)> {
+    let named = named.filter(|name| !name.is_empty() && !name.starts_with("acp/"));
+    let mut calls = Vec::new();
+    if let (Some(name), Value::Object(_)) = (named, raw) {
+        calls.push((name.to_owned(), raw.clone()));
+    }
+    let mut args = Map::new();
     if !paths.is_empty() {
         args.insert("paths".into(), Value::Array(paths));
     }
