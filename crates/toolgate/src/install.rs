@@ -714,10 +714,34 @@ fn flag_value(flags: &[String], name: &str) -> Option<String> {
     })
 }
 
-/// A token of the `agent` role for the hook, made at the daemon the hook will ask (the one its
-/// flags name, else the default) and kept in `agent-tokens/AGENT-hook` of that daemon's data
+/// `flags` of a command that asks the daemon (`--daemon`), with `--token-file` naming a token
+/// of the `agent` role made for it now as `name` (see [`agent_token`]), unless they name one
+/// already; when none can be made (no daemon runs), the flags as they are, and why said on
+/// stderr.
+pub(crate) fn with_agent_token(name: &str, flags: &[String]) -> Vec<String> {
+    let mut flags = flags.to_vec();
+    let daemon = flags.iter().any(|f| f == "--daemon");
+    if !daemon || flag_value(&flags, "--token-file").is_some() {
+        return flags;
+    }
+    match agent_token(name, &flags) {
+        Ok(file) => {
+            flags.push("--token-file".into());
+            flags.push(file.display().to_string());
+        }
+        Err(e) => eprintln!(
+            "toolgate: `{name}` will use the daemon's own token (no agent token could be made: \
+             {}); run this again once the daemon runs",
+            crate::daemon::failure_text(&e)
+        ),
+    }
+    flags
+}
+
+/// A token of the `agent` role named `name`, made at the daemon the flags name (`--url`,
+/// `--data-dir`, else the default) and kept in `agent-tokens/NAME` of that daemon's data
 /// directory (mode 600); a token of that name made before is replaced. Its file.
-fn agent_token(agent: Agent, flags: &[String]) -> Result<PathBuf, Failure> {
+fn agent_token(name: &str, flags: &[String]) -> Result<PathBuf, Failure> {
     let client_args = crate::client::ClientArgs {
         data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
         url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
@@ -726,8 +750,7 @@ fn agent_token(agent: Agent, flags: &[String]) -> Result<PathBuf, Failure> {
     let data_dir = crate::client::data_dir(&client_args)
         .ok_or_else(|| Failure::Message("no data directory".into()))?;
     let client = crate::client::Client::new(&client_args)?;
-    let name = format!("{}-hook", agent.name());
-    let path = format!("/api/tokens/{}", crate::client::encode(&name));
+    let path = format!("/api/tokens/{}", crate::client::encode(name));
     // Made again: only the daemon keeps a token (as its hash), so one made before is replaced.
     let reply = client.send("DELETE", &path, None)?;
     if !matches!(reply.status, 204 | 404) {
@@ -746,7 +769,7 @@ fn agent_token(agent: Agent, flags: &[String]) -> Result<PathBuf, Failure> {
         _ => return Err(Failure::Message(reply.error())),
     };
     let dir = data_dir.join("agent-tokens");
-    let file = dir.join(&name);
+    let file = dir.join(name);
     let fail =
         |e: std::io::Error| Failure::Message(format!("cannot write {}: {e}", file.display()));
     std::fs::create_dir_all(&dir).map_err(fail)?;
@@ -773,22 +796,11 @@ pub(crate) fn install(args: &InstallArgs) -> Result<u8, Failure> {
     let settings = settings_of(&args.target)?;
     // A hook that asks the daemon does so with an agent's token (it asks, waits and reports,
     // and answers nothing), made now when the daemon runs.
-    let mut flags = args.hook_flags.clone();
-    let daemon = flags.iter().any(|f| f == "--daemon");
-    let own_token = flag_value(&flags, "--token-file").is_some();
-    if daemon && !own_token && !args.dry_run {
-        match agent_token(settings.agent, &flags) {
-            Ok(file) => {
-                flags.push("--token-file".into());
-                flags.push(file.display().to_string());
-            }
-            Err(e) => eprintln!(
-                "toolgate: the hook will use the daemon's own token (no agent token could be \
-                 made: {}); run `toolgate install` again once the daemon runs",
-                crate::daemon::failure_text(&e)
-            ),
-        }
-    }
+    let flags = if args.dry_run {
+        args.hook_flags.clone()
+    } else {
+        with_agent_token(&format!("{}-hook", settings.agent.name()), &args.hook_flags)
+    };
     let command = hook_command(settings.agent, &flags)?;
     let before = read(&settings.path)?;
     let (after, added) = installed(&settings, before.as_deref(), &command)?;

@@ -416,17 +416,20 @@ pub(crate) fn run(args: &ImportArgs) -> Result<u8, Failure> {
         .and_then(|p| p.canonicalize())
         .map_err(|e| Failure::Message(format!("error: cannot find toolgate's own binary: {e}")))?;
     let exe = exe.to_string_lossy();
-    let (after, outcomes) = if args.client == Client::Codex {
-        toml_imported(&path, &before, &exe, &args.flags, args.undo)?
+    // Gateways that ask the daemon do so with an agent's token of their own.
+    let flags = if args.dry_run || args.undo {
+        args.flags.clone()
     } else {
-        json_imported(
-            &path,
-            &before,
-            args.client.key(),
-            &exe,
-            &args.flags,
-            args.undo,
-        )?
+        let client = args
+            .client
+            .to_possible_value()
+            .map_or_else(|| "client".to_owned(), |v| v.get_name().to_owned());
+        crate::install::with_agent_token(&format!("{client}-mcp"), &args.flags)
+    };
+    let (after, outcomes) = if args.client == Client::Codex {
+        toml_imported(&path, &before, &exe, &flags, args.undo)?
+    } else {
+        json_imported(&path, &before, args.client.key(), &exe, &flags, args.undo)?
     };
     if outcomes.is_empty() {
         writeln!(out, "{} configures no MCP servers", path.display())?;

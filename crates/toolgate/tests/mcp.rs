@@ -703,6 +703,39 @@ fn with_the_daemon_its_page_asks_and_its_grants_apply() {
     );
     pending(&daemon, 0);
     assert!(!ws.join("docs/c.md").exists() && !ws.join("docs/d.md").exists());
+
+    // A client's servers imported to ask the daemon do so with an agent's token of their own.
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ws.join(".mcp.json"),
+        json!({"mcpServers": {"fs": {"command": program, "args": [ws_text]}}}).to_string(),
+    )
+    .unwrap();
+    let data_dir = data.path().display().to_string();
+    let output = Command::new(BIN)
+        .args(["mcp", "import", "claude", "--", "--daemon", "--url", &url])
+        .args(["--data-dir", &data_dir])
+        .current_dir(&ws)
+        .env("HOME", home.path())
+        .env_remove("TOOLGATE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let wrapped = std::fs::read_to_string(ws.join(".mcp.json")).unwrap();
+    let token_file = data.path().join("agent-tokens/claude-mcp");
+    assert!(
+        wrapped.contains(&*token_file.to_string_lossy()),
+        "{wrapped}"
+    );
+    let (_, tokens) = daemon.http("GET", "/api/tokens", None).unwrap();
+    assert!(
+        tokens["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "claude-mcp" && t["role"] == "agent"),
+        "{tokens}"
+    );
 }
 
 /// The names of the tools a `tools/list` answer offers.
