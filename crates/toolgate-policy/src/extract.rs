@@ -368,6 +368,16 @@ impl Policy {
                 }
             }
         }
+        for pointer in &profile.url_texts {
+            for value in pointer.values(args) {
+                if let Some(text) = value.as_str() {
+                    let source = format!("{} (a URL in its text)", pointer.text);
+                    for url in urls_in_text(text) {
+                        out.push(Subject::url(url_subject(url, &source, false)));
+                    }
+                }
+            }
+        }
         if out.is_empty() {
             out.push(Subject::Call);
         }
@@ -1020,5 +1030,74 @@ mod tests {
         assert!(excerpt.starts_with("ls é é") && excerpt.ends_with('…'));
         let exact = "x".repeat(160);
         assert_eq!(source_excerpt(&exact), exact.as_str());
+    }
+}
+
+/// The `http://` and `https://` URLs in free text (any case), each up to the first space,
+/// quote, bracket or angle bracket, without the punctuation that ends a sentence after it
+/// (`see https://docs.rs/x.` names `https://docs.rs/x`).
+pub(crate) fn urls_in_text(text: &str) -> Vec<&str> {
+    let lower = text.to_ascii_lowercase();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(found) = ["http://", "https://"]
+        .iter()
+        .filter_map(|scheme| lower.get(at..)?.find(scheme))
+        .min()
+    {
+        let start = at + found;
+        let rest = text.get(start..).unwrap_or_default();
+        let len = rest
+            .find(|c: char| {
+                c.is_whitespace()
+                    || matches!(
+                        c,
+                        '"' | '\'' | '`' | '<' | '>' | '(' | ')' | '[' | ']' | '{' | '}'
+                    )
+            })
+            .unwrap_or(rest.len());
+        let url = rest
+            .get(..len)
+            .unwrap_or_default()
+            .trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        if url.len() > "https://".len() || (url.len() > "http://".len() && !url.ends_with('/')) {
+            out.push(url);
+        }
+        at = start + len.max(1);
+    }
+    out
+}
+
+#[cfg(test)]
+mod url_text_tests {
+    use super::urls_in_text;
+
+    #[test]
+    fn urls_are_found_in_free_text() {
+        assert_eq!(
+            urls_in_text(
+                "Summarise https://docs.rs/serde. Then (HTTP://x.example/a?b=1), 'https://y.example/z'!"
+            ),
+            [
+                "https://docs.rs/serde",
+                "HTTP://x.example/a?b=1",
+                "https://y.example/z"
+            ]
+        );
+        assert_eq!(
+            urls_in_text("no links, just http:// and https://"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            urls_in_text("[docs](https://docs.python.org/3/) and <http://169.254.169.254/latest>"),
+            [
+                "https://docs.python.org/3/",
+                "http://169.254.169.254/latest"
+            ]
+        );
+        assert_eq!(
+            urls_in_text("é https://ü.example/ü"),
+            ["https://ü.example/ü"]
+        );
     }
 }

@@ -1159,6 +1159,7 @@ impl Walker<'_> {
             command_env,
             cwd,
             urls,
+            url_texts: Vec::new(),
             revisions: Vec::new(),
             options_guard,
             optional,

@@ -154,6 +154,9 @@ pub(crate) struct Profile {
     pub(crate) cwd: Vec<Pointer>,
     /// Arguments that are URLs.
     pub(crate) urls: Vec<Pointer>,
+    /// Arguments of free text whose `http(s)://` URLs the tool fetches (Gemini CLI's
+    /// `web_fetch` fetches the URLs its `prompt` names): each URL in the text is one.
+    pub(crate) url_texts: Vec<Pointer>,
     /// Arguments that are git revisions: `REV:PATH` reads `PATH` as it was in `REV`.
     pub(crate) revisions: Vec<Pointer>,
     /// Any string argument starting with `-` is option injection.
@@ -177,13 +180,17 @@ impl Profile {
             .chain(&self.searched)
             .chain(&self.patches)
             .chain(&self.urls)
+            .chain(&self.url_texts)
             .chain(&self.revisions)
             .chain(&self.command)
     }
 
     /// Whether the profile says where any resource is.
     pub(crate) fn has_resources(&self) -> bool {
-        self.names_paths() || self.command.is_some() || !self.urls.is_empty()
+        self.names_paths()
+            || self.command.is_some()
+            || !self.urls.is_empty()
+            || !self.url_texts.is_empty()
     }
 
     /// Whether the profile says where paths are (the files it reads or writes, or the folder it
@@ -210,6 +217,7 @@ struct Builtin {
     command_env: Option<&'static str>,
     cwd: &'static [&'static str],
     urls: &'static [&'static str],
+    url_texts: &'static [&'static str],
     revisions: &'static [&'static str],
     options_guard: bool,
     optional: bool,
@@ -228,6 +236,7 @@ const NONE: Builtin = Builtin {
     command_env: None,
     cwd: &[],
     urls: &[],
+    url_texts: &[],
     revisions: &[],
     options_guard: false,
     optional: false,
@@ -655,7 +664,9 @@ const BUILTIN: &[Builtin] = &[
         family: "agents",
         // Fetch tools with a URL argument: Cline's `web_fetch`, Copilot CLI's, Cursor's,
         // Windsurf's `read_url_content`, Cline's `browser_action`, OpenHands' `browser_navigate`,
-        // Copilot's `fetch_webpage` (`urls`).
+        // Copilot's `fetch_webpage` (`urls`). Gemini CLI's `web_fetch` takes only a `prompt`
+        // that names the URLs (up to 20) it fetches (gemini-cli
+        // `packages/core/src/tools/web-fetch.ts`, `WebFetchToolParams`): each is one.
         names: &[
             "web_fetch",
             "read_url_content",
@@ -666,6 +677,7 @@ const BUILTIN: &[Builtin] = &[
         ],
         access: Access::Network,
         urls: &["/url", "/Url", "/urls/*"],
+        url_texts: &["/prompt"],
         ..NONE
     },
     Builtin {
@@ -814,6 +826,7 @@ pub(crate) fn builtin_profiles() -> Vec<Profile> {
                 command_env: b.command_env.and_then(|p| Pointer::new(p).ok()),
                 cwd: pointers(b.cwd),
                 urls: pointers(b.urls),
+                url_texts: pointers(b.url_texts),
                 revisions: pointers(b.revisions),
                 options_guard: b.options_guard,
                 optional: b.optional,
