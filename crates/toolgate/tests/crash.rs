@@ -342,6 +342,82 @@ fn a_database_replaced_under_the_daemon_refuses_writes_and_says_why_in_its_log()
     assert!(logged.contains(&database.display().to_string()), "{logged}");
 }
 
+/// A disk that fills while calls wait (the daemon may write files of ~1 MiB at most): the
+/// call that cannot be recorded is refused (503) and so is the answer that cannot be; the
+/// caller waiting on that answer keeps waiting (nothing was released as allowed), the daemon
+/// keeps running and says why in its log, and what was acknowledged before stands.
+#[test]
+fn a_full_disk_refuses_what_it_cannot_record_and_releases_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut daemon = DaemonProcess::start_with_file_limit(data.path(), 2048, log.path());
+    let (address, token) = (daemon.address.clone(), daemon.token());
+    // Calls that ask, until one cannot be recorded (bounded).
+    let mut waiting = Vec::new();
+    let mut refused = None;
+    for n in 0..2000 {
+        let (status, body) = http(
+            &address,
+            &token,
+            "POST",
+            "/api/decisions",
+            Some(&call(&format!("git push origin branch-{n}"))),
+        )
+        .unwrap();
+        match status {
+            202 => waiting.push(body["id"].as_str().unwrap().to_owned()),
+            _ => {
+                refused = Some((status, body));
+                break;
+            }
+        }
+    }
+    let (status, body) = refused.expect("the disk never filled");
+    assert_eq!(status, 503, "{body}");
+    assert!(!waiting.is_empty(), "some calls were recorded before");
+    // An answer that cannot be recorded is refused; its caller still waits.
+    let first = &waiting[0];
+    let (status, body) = http(
+        &address,
+        &token,
+        "POST",
+        &format!("/api/approvals/{first}"),
+        Some(&json!({"decision": "allow-once"})),
+    )
+    .unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        !body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&data.path().display().to_string()),
+        "{body}"
+    );
+    let (status, polled) = http(
+        &address,
+        &token,
+        "GET",
+        &format!("/api/decisions/{first}?wait=0.5"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (status, &polled["status"]),
+        (200, &json!("pending")),
+        "{polled}"
+    );
+    // The daemon runs on, and says why.
+    assert_eq!(
+        http(&address, &token, "GET", "/api/health", None)
+            .unwrap()
+            .0,
+        200
+    );
+    assert!(daemon.wait_exit(Duration::from_millis(100)).is_none());
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(logged.contains("store failure"), "{logged}");
+}
+
 /// `toolgate doctor` says where the daemon's store is and that the daemon runs, and after a
 /// `kill -9`, that it did not stop cleanly.
 #[test]

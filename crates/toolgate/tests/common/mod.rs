@@ -108,8 +108,43 @@ impl DaemonProcess {
         DaemonProcess::start_writing(data, "examples/policy.toml", more, Stdio::from(log))
     }
 
+    /// Starts `toolgate serve` with the repository's example policy, its standard error written
+    /// to `log`, able to write files of at most `blocks` of the shell's `ulimit -f` units (a disk
+    /// that fills: a write past it fails with `EFBIG`, `SIGXFSZ` ignored).
+    #[allow(dead_code)]
+    pub fn start_with_file_limit(data: &Path, blocks: u64, log: &Path) -> DaemonProcess {
+        let log = std::fs::File::create(log).unwrap();
+        let limit = blocks.to_string();
+        let launcher = [
+            "sh",
+            "-c",
+            "trap '' XFSZ; ulimit -f \"$0\" && exec \"$@\"",
+            &limit,
+            BIN,
+        ];
+        DaemonProcess::launch(
+            &launcher,
+            data,
+            "examples/policy.toml",
+            &[],
+            Stdio::from(log),
+        )
+    }
+
     fn start_writing(data: &Path, policy: &str, more: &[&str], stderr: Stdio) -> DaemonProcess {
-        let child = Command::new(BIN)
+        DaemonProcess::launch(&[BIN], data, policy, more, stderr)
+    }
+
+    /// Starts `launcher` (the binary, or a program and its arguments that run it) with `serve`.
+    fn launch(
+        launcher: &[&str],
+        data: &Path,
+        policy: &str,
+        more: &[&str],
+        stderr: Stdio,
+    ) -> DaemonProcess {
+        let child = Command::new(launcher[0])
+            .args(&launcher[1..])
             .args(["serve", "--isolated", "--policy", policy])
             .args(more)
             .current_dir(root())
