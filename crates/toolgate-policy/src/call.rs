@@ -62,6 +62,21 @@ fn empty_object() -> Value {
 }
 
 impl Call {
+    /// The argument that says most of what the call does, for a line about it: its command, its
+    /// path, its URL, its pattern or its query, when it has one.
+    pub fn telling_argument(&self) -> Option<&Value> {
+        const TELLING: &[&str] = &[
+            "command",
+            "cmd",
+            "file_path",
+            "path",
+            "url",
+            "pattern",
+            "query",
+        ];
+        TELLING.iter().find_map(|key| self.args.get(*key))
+    }
+
     /// A call of `tool` with no arguments and an empty context.
     pub fn new(tool: impl Into<String>) -> Call {
         Call {

@@ -437,18 +437,9 @@ impl Policy {
 
 /// A call in a few words: its tool and its most telling argument.
 fn describe_call(call: &crate::Call) -> String {
-    const TELLING: &[&str] = &[
-        "command",
-        "cmd",
-        "file_path",
-        "path",
-        "url",
-        "pattern",
-        "query",
-    ];
-    let detail = TELLING
-        .iter()
-        .find_map(|key| call.args.get(*key).and_then(|v| v.as_str()))
+    let detail = call
+        .telling_argument()
+        .and_then(|v| v.as_str())
         .map(|text| {
             let mut short: String = text.chars().take(120).collect();
             if short.len() < text.len() {

@@ -74,6 +74,17 @@ fn session_of(grant: &Grant) -> Option<&str> {
     }
 }
 
+/// The stored grant `id` (`404` when there is none).
+async fn stored(state: &AppState, id: &str) -> Result<Grant, ApiError> {
+    state
+        .store()
+        .list()
+        .await?
+        .into_iter()
+        .find(|g| g.id == id)
+        .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))
+}
+
 /// Whether a grant answers no more at `now`: expired, or spent.
 fn ended(grant: &Grant, now: std::time::SystemTime) -> bool {
     grant.expires_at.is_some_and(|at| at <= now) || grant.uses_left == Some(0)
@@ -250,13 +261,7 @@ pub(crate) async fn revoke(
         who.as_deref(),
         crate::approvals::named_actor(query.by.as_deref(), "api")?,
     );
-    let grant = state
-        .store()
-        .list()
-        .await?
-        .into_iter()
-        .find(|g| g.id == id)
-        .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
+    let grant = stored(&state, &id).await?;
     // Filed under the grant's session, when it has one, so the session's log shows it.
     let session = session_of(&grant).map(str::to_owned);
     let event = EventRecord::new(
@@ -307,13 +312,7 @@ pub(crate) async fn promote(
         }
     };
     let by = crate::roles::acting(who.as_deref(), crate::approvals::actor(&body, "api")?);
-    let grant = state
-        .store()
-        .list()
-        .await?
-        .into_iter()
-        .find(|g| g.id == id)
-        .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))?;
+    let grant = stored(&state, &id).await?;
     let not_promotable = |why: String| ApiError::conflict("not_promotable", why);
     // A session's grant goes to the policy of the workspace its session works in.
     let project = match session_of(&grant) {

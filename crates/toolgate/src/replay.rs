@@ -206,16 +206,7 @@ pub(crate) fn read_log(args: &LogArgs) -> Result<(Vec<Logged>, usize), Failure> 
 
 /// A call in one line: its tool and its most telling argument.
 fn described(call: &Call) -> String {
-    const TELLING: &[&str] = &[
-        "command",
-        "cmd",
-        "file_path",
-        "path",
-        "url",
-        "pattern",
-        "query",
-    ];
-    match TELLING.iter().find_map(|key| call.args.get(*key)) {
+    match call.telling_argument() {
         Some(detail) => format!(
             "{}  {}",
             toolgate_runtime::terminal_text(&call.tool),
