@@ -124,7 +124,7 @@ pub(crate) async fn reload(state: &AppState) -> Result<Reloaded, String> {
         status.loaded_at = state.now();
         status.failed = None;
     }
-    let reloaded = decide_again(state).await;
+    let reloaded = decide_again(state, None, "the policy was reloaded").await;
     eprintln!(
         "toolgate: the policy was reloaded ({}): {} waiting request(s) decided by it, {} still waiting",
         if files.is_empty() {
@@ -151,13 +151,17 @@ pub(crate) async fn reload(state: &AppState) -> Result<Reloaded, String> {
     Ok(reloaded)
 }
 
-/// Decides the requests this daemon holds open again under the policy in force: those it
-/// allows or refuses are ended so (taken from the broker first, as a withdrawal is, so no
-/// answer races it), the rest keep waiting.
-async fn decide_again(state: &AppState) -> Reloaded {
+/// Decides the requests this daemon holds open (of `session` only, when given) again under the
+/// policy in force and their sessions' taint: those it allows or refuses are ended so (taken
+/// from the broker first, as a withdrawal is, so no answer races it; their reason says `why`),
+/// the rest keep waiting.
+pub(crate) async fn decide_again(state: &AppState, session: Option<&str>, why: &str) -> Reloaded {
     let policy = state.policy();
     let mut reloaded = Reloaded::default();
     for (id, open) in state.open_requests() {
+        if session.is_some_and(|s| open.facts.session.as_deref() != Some(s)) {
+            continue;
+        }
         let Ok(call) = Call::from_value(open.row.call.clone()) else {
             reloaded.waiting += 1;
             continue;
@@ -191,7 +195,7 @@ async fn decide_again(state: &AppState) -> Reloaded {
         let ending = Ending {
             decision: evaluation.decision,
             layer: evaluation.layer,
-            reason: format!("{} (the policy was reloaded)", evaluation.reason),
+            reason: format!("{} ({why})", evaluation.reason),
             actor: "policy".to_owned(),
         };
         close_until_recorded(state, &id, &open.facts, ending).await;

@@ -212,5 +212,7 @@ pub(crate) async fn clear(
     })
     .await?
     .ok_or_else(|| ApiError::not_found(format!("no session `{id}`")))?;
+    // The session's calls that asked only because of the taint are decided now.
+    crate::reload::decide_again(&state, Some(&id), "the session's taint was cleared").await;
     Ok(answer(&id, &taint))
 }

@@ -2,7 +2,8 @@
 //! `curl -d @notes.md` to a host the session had not reached asks, naming the page; without the
 //! fetch the policy's own decision stands. A host reached before the taint stays reachable; a
 //! push asks; the ask offers no "always" and no grant answers it; a person clears the taint (an
-//! agent's token may not), and the log says who; a policy reloaded decides a waiting call under
+//! agent's token may not), and the log says who, and the calls that waited only because of it
+//! are decided; a policy reloaded decides a waiting call under
 //! the session's taint still.
 
 #![allow(
@@ -169,8 +170,9 @@ async fn a_fetched_page_makes_sending_out_ask_until_a_person_clears_it() {
     assert_ne!(status, StatusCode::OK, "{body}");
     let (status, _) = daemon.answer(&asked, "allow-once").await;
     assert_eq!(status, StatusCode::OK);
-    let (status, _) = decide(&daemon, upload("s1")).await;
+    let (status, body) = decide(&daemon, upload("s1")).await;
     assert_eq!(status, StatusCode::ACCEPTED, "still tainted");
+    let waiting = body["id"].as_str().unwrap().to_owned();
 
     // An agent's token may report results, not clear the taint; an approver may.
     let agent = daemon.token_for("an-agent", "agent").await;
@@ -197,6 +199,20 @@ async fn a_fetched_page_makes_sending_out_ask_until_a_person_clears_it() {
     assert_eq!(body["tainted"], false);
     let (status, _) = decide(&daemon, upload("s1")).await;
     assert_eq!(status, StatusCode::OK, "cleared");
+    // The call that waited only because of the taint is decided as the policy says.
+    let decided = daemon.decision(&waiting).await;
+    assert_eq!(
+        (&decided["status"], &decided["decision"]),
+        (&json!("decided"), &json!("allow")),
+        "{decided}"
+    );
+    assert!(
+        decided["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the session's taint was cleared"),
+        "{decided}"
+    );
     let (_, log) = daemon
         .call("GET", "/api/audit?type=session_tainted,taint_cleared", None)
         .await;
