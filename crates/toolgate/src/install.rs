@@ -738,6 +738,36 @@ pub(crate) fn with_agent_token(name: &str, flags: &[String]) -> Vec<String> {
     flags
 }
 
+/// Revokes the agent token `install` made and kept in `file` (at the daemon the hook's flags
+/// name) and removes the file; what cannot be done is said on stderr (the hook is gone already).
+fn revoke_agent_token(file: &Path, flags: &[String]) {
+    let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+        return;
+    };
+    let client_args = crate::client::ClientArgs {
+        data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
+        url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
+        token_file: None,
+    };
+    let path = format!("/api/tokens/{}", crate::client::encode(name));
+    let revoked = crate::client::Client::new(&client_args)
+        .and_then(|client| client.send("DELETE", &path, None))
+        .map_err(|e| crate::daemon::failure_text(&e))
+        .and_then(|reply| match reply.status {
+            204 | 404 => Ok(()),
+            _ => Err(reply.error()),
+        });
+    match revoked {
+        Ok(()) => {
+            let _ = std::fs::remove_file(file);
+        }
+        Err(why) => eprintln!(
+            "toolgate: the hook's token `{name}` stays known to the daemon ({why}); `toolgate \
+             token revoke {name}` revokes it"
+        ),
+    }
+}
+
 /// A token of the `agent` role named `name`, made at the daemon the flags name (`--url`,
 /// `--data-dir`, else the default) and kept in `agent-tokens/NAME` of that daemon's data
 /// directory (mode 600); a token of that name made before is replaced. Its file.
@@ -851,6 +881,20 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> Result<u8, Failure> {
         )?;
         return Ok(EXIT_OK);
     };
+    // The agent tokens install made for the hooks that go (revoked once they are gone).
+    let tokens: Vec<(String, Vec<String>)> = hook_commands(&settings)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|command| {
+            let flags: Vec<String> = leading_words(command, usize::MAX)
+                .into_iter()
+                .skip(3)
+                .collect();
+            let file = PathBuf::from(flag_value(&flags, "--token-file")?);
+            let made = file.parent()?.file_name()? == "agent-tokens";
+            made.then_some((file.display().to_string(), flags))
+        })
+        .collect();
     let (after, removed) = uninstalled(&settings, &before)?;
     if removed == 0 {
         writeln!(
@@ -869,6 +913,9 @@ pub(crate) fn uninstall(args: &UninstallArgs) -> Result<u8, Failure> {
         args.dry_run,
     )? {
         return Ok(EXIT_OK);
+    }
+    for (file, flags) in tokens {
+        revoke_agent_token(Path::new(&file), &flags);
     }
     writeln!(
         out,

@@ -1298,4 +1298,17 @@ fn claude_code_results_taint_the_session_through_the_daemon() {
     let (status, _) =
         common::http(&daemon.address, agent.trim(), "GET", "/api/pending", None).unwrap();
     assert_eq!(status, 403, "an agent's token lists nothing waiting");
+    // Uninstalled, the hook's token is revoked and its file removed.
+    let run = toolgate(&place, &["uninstall", "claude"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!token_file.exists());
+    let (_, tokens) = daemon.http("GET", "/api/tokens", None).unwrap();
+    assert!(
+        !tokens["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "claude-hook"),
+        "{tokens}"
+    );
 }
