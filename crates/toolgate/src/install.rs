@@ -166,6 +166,7 @@ impl Settings {
                 "preToolUse",
             ]
             .into_iter()
+            .chain(reports.then_some("postToolUse"))
             .map(|event| (event, json!({"command": command, "failClosed": true})))
             .collect(),
             Agent::Copilot => std::iter::once("preToolUse")

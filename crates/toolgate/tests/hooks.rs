@@ -808,12 +808,11 @@ fn install_and_uninstall_round_trip_on_a_file_with_other_hooks() {
             installed.contains(&format!("hook {agent} --daemon")),
             "{installed}"
         );
-        // A hook that asks the daemon tells it of results too, where the agent has the event.
-        assert_eq!(
+        // A hook that asks the daemon tells it of results too (every agent's after-tool event).
+        assert!(
             ["\"PostToolUse\"", "\"AfterTool\"", "\"postToolUse\""]
                 .iter()
                 .any(|event| installed.contains(event)),
-            matches!(agent, "claude" | "codex" | "gemini" | "copilot"),
             "{agent}: {installed}"
         );
         if nested {
@@ -1203,13 +1202,21 @@ fn claude_code_results_taint_the_session_through_the_daemon() {
     let copilot = json!({"hook_event_name": "postToolUse", "sessionId": "c1", "cwd": ws,
                          "toolName": "web_fetch", "toolArgs": {"url": "https://evil.example/page"},
                          "toolResult": {"resultType": "success"}});
+    let cursor = json!({"hook_event_name": "afterShellExecution", "conversation_id": "cu1",
+                        "workspace_roots": [ws], "command": "curl -s https://evil.example/x",
+                        "output": "…", "duration": 20});
     for (agent, input, session, kind) in [
         ("gemini", gemini, "g1", "file"),
         ("copilot", copilot, "c1", "fetch"),
+        ("cursor", cursor, "cu1", "fetch"),
     ] {
         let run = run_hook(&place, agent, &flags, &input.to_string());
         assert_eq!(run.code, 0, "{agent}: {}", run.stderr);
-        assert!(!run.stdout.contains("deny"), "{agent}: {}", run.stdout);
+        assert!(
+            !run.stdout.contains("deny") && !run.stdout.contains("permission"),
+            "{agent}: {}",
+            run.stdout
+        );
         let (_, session) = daemon
             .http("GET", &format!("/api/sessions/{session}"), None)
             .unwrap();

@@ -13,6 +13,9 @@
 //! - `user_message` is what the person sees, `agent_message` what the model reads; a deny
 //!   also exits 2, Cursor's block.
 //!
+//! - `postToolUse`, `afterShellExecution` and `afterMCPExecution` (a tool ran: with `--daemon`,
+//!   the daemon is told its result came into the conversation, which it may taint) get `{}`.
+//!
 //! Cursor runs the call when a hook fails unless the entry says `"failClosed": true`, so
 //! toolgate answers every input and `toolgate install cursor` sets it.
 
@@ -58,41 +61,61 @@ pub(super) fn read(hook: &Value) -> Result<Input, String> {
         request.can_ask = can_ask;
         request
     };
-    let decided = match event.as_str() {
-        "beforeShellExecution" => {
-            let command = string(hook, "command").ok_or("the hook's input has no `command`")?;
-            let mut args = Map::new();
-            args.insert("command".into(), command.into());
-            if let Some(cwd) = &cwd {
-                args.insert("cwd".into(), cwd.clone().into());
+    // A tool ran: its result came into the conversation (reported to the daemon with
+    // `--daemon`; an input toolgate cannot read as a call is acknowledged: it blocks nothing).
+    let reports = matches!(
+        event.as_str(),
+        "postToolUse" | "afterShellExecution" | "afterMCPExecution"
+    );
+    let built = (|| -> Result<Option<Request>, String> {
+        Ok(Some(match event.as_str() {
+            "beforeShellExecution" | "afterShellExecution" => {
+                let command = string(hook, "command").ok_or("the hook's input has no `command`")?;
+                let mut args = Map::new();
+                args.insert("command".into(), command.into());
+                if let Some(cwd) = &cwd {
+                    args.insert("cwd".into(), cwd.clone().into());
+                }
+                request(
+                    "run_terminal_cmd".to_owned(),
+                    Value::Object(args),
+                    None,
+                    true,
+                )
             }
-            request(
-                "run_terminal_cmd".to_owned(),
-                Value::Object(args),
-                None,
-                true,
-            )
-        }
-        "beforeMCPExecution" => {
-            let tool = string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
-            let args = super::arguments(hook.get("tool_input"), "tool_input")?;
-            let server = string(hook, "mcp_server_name").or_else(|| string(hook, "server"));
-            request(tool, args, server, true)
-        }
-        "beforeReadFile" | "beforeTabFileRead" => {
-            let path = string(hook, "file_path").ok_or("the hook's input has no `file_path`")?;
-            request("Read".to_owned(), json!({"file_path": path}), None, false)
-        }
-        "preToolUse" => {
-            let name = string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
-            let raw = hook.get("tool_input");
-            let (tool, args, can_ask) = tool_of(&name, raw)?;
-            request(tool, args, None, can_ask)
-        }
-        e if ACKNOWLEDGED.contains(&e) => return Ok(Input::acknowledge(e)),
-        e => return Ok(Input::unknown("Cursor", e)),
-    };
-    Ok(Input::decide(&event, decided))
+            "beforeMCPExecution" | "afterMCPExecution" => {
+                let tool =
+                    string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
+                let args = super::arguments(hook.get("tool_input"), "tool_input")?;
+                let server = string(hook, "mcp_server_name").or_else(|| string(hook, "server"));
+                request(tool, args, server, true)
+            }
+            "beforeReadFile" | "beforeTabFileRead" => {
+                let path =
+                    string(hook, "file_path").ok_or("the hook's input has no `file_path`")?;
+                request("Read".to_owned(), json!({"file_path": path}), None, false)
+            }
+            "preToolUse" | "postToolUse" => {
+                let name =
+                    string(hook, "tool_name").ok_or("the hook's input has no `tool_name`")?;
+                let raw = hook.get("tool_input");
+                let (tool, args, can_ask) = tool_of(&name, raw)?;
+                request(tool, args, None, can_ask)
+            }
+            _ => return Ok(None),
+        }))
+    })();
+    if reports {
+        return Ok(match built {
+            Ok(Some(request)) => Input::report(&event, request, string(hook, "tool_use_id")),
+            _ => Input::acknowledge(&event),
+        });
+    }
+    match built? {
+        Some(decided) => Ok(Input::decide(&event, decided)),
+        None if ACKNOWLEDGED.contains(&event.as_str()) => Ok(Input::acknowledge(&event)),
+        None => Ok(Input::unknown("Cursor", &event)),
+    }
 }
 
 /// A `preToolUse` tool (the built-in profiles know Cursor's hook names), its arguments, and
