@@ -48,6 +48,7 @@ pub(crate) struct AgentCore {
     pub(crate) instructions: Option<String>,
     pub(crate) approvals: Approvals,
     pub(crate) grants: Arc<dyn GrantStore>,
+    pub(crate) taints: Arc<dyn crate::taints::SessionTaints>,
     pub(crate) events: EventBus,
     pub(crate) broker: ApprovalBroker,
     pub(crate) max_iterations: u32,
@@ -177,6 +178,7 @@ pub struct AgentBuilder {
     instructions: Option<String>,
     approvals: Approvals,
     grants: Arc<dyn GrantStore>,
+    taints: Arc<dyn crate::taints::SessionTaints>,
     events: EventBus,
     broker: Option<ApprovalBroker>,
     max_iterations: u32,
@@ -277,6 +279,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Where sessions' taint is kept (default: in memory).
+    #[must_use]
+    pub fn taints(mut self, taints: Arc<dyn crate::taints::SessionTaints>) -> AgentBuilder {
+        self.taints = taints;
+        self
+    }
+
     /// Publishes events on this bus (to share it with other agents).
     #[must_use]
     pub fn events(mut self, events: EventBus) -> AgentBuilder {
@@ -348,6 +357,7 @@ impl AgentBuilder {
                 instructions: self.instructions,
                 approvals: self.approvals,
                 grants: self.grants,
+                taints: self.taints,
                 events: self.events,
                 broker,
                 max_iterations: self.max_iterations,
@@ -911,6 +921,7 @@ impl AgentBuilder {
             instructions: None,
             approvals: Approvals::None,
             grants: Arc::new(MemoryGrants::new()),
+            taints: Arc::new(crate::taints::MemoryTaints::new()),
             events: EventBus::new(),
             broker: None,
             max_iterations: DEFAULT_MAX_ITERATIONS,

@@ -275,6 +275,11 @@ impl RunContext {
         &self.inner.core.grants
     }
 
+    /// Where the agent keeps its sessions' taint.
+    pub fn taints(&self) -> &Arc<dyn crate::taints::SessionTaints> {
+        &self.inner.core.taints
+    }
+
     /// The run's workspace as text, when it has one that is valid UTF-8 (what a permission
     /// request shows; a path that is not text cannot be named exactly).
     pub fn workspace_name(&self) -> Option<String> {

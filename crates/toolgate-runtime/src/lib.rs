@@ -57,6 +57,7 @@ mod runtime;
 mod session;
 mod state;
 mod subagent;
+pub mod taints;
 mod tool;
 
 pub use agent::{Agent, AgentBuilder, BuildError, DEFAULT_MAX_ITERATIONS, RunError, TurnResult};
@@ -98,6 +99,7 @@ pub use runtime::Runtime;
 pub use session::{BranchFork, MAIN_BRANCH, Session, SessionError};
 pub use state::{MiddlewareState, StateScope};
 pub use subagent::AgentTool;
+pub use taints::{MemoryTaints, SessionTaints, TaintChange};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{FnTool, Tool, ToolContext, ToolError, ToolInfo};
 pub use toolgate_macros::tool;

@@ -18,7 +18,8 @@
 //! page fetched from a host the policy does not trust, a file read outside the workspace, taints
 //! the session, and while it is, an allow that would send something out asks (layer `taint`,
 //! "once" answers only, no grant answers it; a `session_tainted` event says what tainted it).
-//! The middleware keeps each session's taint for as long as it lives.
+//! The taint is kept where the agent keeps it ([`crate::SessionTaints`]: in memory by default,
+//! with the daemon's sessions for an agent it hosts).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -30,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolgate_policy::{
     Call, Context, Decision, Evaluation, Layer, Mode, PermissionOverride, Policy, RunOptions,
-    SessionTaint,
+    SessionTaint, TaintSource,
 };
 
 use crate::approver::{Approver, SyncApprover, blocking};
@@ -153,13 +154,7 @@ pub struct PermissionMiddleware {
     on_denial: DeniedBehavior,
     grant_scope: ScopeKind,
     denied_message: Option<String>,
-    /// Each session's taint, by session id (at most [`MAX_TAINTED_SESSIONS`]).
-    taints: Mutex<HashMap<String, SessionTaint>>,
 }
-
-/// The most sessions whose taint a middleware keeps; past it, the untainted are forgotten
-/// first, and a new session is not tracked (its calls are decided as the policy says).
-const MAX_TAINTED_SESSIONS: usize = 10_000;
 
 impl fmt::Debug for PermissionMiddleware {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -182,7 +177,6 @@ impl PermissionMiddleware {
             on_denial: DeniedBehavior::ReturnToModel,
             grant_scope: ScopeKind::Session,
             denied_message: None,
-            taints: Mutex::new(HashMap::new()),
         }
     }
 
@@ -268,40 +262,52 @@ impl PermissionMiddleware {
         }
     }
 
-    /// The session's taint (none: an empty one).
-    fn taint_of(&self, session: &str) -> SessionTaint {
-        self.taints
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(session)
-            .cloned()
-            .unwrap_or_default()
+    /// The session's taint, where the agent keeps it; one that cannot be read is taken as
+    /// tainted (what the session holds is not known).
+    async fn taint_of(&self, run: &RunContext) -> SessionTaint {
+        run.taints()
+            .get(run.session_id())
+            .await
+            .unwrap_or_else(|why| SessionTaint {
+                sources: vec![TaintSource {
+                    kind: toolgate_policy::TaintKind::File,
+                    tool: self.name.clone(),
+                    what: format!("a taint that could not be read ({why})"),
+                    at: String::new(),
+                    call_id: None,
+                }],
+                ..SessionTaint::default()
+            })
     }
 
     /// Notes a completed call's result in its session's taint; the source, when the result
     /// newly tainted it.
-    fn note_result(
-        &self,
-        run: &RunContext,
-        call: &ToolCall,
-    ) -> Option<toolgate_policy::TaintSource> {
+    async fn note_result(&self, run: &RunContext, call: &ToolCall) -> Option<TaintSource> {
         let (Some(tool), Value::Object(args)) = (run.tool(&call.name), &call.arguments) else {
             return None;
         };
         let policy_call = Self::policy_call(run, call, args, tool);
         let at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        let mut taints = self.taints.lock().unwrap_or_else(PoisonError::into_inner);
-        if !taints.contains_key(run.session_id()) && taints.len() >= MAX_TAINTED_SESSIONS {
-            taints.retain(|_, t| t.is_tainted());
-            if taints.len() >= MAX_TAINTED_SESSIONS {
-                return None;
-            }
+        let added: Mutex<Option<TaintSource>> = Mutex::new(None);
+        let change = |taint: &mut SessionTaint| {
+            let before = taint.sources.len();
+            let changed = self
+                .policy
+                .note_result(taint, &policy_call, &at, Some(&call.id));
+            *added.lock().unwrap_or_else(PoisonError::into_inner) =
+                taint.sources.get(before).cloned();
+            changed
+        };
+        if let Err(why) = run.taints().change(run.session_id(), &change).await {
+            report(
+                run,
+                call,
+                &self.name,
+                format!("the taint store failed: {why}"),
+            );
+            return None;
         }
-        let taint = taints.entry(run.session_id().to_owned()).or_default();
-        let before = taint.sources.len();
-        self.policy
-            .note_result(taint, &policy_call, &at, Some(&call.id));
-        taint.sources.get(before).cloned()
+        added.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Evaluates a call under the run's options, and its session's taint.
@@ -311,6 +317,7 @@ impl PermissionMiddleware {
         call: &ToolCall,
         args: &Map<String, Value>,
         tool: &ToolInfo,
+        taint: &SessionTaint,
     ) -> Evaluation {
         let policy_call = Self::policy_call(run, call, args, tool);
         let config = run.config();
@@ -328,8 +335,7 @@ impl PermissionMiddleware {
             None => {}
         }
         let evaluation = self.policy.evaluate_with(&policy_call, &options);
-        self.policy
-            .under_taint(evaluation, &self.taint_of(run.session_id()))
+        self.policy.under_taint(evaluation, taint)
     }
 
     async fn decide(
@@ -339,7 +345,8 @@ impl PermissionMiddleware {
         args: &Map<String, Value>,
         tool: &ToolInfo,
     ) -> Decided {
-        let evaluation = self.evaluate(run, call, args, tool);
+        let taint = self.taint_of(run).await;
+        let evaluation = self.evaluate(run, call, args, tool, &taint);
         let judge = Judge {
             run,
             call,
@@ -633,7 +640,7 @@ impl Middleware for PermissionMiddleware {
 
     async fn after_function(&self, cx: &mut AfterFunctionContext<'_>) -> Result<(), HookError> {
         if cx.result.outcome == Outcome::Completed
-            && let Some(source) = self.note_result(cx.run, cx.call)
+            && let Some(source) = self.note_result(cx.run, cx.call).await
         {
             cx.run.emit_for_call(
                 &cx.call.id,

@@ -34,7 +34,8 @@ impl AppState {
     /// Prepares an agent to run inside the daemon: it asks through the daemon's broker (answered
     /// from the page, the CLI or the seeds' routes, and persisted like every pending request),
     /// publishes on the daemon's event bus (stored in the audit stream) and keeps its grants in
-    /// the daemon's store. Add the agent's `PermissionMiddleware` as usual.
+    /// the daemon's store, and its sessions' taint with the daemon's sessions. Add the agent's
+    /// `PermissionMiddleware` as usual.
     pub fn host(&self, builder: AgentBuilder) -> AgentBuilder {
         let grants: Arc<dyn GrantStore> = Arc::new(HostedGrants {
             store: Arc::clone(self.store()),
@@ -43,6 +44,9 @@ impl AppState {
         builder
             .broker(self.broker().clone())
             .grants(grants)
+            .taints(Arc::new(crate::taint::DaemonTaints {
+                state: self.clone(),
+            }))
             .approve_through_events()
     }
 }

@@ -84,6 +84,65 @@ async fn change_taint(
     ))
 }
 
+/// The `session_tainted` event of a source that tainted session `id`.
+fn tainted(id: &str, source: &TaintSource) -> EventRecord {
+    let mut fields = serde_json::Map::new();
+    fields.insert("session".into(), json!(id));
+    fields.insert("action".into(), json!(source.tool));
+    fields.insert("source".into(), json!(source));
+    fields.insert("reason".into(), json!(source.to_string()));
+    if let Some(call_id) = &source.call_id {
+        fields.insert("tool_call_id".into(), json!(call_id));
+    }
+    EventRecord::new("session_tainted", Value::Object(fields))
+}
+
+/// The sessions' taint of the agents the daemon hosts: kept with the daemon's sessions, as the
+/// results route keeps it, so the page shows it and a person clears it there.
+pub(crate) struct DaemonTaints {
+    pub(crate) state: AppState,
+}
+
+#[async_trait::async_trait]
+impl toolgate_runtime::SessionTaints for DaemonTaints {
+    async fn get(&self, session: &str) -> Result<SessionTaint, String> {
+        let row = self
+            .state
+            .store()
+            .session(session)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(row.and_then(|row| of(&row.snapshot)).unwrap_or_default())
+    }
+
+    async fn change(
+        &self,
+        session: &str,
+        change: toolgate_runtime::TaintChange<'_>,
+    ) -> Result<SessionTaint, String> {
+        crate::sessions::record(&self.state, session, None, None)
+            .await
+            .map_err(|e| e.message)?;
+        let taint = change_taint(&self.state, session, |taint| {
+            let was = taint.sources.len();
+            if !change(taint) {
+                return None;
+            }
+            Some(
+                taint
+                    .sources
+                    .get(was)
+                    .map(|s| tainted(session, s))
+                    .into_iter()
+                    .collect(),
+            )
+        })
+        .await
+        .map_err(|e| e.message)?;
+        Ok(taint.unwrap_or_default())
+    }
+}
+
 /// What a session's taint route answers.
 fn answer(id: &str, taint: &SessionTaint) -> Json<Value> {
     Json(json!({"session": id, "tainted": taint.is_tainted(), "taint": taint}))
@@ -159,17 +218,7 @@ pub(crate) async fn results(
             taint
                 .sources
                 .get(was)
-                .map(|source| {
-                    let mut fields = serde_json::Map::new();
-                    fields.insert("session".into(), json!(id));
-                    fields.insert("action".into(), json!(call.tool));
-                    fields.insert("source".into(), json!(source));
-                    fields.insert("reason".into(), json!(source.to_string()));
-                    if let Some(call_id) = &call_id {
-                        fields.insert("tool_call_id".into(), json!(call_id));
-                    }
-                    EventRecord::new("session_tainted", Value::Object(fields))
-                })
+                .map(|source| tainted(&id, source))
                 .into_iter()
                 .collect(),
         )
