@@ -80,7 +80,7 @@ pub(crate) fn kind_name(kind: Option<&ToolKind>) -> &'static str {
 /// decides.
 pub(crate) fn calls_of(request: &RequestPermissionRequest) -> Vec<(String, Value)> {
     let fields = &request.tool_call.fields;
-    let raw = fields.raw_input.clone().unwrap_or(Value::Null);
+    let raw = fields.raw_input.as_ref().unwrap_or(&Value::Null);
     let named = request
         .tool_call
         .meta
@@ -94,13 +94,13 @@ pub(crate) fn calls_of(request: &RequestPermissionRequest) -> Vec<(String, Value
         .flatten()
         .map(|l| Value::String(l.path.to_string_lossy().into_owned()))
         .collect();
-    calls_in(kind_name(fields.kind.as_ref()), &raw, paths, named)
+    calls_in(kind_name(fields.kind.as_ref()), raw, paths, named)
 }
 
 /// The calls a tool call the agent reports (`session/update`'s `tool_call`, with what its
 /// `tool_call_update`s added) is about, read as [`calls_of`] reads a permission request's.
 pub(crate) fn calls_of_update(update: &Value) -> Vec<(String, Value)> {
-    let raw = update.get("rawInput").cloned().unwrap_or(Value::Null);
+    let raw = update.get("rawInput").unwrap_or(&Value::Null);
     let named = update
         .get("_meta")
         .and_then(|meta| meta.get("claudeCode"))
@@ -117,7 +117,7 @@ pub(crate) fn calls_of_update(update: &Value) -> Vec<(String, Value)> {
         .get("kind")
         .cloned()
         .and_then(|k| serde_json::from_value::<ToolKind>(k).ok());
-    calls_in(kind_name(kind.as_ref()), &raw, paths, named)
+    calls_in(kind_name(kind.as_ref()), raw, paths, named)
 }
 
 /// The calls of a tool call of kind `kind`, with raw input `raw`, at `paths`, named `named` by

@@ -84,11 +84,11 @@ pub trait Daemon: Send + Sync + 'static {
     }
     /// The approval page's address, where a person answers.
     fn page(&self) -> String;
-    /// Tells the daemon the result of `call` (one it allowed) came into the call's session, so
-    /// a result that brings untrusted content taints it. A daemon that keeps no sessions does
-    /// nothing.
-    fn report(&self, call: &Call) {
-        let _ = call;
+    /// Tells the daemon the result of `call` (one it allowed; `call_id`: its id, when known)
+    /// came into the call's session, so a result that brings untrusted content taints it. A
+    /// daemon that keeps no sessions does nothing.
+    fn report(&self, call: &Call, call_id: Option<&str>) {
+        let _ = (call, call_id);
     }
 }
 
@@ -102,8 +102,9 @@ pub(crate) struct Deciding {
     pub(crate) resource: bool,
     /// The daemon's request, once it said the call waits for a person.
     pub(crate) request: Option<String>,
-    /// The call as the daemon decides it (reported with its result, when allowed).
-    pub(crate) call: Call,
+    /// The call as the daemon decides it, when its result is to be reported (the gate has a
+    /// session): reported when it is allowed and its result comes.
+    pub(crate) call: Option<Call>,
     /// The id (as JSON text) of the URL-mode question that sent the person to the page.
     pub(crate) question: Option<String>,
 }

@@ -985,7 +985,7 @@ impl Gate {
                 resource,
                 request: None,
                 question: None,
-                call: call.clone(),
+                call: self.options.session.is_some().then(|| call.clone()),
             },
         );
         vec![Out::ToDaemon {
@@ -1049,9 +1049,10 @@ impl Gate {
             Some(Decision::Allow) => {
                 // Its result is told to the daemon when it comes (bounded: past the most
                 // awaited, a result goes untold — the session stays as the daemon has it).
-                if self.options.session.is_some() && self.reporting.len() < MAX_WAITING {
-                    self.reporting
-                        .insert(deciding.call_id.to_string(), deciding.call);
+                if let Some(call) = deciding.call
+                    && self.reporting.len() < MAX_WAITING
+                {
+                    self.reporting.insert(deciding.call_id.to_string(), call);
                 }
                 Out::ToServer(deciding.line)
             }

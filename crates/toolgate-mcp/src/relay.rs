@@ -363,7 +363,7 @@ impl<S: Switch> Shared<S> {
                 Routed::Report(call) => {
                     if let Some(daemon) = self.daemon.clone() {
                         // Not awaited: the result is the client's already.
-                        tokio::task::spawn_blocking(move || daemon.report(&call));
+                        tokio::task::spawn_blocking(move || daemon.report(&call, None));
                     }
                 }
                 Routed::Answer {

@@ -83,6 +83,6 @@ pub use rule::{Builtin, PredicateFn, Rule, RuleBuilder, RuleInfo};
 pub use shared::{FileStamps, SharedPolicy};
 pub use subject::{CommandSubject, OutsidePlace, PathRole, PathSubject, Subject, UrlSubject};
 pub use taint::{
-    DEFAULT_UNTRUSTED_PATHS, MAX_REACHED, MAX_TAINT_SOURCES, Restriction, SessionTaint, TaintKind,
-    TaintSettings, TaintSource,
+    DEFAULT_UNTRUSTED_PATHS, MAX_REACHED, MAX_TAINT_SOURCES, Restriction, ResultEffect,
+    SessionTaint, TaintKind, TaintSettings, TaintSource,
 };

@@ -232,6 +232,56 @@ impl SessionTaint {
     }
 }
 
+/// What a call's result does to its session's taint ([`Policy::result_effect`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResultEffect {
+    /// The untrusted content it brings: its kind, and what it came from.
+    pub taint: Option<(TaintKind, String)>,
+    /// The hosts it reached.
+    pub reached: Vec<String>,
+}
+
+impl ResultEffect {
+    /// Applies it to a session's taint: a result that brings untrusted content taints the
+    /// session (`tool` brought it, at `at`, in call `call_id`); one that does not, while the
+    /// session is untainted, adds the hosts it reached. Whether anything changed.
+    pub fn apply(
+        &self,
+        taint: &mut SessionTaint,
+        tool: &str,
+        at: &str,
+        call_id: Option<&str>,
+    ) -> bool {
+        if let Some((kind, what)) = &self.taint {
+            let known = taint
+                .sources
+                .iter()
+                .any(|s| s.kind == *kind && s.what == *what);
+            if known || taint.sources.len() >= MAX_TAINT_SOURCES {
+                return false;
+            }
+            taint.sources.push(TaintSource {
+                kind: *kind,
+                tool: tool.to_owned(),
+                what: what.clone(),
+                at: at.to_owned(),
+                call_id: call_id.map(str::to_owned),
+            });
+            return true;
+        }
+        if taint.is_tainted() {
+            return false;
+        }
+        let mut changed = false;
+        for host in &self.reached {
+            if taint.reached.len() < MAX_REACHED {
+                changed |= taint.reached.insert(host.clone());
+            }
+        }
+        changed
+    }
+}
+
 impl Policy {
     /// The policy's `[taint]`.
     pub fn taint_settings(&self) -> &TaintSettings {
@@ -241,26 +291,41 @@ impl Policy {
     /// What a result of `call` brings into its session when it is untrusted content: the
     /// kind, and what it came from. `None` when it brings nothing untrusted (or taint is off).
     pub fn taint_of(&self, call: &Call) -> Option<(TaintKind, String)> {
+        self.result_effect(call).taint
+    }
+
+    /// What a result of `call` does to its session's taint, read from the call once: the
+    /// untrusted content it brings, if any, and the hosts it reached. Apply it with
+    /// [`ResultEffect::apply`] to the taint as it stands (again, when a save must be retried).
+    pub fn result_effect(&self, call: &Call) -> ResultEffect {
         let settings = &self.settings.taint;
+        let mut effect = ResultEffect::default();
         if !settings.enabled || crate::eval::validate(call).is_err() {
-            return None;
+            return effect;
         }
         if let Some(server) = &call.context.server
             && !call.context.trusted_server
         {
-            return Some((TaintKind::Server, server.clone()));
+            effect.taint = Some((TaintKind::Server, server.clone()));
+            return effect;
         }
         for subject in self.prepare(call).subjects {
             match subject {
                 Subject::Url(url) if !url.mentioned => {
-                    let Some(checked) = &url.checked else {
+                    let Some(checked) = url.checked else {
                         continue;
                     };
-                    if !self.taint.trusted.iter().any(|d| d.is_match(&checked.host)) {
-                        return Some((TaintKind::Fetch, checked.url.clone()));
+                    let trusted = self.taint.trusted.iter().any(|d| d.is_match(&checked.host));
+                    if !trusted && effect.taint.is_none() {
+                        effect.taint = Some((TaintKind::Fetch, checked.url.clone()));
                     }
+                    effect.reached.push(checked.host);
                 }
-                Subject::Path(path) if path.access == Access::Read && !path.role.is_mention() => {
+                Subject::Path(path)
+                    if effect.taint.is_none()
+                        && path.access == Access::Read
+                        && !path.role.is_mention() =>
+                {
                     let Some(resolved) = &path.resolved else {
                         continue;
                     };
@@ -270,19 +335,18 @@ impl Policy {
                         .readings()
                         .any(|p| self.taint.untrusted.is_match(p, &[], false));
                     if (settings.read_outside && outside) || untrusted {
-                        return Some((TaintKind::File, resolved.resolved.display().to_string()));
+                        effect.taint =
+                            Some((TaintKind::File, resolved.resolved.display().to_string()));
                     }
                 }
                 _ => {}
             }
         }
-        None
+        effect
     }
 
     /// Notes the result of `call` in its session's taint (`at`: when; `call_id`: the call's
-    /// id, when known): a result that brings untrusted content taints the session; one that
-    /// does not, while the session is untainted, adds the hosts it reached. Whether anything
-    /// changed.
+    /// id, when known): [`Policy::result_effect`], applied. Whether anything changed.
     pub fn note_result(
         &self,
         taint: &mut SessionTaint,
@@ -290,37 +354,8 @@ impl Policy {
         at: &str,
         call_id: Option<&str>,
     ) -> bool {
-        if let Some((kind, what)) = self.taint_of(call) {
-            let known = taint
-                .sources
-                .iter()
-                .any(|s| s.kind == kind && s.what == what);
-            if known || taint.sources.len() >= MAX_TAINT_SOURCES {
-                return false;
-            }
-            taint.sources.push(TaintSource {
-                kind,
-                tool: call.tool.clone(),
-                what,
-                at: at.to_owned(),
-                call_id: call_id.map(str::to_owned),
-            });
-            return true;
-        }
-        if taint.is_tainted() || crate::eval::validate(call).is_err() {
-            return false;
-        }
-        let mut changed = false;
-        for subject in self.prepare(call).subjects {
-            if let Subject::Url(url) = subject
-                && !url.mentioned
-                && let Some(checked) = url.checked
-                && taint.reached.len() < MAX_REACHED
-            {
-                changed |= taint.reached.insert(checked.host);
-            }
-        }
-        changed
+        self.result_effect(call)
+            .apply(taint, &call.tool, at, call_id)
     }
 
     /// `evaluation` (of a call in a session with this taint) under the taint: an allow that

@@ -85,6 +85,10 @@ pub async fn stored_answer_at(
     context: &GrantContext,
     now: SystemTime,
 ) -> Result<Consulted, StoreError> {
+    // A taint's ask is a person's (see `Offer::for_subjects`): no stored grant answers it.
+    if evaluation.layer == Layer::Taint {
+        return Ok(Consulted::Open(evaluation.subjects.clone()));
+    }
     let grants = store
         .applying(&Lookup::for_ask(tool, &evaluation.subjects, context))
         .await?;
@@ -174,12 +178,18 @@ impl Offer {
                 scopes: Vec::new(),
             })
             .collect();
-        Offer {
+        let offer = Offer {
             choices,
             always,
             targets,
             scope,
             timeout,
+        };
+        // A taint's ask is a person's to answer each time: no grant outlasts the look they take.
+        if evaluation.layer == Layer::Taint {
+            offer.once_only()
+        } else {
+            offer
         }
     }
 

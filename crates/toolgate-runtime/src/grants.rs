@@ -369,10 +369,12 @@ impl Grant {
 
     /// Whether the grant applies to a call of `tool` in `context` at `now`.
     pub fn is_live(&self, tool: &str, context: &GrantContext, now: SystemTime) -> bool {
-        self.tool == tool
-            && context.within(&self.scope)
-            && self.expires_at.is_none_or(|at| now < at)
-            && self.uses_left != Some(0)
+        self.tool == tool && context.within(&self.scope) && !self.has_ended(now)
+    }
+
+    /// Whether the grant answers nothing any more at `now`: expired, or spent.
+    pub fn has_ended(&self, now: SystemTime) -> bool {
+        self.expires_at.is_some_and(|at| at <= now) || self.uses_left == Some(0)
     }
 }
 

@@ -23,8 +23,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -286,38 +286,42 @@ impl PermissionMiddleware {
         let (Some(tool), Value::Object(args)) = (run.tool(&call.name), &call.arguments) else {
             return None;
         };
-        let policy_call = Self::policy_call(run, call, args, tool);
-        let at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
-        let added: Mutex<Option<TaintSource>> = Mutex::new(None);
-        let change = |taint: &mut SessionTaint| {
-            let before = taint.sources.len();
-            let changed = self
-                .policy
-                .note_result(taint, &policy_call, &at, Some(&call.id));
-            *added.lock().unwrap_or_else(PoisonError::into_inner) =
-                taint.sources.get(before).cloned();
-            changed
-        };
-        if let Err(why) = run.taints().change(run.session_id(), &change).await {
-            report(
-                run,
-                call,
-                &self.name,
-                format!("the taint store failed: {why}"),
-            );
+        let effect = self
+            .policy
+            .result_effect(&Self::policy_call(run, call, args, tool));
+        if effect == toolgate_policy::ResultEffect::default() {
             return None;
         }
-        added.into_inner().unwrap_or_else(PoisonError::into_inner)
+        let at = humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string();
+        let change =
+            |taint: &mut SessionTaint| effect.apply(taint, &call.name, &at, Some(&call.id));
+        let taint = match run.taints().change(run.session_id(), &change).await {
+            Ok(taint) => taint,
+            Err(why) => {
+                report(
+                    run,
+                    call,
+                    &self.name,
+                    format!("the taint store failed: {why}"),
+                );
+                return None;
+            }
+        };
+        // The source this result added (one of another call's, the same, was there before).
+        let (kind, what) = effect.taint.as_ref()?;
+        taint
+            .sources
+            .into_iter()
+            .find(|s| s.kind == *kind && s.what == *what && s.call_id.as_deref() == Some(&call.id))
     }
 
-    /// Evaluates a call under the run's options, and its session's taint.
+    /// Evaluates a call under the run's options.
     fn evaluate(
         &self,
         run: &RunContext,
         call: &ToolCall,
         args: &Map<String, Value>,
         tool: &ToolInfo,
-        taint: &SessionTaint,
     ) -> Evaluation {
         let policy_call = Self::policy_call(run, call, args, tool);
         let config = run.config();
@@ -334,8 +338,7 @@ impl PermissionMiddleware {
             }
             None => {}
         }
-        let evaluation = self.policy.evaluate_with(&policy_call, &options);
-        self.policy.under_taint(evaluation, taint)
+        self.policy.evaluate_with(&policy_call, &options)
     }
 
     async fn decide(
@@ -345,8 +348,13 @@ impl PermissionMiddleware {
         args: &Map<String, Value>,
         tool: &ToolInfo,
     ) -> Decided {
-        let taint = self.taint_of(run).await;
-        let evaluation = self.evaluate(run, call, args, tool, &taint);
+        let mut evaluation = self.evaluate(run, call, args, tool);
+        // Only an allow can change under the session's taint: read it only then.
+        if evaluation.decision == Decision::Allow && self.policy.taint_settings().enabled {
+            evaluation = self
+                .policy
+                .under_taint(evaluation, &self.taint_of(run).await);
+        }
         let judge = Judge {
             run,
             call,
@@ -378,15 +386,8 @@ impl PermissionMiddleware {
             ..
         } = judge;
         let grant_cx = run.grant_context();
-        // A taint's ask is a person's to answer: no grant outlasts the look they take.
-        let tainted = evaluation.layer == Layer::Taint;
-        let consulted = if tainted {
-            Ok(Consulted::Open(evaluation.subjects.clone()))
-        } else {
-            stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await
-        };
         // "Always" covers what no grant answers yet (the store failing: all that asked).
-        let open = match consulted {
+        let open = match stored_answer(&**run.grants(), &call.name, evaluation, &grant_cx).await {
             Ok(Consulted::Answered(stored)) => {
                 let actor = stored.actor();
                 return match stored.effect {
@@ -424,7 +425,6 @@ impl PermissionMiddleware {
         };
 
         let offer = Offer::for_subjects(evaluation, self.grant_scope, &open);
-        let offer = if tainted { offer.once_only() } else { offer };
         let request = PermissionRequest {
             reason: evaluation.reason.to_string(),
             rule: evaluation.rule_name().map(str::to_owned),

@@ -363,40 +363,34 @@ pub(crate) async fn submit(
 
     let grant_cx = grant_context(&call);
     let now = state.now();
-    // A taint's ask is a person's to answer: no grant outlasts the look they take.
-    let tainted = evaluation.layer == Layer::Taint;
-    let consulted = if tainted {
-        Consulted::Open(Vec::new())
-    } else {
-        stored_answer_at(&**state.store(), &call.tool, &evaluation, &grant_cx, now).await?
-    };
-    let open = match consulted {
-        Consulted::Open(open) => open,
-        Consulted::Answered(stored) => {
-            let (decision, reason) = match stored.effect {
-                Effect::Allow => (
-                    Decision::Allow,
-                    format!("allowed by a stored grant ({})", stored.describe()),
-                ),
-                Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
-            };
-            return answer_now(decided(
-                &evaluation,
-                decision,
-                Layer::Grant,
-                &reason,
-                &stored.actor(),
-            )?)
-            .await;
-        }
-    };
+    let open =
+        match stored_answer_at(&**state.store(), &call.tool, &evaluation, &grant_cx, now).await? {
+            Consulted::Open(open) => open,
+            Consulted::Answered(stored) => {
+                let (decision, reason) = match stored.effect {
+                    Effect::Allow => (
+                        Decision::Allow,
+                        format!("allowed by a stored grant ({})", stored.describe()),
+                    ),
+                    Effect::Deny => (Decision::Deny, stored.refusal(&call.tool)),
+                };
+                return answer_now(decided(
+                    &evaluation,
+                    decision,
+                    Layer::Grant,
+                    &reason,
+                    &stored.actor(),
+                )?)
+                .await;
+            }
+        };
 
     // An "always" answer is remembered for the call's session; a call that names none has
     // nothing to scope it to (every other session-less caller would share it), so it is not
     // offered.
     let offer = match call.context.session.as_deref() {
         // "Always" covers what no grant answers yet.
-        Some(session) if !session.is_empty() && !tainted => Offer::for_subjects(
+        Some(session) if !session.is_empty() => Offer::for_subjects(
             &evaluation,
             ScopeKind::Session,
             &open,
@@ -579,7 +573,7 @@ pub(crate) struct CallPage {
 #[derive(serde::Serialize)]
 struct LoggedCall {
     id: String,
-    status: &'static str,
+    status: DecisionStatus,
     created: String,
     updated: String,
     call: Value,
@@ -632,10 +626,7 @@ pub(crate) async fn list(
     let decisions = rows
         .into_iter()
         .map(|row| LoggedCall {
-            status: match row.status {
-                DecisionStatus::Pending => "pending",
-                DecisionStatus::Decided => "decided",
-            },
+            status: row.status,
             id: row.id,
             created: row.created,
             updated: row.updated,

@@ -85,11 +85,6 @@ async fn stored(state: &AppState, id: &str) -> Result<Grant, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no grant `{id}`")))
 }
 
-/// Whether a grant answers no more at `now`: expired, or spent.
-fn ended(grant: &Grant, now: std::time::SystemTime) -> bool {
-    grant.expires_at.is_some_and(|at| at <= now) || grant.uses_left == Some(0)
-}
-
 /// Whether a grant has the scope a listing's `scope` names.
 fn in_scope(grant: &Grant, scope: &str) -> bool {
     match &grant.scope {
@@ -125,7 +120,7 @@ pub(crate) async fn remove_ended(state: &AppState) -> Result<usize, ApiError> {
     let now = state.now();
     let mut removed = 0;
     for grant in state.store().list().await? {
-        if !ended(&grant, now) {
+        if !grant.has_ended(now) {
             continue;
         }
         let why = if grant.uses_left == Some(0) {
@@ -209,7 +204,7 @@ pub(crate) async fn list(
         .list()
         .await?
         .into_iter()
-        .filter(|g| !ended(g, now))
+        .filter(|g| !g.has_ended(now))
         .filter(|g| {
             query
                 .scope

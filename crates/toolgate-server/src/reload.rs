@@ -158,6 +158,8 @@ pub(crate) async fn reload(state: &AppState) -> Result<Reloaded, String> {
 pub(crate) async fn decide_again(state: &AppState, session: Option<&str>, why: &str) -> Reloaded {
     let policy = state.policy();
     let mut reloaded = Reloaded::default();
+    let mut taints: std::collections::HashMap<String, Option<toolgate_policy::SessionTaint>> =
+        std::collections::HashMap::new();
     for (id, open) in state.open_requests() {
         if session.is_some_and(|s| open.facts.session.as_deref() != Some(s)) {
             continue;
@@ -166,19 +168,30 @@ pub(crate) async fn decide_again(state: &AppState, session: Option<&str>, why: &
             reloaded.waiting += 1;
             continue;
         };
-        // Under the session's taint, as when it was asked (a session that cannot be read is
-        // not decided on: the request keeps waiting).
-        let taint = match &call.context.session {
-            Some(session) => match state.store().session(session).await {
-                Ok(row) => row.and_then(|row| crate::taint::of(&row.snapshot)),
-                Err(_) => {
-                    reloaded.waiting += 1;
-                    continue;
+        // Under the session's taint, as when it was asked: read (once a session) only for an
+        // allow, the one decision a taint changes; a session that cannot be read is not
+        // decided on (the request keeps waiting).
+        let mut evaluation = policy.evaluate(&call);
+        if evaluation.decision == Decision::Allow
+            && policy.taint_settings().enabled
+            && let Some(session) = &call.context.session
+        {
+            if !taints.contains_key(session) {
+                match state.store().session(session).await {
+                    Ok(row) => {
+                        let taint = row.and_then(|row| crate::taint::of(&row.snapshot));
+                        taints.insert(session.clone(), taint);
+                    }
+                    Err(_) => {
+                        reloaded.waiting += 1;
+                        continue;
+                    }
                 }
-            },
-            None => None,
-        };
-        let evaluation = crate::decisions::decide(&policy, &call, taint.as_ref());
+            }
+            if let Some(Some(taint)) = taints.get(session) {
+                evaluation = policy.under_taint(evaluation, taint);
+            }
+        }
         if evaluation.decision == Decision::Ask {
             reloaded.waiting += 1;
             continue;

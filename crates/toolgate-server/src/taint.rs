@@ -24,15 +24,17 @@ use crate::state::AppState;
 pub(crate) fn of(snapshot: &Value) -> Option<SessionTaint> {
     let stored = snapshot.get("taint")?;
     Some(
-        serde_json::from_value(stored.clone()).unwrap_or_else(|_| SessionTaint {
-            sources: vec![TaintSource {
-                kind: TaintKind::File,
-                tool: "toolgate".into(),
-                what: "a taint record this toolgate cannot read".into(),
-                at: String::new(),
-                call_id: None,
-            }],
-            ..SessionTaint::default()
+        <SessionTaint as serde::Deserialize>::deserialize(stored).unwrap_or_else(|_| {
+            SessionTaint {
+                sources: vec![TaintSource {
+                    kind: TaintKind::File,
+                    tool: "toolgate".into(),
+                    what: "a taint record this toolgate cannot read".into(),
+                    at: String::new(),
+                    call_id: None,
+                }],
+                ..SessionTaint::default()
+            }
         }),
     )
 }
@@ -120,10 +122,7 @@ impl toolgate_runtime::SessionTaints for DaemonTaints {
         session: &str,
         change: toolgate_runtime::TaintChange<'_>,
     ) -> Result<SessionTaint, String> {
-        crate::sessions::record(&self.state, session, None, None)
-            .await
-            .map_err(|e| e.message)?;
-        let taint = change_taint(&self.state, session, |taint| {
+        let noted = |taint: &mut SessionTaint| {
             let was = taint.sources.len();
             if !change(taint) {
                 return None;
@@ -136,9 +135,19 @@ impl toolgate_runtime::SessionTaints for DaemonTaints {
                     .into_iter()
                     .collect(),
             )
-        })
-        .await
-        .map_err(|e| e.message)?;
+        };
+        let mut taint = change_taint(&self.state, session, &noted)
+            .await
+            .map_err(|e| e.message)?;
+        // A session the hosting bridge has not recorded yet: recorded, then changed.
+        if taint.is_none() {
+            crate::sessions::record(&self.state, session, None, None)
+                .await
+                .map_err(|e| e.message)?;
+            taint = change_taint(&self.state, session, &noted)
+                .await
+                .map_err(|e| e.message)?;
+        }
         Ok(taint.unwrap_or_default())
     }
 }
@@ -206,11 +215,12 @@ pub(crate) async fn results(
     }
     // The path names the session (whatever the call's context says).
     call.context.session = Some(id.clone());
-    let policy = state.policy();
+    // Read from the call once; applied to the taint as it stands at each try.
+    let effect = state.policy().result_effect(&call);
     let at = crate::decisions::now();
     let taint = change_taint(&state, &id, |taint| {
         let was = taint.sources.len();
-        if !policy.note_result(taint, &call, &at, call_id.as_deref()) {
+        if !effect.apply(taint, &call.tool, &at, call_id.as_deref()) {
             return None;
         }
         // A host reached is kept without a word in the log; a taint is said.

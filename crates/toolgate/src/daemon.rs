@@ -58,18 +58,16 @@ impl DaemonClient {
 impl DaemonClient {
     /// Tells the daemon the result of `call` came into its session (`POST
     /// /api/sessions/{id}/results`), which the policy may say tainted it. An error says why.
-    pub(crate) fn report_result(
+    fn report_result(
         &self,
         session: &str,
         call: &Call,
         call_id: Option<&str>,
-    ) -> Result<bool, String> {
+    ) -> Result<(), String> {
         let body = serde_json::json!({"call": call, "call_id": call_id});
         let path = format!("/api/sessions/{}/results", encode(session));
         match self.client.send("POST", &path, Some(&body)) {
-            Ok(reply) if reply.status == 200 => {
-                Ok(field(&reply.body, "tainted").as_bool().unwrap_or(false))
-            }
+            Ok(reply) if reply.status == 200 => Ok(()),
             Ok(reply) => Err(reply.error()),
             Err(e) => Err(failure_text(&e)),
         }
@@ -195,11 +193,11 @@ impl Daemon for DaemonClient {
         format!("http://{}/", self.client.host())
     }
 
-    fn report(&self, call: &Call) {
+    fn report(&self, call: &Call, call_id: Option<&str>) {
         let Some(session) = call.context.session.as_deref() else {
             return;
         };
-        if let Err(why) = self.report_result(session, call, None) {
+        if let Err(why) = self.report_result(session, call, call_id) {
             eprintln!(
                 "toolgate: the daemon was not told of a result (its session's taint may miss it): {why}"
             );

@@ -739,17 +739,23 @@ pub(crate) fn with_agent_token(name: &str, flags: &[String]) -> Vec<String> {
     flags
 }
 
+/// How to reach the daemon a command's flags name (`--url`, `--data-dir`, else the default),
+/// with its own token.
+fn client_args_of(flags: &[String]) -> crate::client::ClientArgs {
+    crate::client::ClientArgs {
+        data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
+        url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
+        token_file: None,
+    }
+}
+
 /// Revokes the agent token `install` made and kept in `file` (at the daemon the hook's flags
 /// name) and removes the file; what cannot be done is said on stderr (the hook is gone already).
 fn revoke_agent_token(file: &Path, flags: &[String]) {
     let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
         return;
     };
-    let client_args = crate::client::ClientArgs {
-        data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
-        url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
-        token_file: None,
-    };
+    let client_args = client_args_of(flags);
     let path = format!("/api/tokens/{}", crate::client::encode(name));
     let revoked = crate::client::Client::new(&client_args)
         .and_then(|client| client.send("DELETE", &path, None))
@@ -773,11 +779,7 @@ fn revoke_agent_token(file: &Path, flags: &[String]) {
 /// `--data-dir`, else the default) and kept in `agent-tokens/NAME` of that daemon's data
 /// directory (mode 600); a token of that name made before is replaced. Its file.
 fn agent_token(name: &str, flags: &[String]) -> Result<PathBuf, Failure> {
-    let client_args = crate::client::ClientArgs {
-        data_dir: flag_value(flags, "--data-dir").map(PathBuf::from),
-        url: flag_value(flags, "--url").or_else(|| std::env::var("TOOLGATE_URL").ok()),
-        token_file: None,
-    };
+    let client_args = client_args_of(flags);
     let data_dir = crate::client::data_dir(&client_args)
         .ok_or_else(|| Failure::Message("no data directory".into()))?;
     let client = crate::client::Client::new(&client_args)?;
@@ -806,20 +808,10 @@ fn agent_token(name: &str, flags: &[String]) -> Result<PathBuf, Failure> {
     std::fs::create_dir_all(&dir).map_err(fail)?;
     #[cfg(unix)]
     {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)?;
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&file)
-            .map_err(fail)?;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).map_err(fail)?;
-        writeln!(out, "{token}").map_err(fail)?;
     }
-    #[cfg(not(unix))]
-    std::fs::write(&file, format!("{token}\n")).map_err(fail)?;
+    crate::serve::write_private(&file, &format!("{token}\n")).map_err(fail)?;
     Ok(file)
 }
 

@@ -209,7 +209,7 @@ fn listen_address(text: &str) -> Result<SocketAddr, String> {
 /// Replaces `path` with `text`, readable by its owner only: written to a new file beside it,
 /// then renamed over it (a reader sees the old text or the new, and whatever mode the old
 /// file had is gone with it).
-fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     let mut name = path.as_os_str().to_owned();
     name.push(format!(".{}.new", std::process::id()));
     let fresh = std::path::PathBuf::from(name);

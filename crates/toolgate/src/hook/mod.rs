@@ -383,13 +383,14 @@ fn answer(args: &HookArgs, input: &[u8]) -> (Option<String>, Answer) {
 /// Tells the daemon a call's result came into its session. The call ran already: a report that
 /// fails is said on stderr (the agent shows it) and leaves the session as the daemon had it.
 fn report(args: &HookArgs, request: &Request, call_id: Option<&str>) {
-    let Some(session) = &request.session else {
+    if request.session.is_none() {
         return;
-    };
+    }
+    // (What the daemon answers is the daemon client's to say.)
     let sent = call_of(args.agent, request).and_then(|call| {
-        DaemonClient::new(&args.client)
-            .map_err(|e| failure_text(&e))?
-            .report_result(session, &call, call_id)
+        let daemon = DaemonClient::new(&args.client).map_err(|e| failure_text(&e))?;
+        toolgate_mcp::Daemon::report(&daemon, &call, call_id);
+        Ok(())
     });
     if let Err(why) = sent {
         eprintln!(
