@@ -195,16 +195,21 @@ pub(crate) fn run(args: &TailArgs) -> Result<u8, Failure> {
             }
         }
     }
-    follow(args, start, &client, &mut print)
+    // Reached already (its session checked, its newest events read): a daemon gone before the
+    // stream starts is waited for, as one gone while streaming is.
+    let reached = args.session.is_some() || last.is_some();
+    follow(args, start, &client, &mut print, reached)
 }
 
 /// Follows the live stream; when it ends (the daemon stopped or restarted, the connection
-/// broke), reconnects and resumes after the last event printed, for up to `--retry-for`.
+/// broke), reconnects and resumes after the last event printed, for up to `--retry-for`. A
+/// daemon not reachable at the start is said at once, unless it was `reached` before.
 fn follow(
     args: &TailArgs,
     after: i64,
     client: &Client,
     print: &mut impl FnMut(&Value) -> Result<(), Failure>,
+    reached: bool,
 ) -> Result<u8, Failure> {
     let retry_for = Duration::from_secs_f64(args.retry_for);
     let mut after = after;
@@ -276,8 +281,8 @@ fn follow(
                 continue;
             }
             Ok(Streamed::Refused(reply)) => return Err(reply.failure(args.json)),
-            // Not reachable at the start: said at once.
-            Err(error) if first => return Err(error),
+            // Not reachable at the start (and never reached): said at once.
+            Err(error) if first && !reached => return Err(error),
             Ok(Streamed::Ended) => {
                 // It was streaming: the wait for the next one starts afresh.
                 lost = None;
