@@ -24,6 +24,7 @@
 
 mod ask;
 mod daemon;
+pub mod http;
 mod hub;
 mod pins;
 mod relay;
@@ -39,6 +40,7 @@ use toolgate_policy::{Call, Decision, SharedPolicy};
 use toolgate_runtime::grants::{Effect, GrantContext};
 
 pub use daemon::{Daemon, Submitted, Verdict, stated as stated_reason};
+pub use http::{Front, serve as serve_http};
 pub use hub::{Hub, Routed};
 pub use pins::Pins;
 pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};

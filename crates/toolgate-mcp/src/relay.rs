@@ -34,7 +34,7 @@ const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// One line read from a side.
 #[derive(Debug, PartialEq)]
-enum Frame {
+pub(crate) enum Frame {
     /// A line (without its newline, nor a carriage return before it).
     Line(String),
     /// A line longer than [`MAX_LINE`], dropped.
@@ -636,6 +636,28 @@ pub async fn relay<S: Switch>(
     servers: Vec<ServerCommand>,
     daemon: Option<(Arc<dyn Daemon>, Duration)>,
 ) -> Result<i32, RelayError> {
+    let (to_client, client_queue) = mpsc::channel::<String>(256);
+    let client_writer = tokio::spawn(async move {
+        let mut client_queue = client_queue;
+        write_lines(client_output(), &mut client_queue).await;
+    });
+    let input = FramedRead::new(client_input(), Frames::default());
+    let relayed = relay_client(switch, servers, daemon, input, to_client).await;
+    // Whatever is queued for the client is written before the relay ends.
+    let _ = tokio::time::timeout(GRACE, client_writer).await;
+    relayed
+}
+
+/// [`relay`] for a client that speaks through `input` and is written to through `to_client`
+/// (the relay ends when `input` does; what it says to the client is in `to_client` when it
+/// returns).
+pub(crate) async fn relay_client<S: Switch>(
+    switch: S,
+    servers: Vec<ServerCommand>,
+    daemon: Option<(Arc<dyn Daemon>, Duration)>,
+    input: impl futures_util::Stream<Item = Result<Frame, std::io::Error>> + Send + Unpin + 'static,
+    to_client: mpsc::Sender<String>,
+) -> Result<i32, RelayError> {
     let one = servers.len() == 1;
     let mut senders = Vec::new();
     let mut started = Vec::new();
@@ -647,11 +669,6 @@ pub async fn relay<S: Switch>(
         started.push((queue, running));
     }
     let to_servers: ToServers = Arc::new(senders);
-    let (to_client, client_queue) = mpsc::channel::<String>(256);
-    let client_writer = tokio::spawn(async move {
-        let mut client_queue = client_queue;
-        write_lines(client_output(), &mut client_queue).await;
-    });
     let (daemon, wait) = match daemon {
         Some((daemon, wait)) => (Some(daemon), wait),
         None => (None, Duration::ZERO),
@@ -687,7 +704,7 @@ pub async fn relay<S: Switch>(
     let mut from_client = {
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(client_input(), Frames::default());
+            let mut lines = input;
             while let Some(line) = lines.next().await {
                 let outs = match line {
                     Ok(Frame::Line(line)) => lock(&shared.switch).client_said(&line),
@@ -780,9 +797,7 @@ pub async fn relay<S: Switch>(
     .await;
     supervisors.abort_all();
     expiry.abort();
-    // Whatever is queued for the client is written before the relay ends.
     drop(shared);
-    let _ = tokio::time::timeout(GRACE, client_writer).await;
     Ok(match (one, statuses.first()) {
         (true, Some(Some(status))) => status.code().unwrap_or(1),
         _ => 0,

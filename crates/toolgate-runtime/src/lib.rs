@@ -52,6 +52,7 @@ mod message;
 pub mod messages;
 mod middleware;
 mod model;
+pub mod nesting;
 mod permission;
 mod runtime;
 mod session;

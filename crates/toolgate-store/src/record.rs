@@ -156,58 +156,7 @@ pub const MAX_NESTING: usize = 100;
 /// The deepest stored JSON is read (see [`from_stored`]).
 const READ_NESTING: usize = 1024;
 
-/// How deeply JSON `text` nests when that is deeper than `limit` (see [`nesting`]); `None` when
-/// it is not. Text with at most `limit` brackets that open (`[`, `{`, in strings or not) cannot
-/// nest deeper, and is counted instead of read (a count of wide compares), where reading
-/// follows strings a byte at a time (a commit's record on the approval path).
-pub fn nests_deeper(text: &[u8], limit: usize) -> Option<usize> {
-    if opening_brackets(text) <= limit {
-        return None;
-    }
-    Some(nesting(text)).filter(|&depth| depth > limit)
-}
-
-/// How many `[` and `{` bytes `text` holds. Counted in runs of 255 into a byte, one compare a
-/// byte (`[` is `{` but for the bit `0x20`, and no other byte is): the compiler turns that into
-/// wide compares, where a plain count into a `usize` stayed about a byte at a time (~8× slower
-/// on a 3 KB record).
-fn opening_brackets(text: &[u8]) -> usize {
-    text.chunks(255)
-        .map(|run| {
-            let in_run = run
-                .iter()
-                .fold(0u8, |n, &b| n.wrapping_add(u8::from((b | 0x20) == b'{')));
-            usize::from(in_run)
-        })
-        .sum()
-}
-
-/// How deeply JSON `text` nests: the most arrays and objects open at once (strings skipped).
-pub fn nesting(text: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in text {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
+pub use toolgate_runtime::nesting::{nesting, nests_deeper};
 
 /// Reads stored JSON. Text nested past serde_json's 128 levels — which versions before the
 /// bound on commits ([`MAX_NESTING`]) could store — is read all the same (up to

@@ -67,6 +67,23 @@ pub(crate) struct McpArgs {
     /// With --servers, what joins a server's name to its tools' names.
     #[arg(long, value_name = "TEXT", default_value = "__", requires = "servers")]
     separator: String,
+    /// Serve MCP over Streamable HTTP at `http://ADDR/mcp` instead of stdio (each client
+    /// session gets its own servers). Requests must carry the token (`Authorization: Bearer
+    /// …`: `--token-file`, `$TOOLGATE_TOKEN`, else the daemon's), and name this machine in
+    /// `Host` and `Origin`. Port 0 picks a free port (the address is printed).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// With --listen on a loopback address, take requests without a token (any program of
+    /// this machine's users may then call the servers).
+    #[arg(long, requires = "listen")]
+    no_auth: bool,
+    /// With --listen, another name requests may give in `Host` and `Origin` (loopback names
+    /// and the address listened on always may).
+    #[arg(long, value_name = "NAME", requires = "listen")]
+    allowed_host: Vec<String>,
+    /// With --listen, the most client sessions at once (each runs its own servers).
+    #[arg(long, value_name = "N", default_value_t = 32, requires = "listen")]
+    max_sessions: usize,
     /// The server's command line, after `--`.
     #[arg(
         last = true,
@@ -196,6 +213,57 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::Message(format!("error: {e}")))?;
     crate::reloading::keep_loaded(&policy, files, &runtime, "mcp");
+    if let Some(listen) = args.listen {
+        let front = front(args, listen)?;
+        let servers = match &args.servers {
+            Some(file) => servers_of(file, &args.separator)?,
+            None => {
+                let Some((program, rest)) = args.command.split_first() else {
+                    return Err(Failure::Message(
+                        "error: name the server's command after `--`".into(),
+                    ));
+                };
+                let name = args
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| server_name(&args.command));
+                let command = toolgate_mcp::ServerCommand {
+                    program: program.clone(),
+                    args: rest.to_vec(),
+                    ..toolgate_mcp::ServerCommand::default()
+                };
+                vec![(name, command)]
+            }
+        };
+        // Each client session: its own gate (a hub of them, with --servers) and processes.
+        let mut made = Vec::new();
+        for (name, command) in servers {
+            let options = options(&name)?;
+            made.push((name, command, options));
+        }
+        let session_gate = |options: &toolgate_mcp::Options, name: &str, session: &str| {
+            let mut options = options.clone();
+            options.session = Some(format!("mcp-{name}-{session}"));
+            toolgate_mcp::Gate::new(options)
+        };
+        if args.servers.is_none() {
+            let make = move |session: &str| -> Made<toolgate_mcp::Gate> {
+                let (name, command, options) = made.first().ok_or("no server")?;
+                Ok((session_gate(options, name, session), vec![command.clone()]))
+            };
+            return serve_front(&runtime, listen, front, Arc::new(make), daemon);
+        }
+        let separator = args.separator.clone();
+        let make = move |session: &str| -> Made<toolgate_mcp::Hub> {
+            let gates = made
+                .iter()
+                .map(|(name, _, options)| (name.clone(), session_gate(options, name, session)))
+                .collect();
+            let commands = made.iter().map(|(_, command, _)| command.clone()).collect();
+            Ok((toolgate_mcp::Hub::new(gates, &separator), commands))
+        };
+        return serve_front(&runtime, listen, front, Arc::new(make), daemon);
+    }
     let relayed = match &args.servers {
         Some(file) => {
             let servers = servers_of(file, &args.separator)?;
@@ -229,6 +297,55 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     };
     let code = relayed.map_err(|e| Failure::Message(format!("error: {e}")))?;
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// A session's switch and its servers' commands, or why they could not be made.
+type Made<S> = Result<(S, Vec<toolgate_mcp::ServerCommand>), String>;
+
+/// Serves MCP over HTTP on `listen` until Ctrl-C, each session made by `make`.
+fn serve_front<S: toolgate_mcp::Switch>(
+    runtime: &tokio::runtime::Runtime,
+    listen: std::net::SocketAddr,
+    front: toolgate_mcp::Front,
+    make: Arc<toolgate_mcp::http::MakeSession<S>>,
+    daemon: Option<(Arc<dyn toolgate_mcp::Daemon>, std::time::Duration)>,
+) -> Result<u8, Failure> {
+    runtime
+        .block_on(async move {
+            let listener = tokio::net::TcpListener::bind(listen).await?;
+            eprintln!(
+                "toolgate: serving MCP at http://{}{}",
+                listener.local_addr()?,
+                toolgate_mcp::http::PATH
+            );
+            let stop = async {
+                let _ = tokio::signal::ctrl_c().await;
+            };
+            toolgate_mcp::serve_http(listener, front, make, daemon, stop).await
+        })
+        .map(|()| 0)
+        .map_err(|e| Failure::Message(format!("error: --listen {listen}: {e}")))
+}
+
+/// How the HTTP front is guarded: the token (unless `--no-auth`, only on loopback), the names
+/// it answers to, its sessions.
+fn front(args: &McpArgs, listen: std::net::SocketAddr) -> Result<toolgate_mcp::Front, Failure> {
+    let token = if args.no_auth {
+        if !listen.ip().is_loopback() {
+            return Err(Failure::Message(format!(
+                "error: --no-auth is for a loopback address; {listen} is reachable from other                  machines (drop --no-auth: requests then carry the token)"
+            )));
+        }
+        None
+    } else {
+        Some(crate::client::Client::new(&args.client)?.token().to_owned())
+    };
+    Ok(toolgate_mcp::Front {
+        token,
+        allowed_hosts: args.allowed_host.clone(),
+        max_sessions: args.max_sessions.max(1),
+        ..toolgate_mcp::Front::default()
+    })
 }
 
 /// The servers of an `mcpServers` file, in its order, each with how it is started.

@@ -888,7 +888,7 @@ fn the_python_sdks_clients_call_the_git_server_through_the_gateway() {
     else {
         return;
     };
-    for mode in ["session", "stateless"] {
+    for mode in ["session", "stateless", "http"] {
         let (_dir, repo) = repository();
         let repo_text = repo.display().to_string();
         let policy = repo.join(".git/gateway-policy.toml");
@@ -915,26 +915,46 @@ fn the_python_sdks_clients_call_the_git_server_through_the_gateway() {
             {"action": "accept", "content": {"decision": "allow-once"}},
             {"action": "accept", "content": {"decision": "allow-always"}},
         ]);
-        let output = Command::new("timeout")
+        let mut client = Command::new("timeout");
+        client
             .arg("90")
             .arg(&python)
             .arg(root().join("tests/mcp/client.py"))
-            .args([
-                mode,
-                &calls.to_string(),
-                &answers.to_string(),
-                "--",
-                BIN,
-                "mcp",
-            ])
-            .args(["--isolated", "--no-pins", "--name", "git", "--policy"])
-            .arg(&policy)
-            .arg("--workspace")
-            .arg(&repo)
-            .arg("--")
-            .arg(&git_server)
-            .arg("--repository")
-            .arg(&repo)
+            .args([mode, &calls.to_string(), &answers.to_string()]);
+        // Over HTTP: the gateway listens, its token in a file of the test's; the client
+        // reaches it by URL.
+        let _front;
+        if mode == "http" {
+            let token = repo.join(".git/front-token");
+            std::fs::write(&token, "the-fronts-token").unwrap();
+            std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            let token_flag = token.display().to_string();
+            let repo_flag = repo.display().to_string();
+            let front = Front::start_with(
+                &repo,
+                &policy,
+                &["--name", "git", "--token-file", &token_flag],
+                &git_server,
+                &["--repository", &repo_flag],
+            );
+            client
+                .arg(format!("http://127.0.0.1:{}/mcp", front.port))
+                .arg("the-fronts-token");
+            _front = front;
+        } else {
+            client
+                .args(["--", BIN, "mcp"])
+                .args(["--isolated", "--no-pins", "--name", "git", "--policy"])
+                .arg(&policy)
+                .arg("--workspace")
+                .arg(&repo)
+                .arg("--")
+                .arg(&git_server)
+                .arg("--repository")
+                .arg(&repo);
+        }
+        let output = client
             .current_dir(&repo)
             .env_remove("XDG_CONFIG_HOME")
             .output()
@@ -1616,4 +1636,478 @@ fn a_server_of_the_hub_that_ends_is_started_again() {
         json!({"path": format!("{}/src/main.rs", ws.display())}),
     );
     assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+}
+
+/// `toolgate mcp --listen 127.0.0.1:0 …`: the gateway's HTTP front, its address read from
+/// what it prints; stopped (Ctrl-C) when dropped.
+struct Front {
+    child: Child,
+    port: u16,
+}
+
+impl Front {
+    /// The front with the built-in policy and `rules`, in front of `program args…`, with
+    /// `flags` (`--no-auth`, or a token file, …).
+    fn start(ws: &Path, rules: &str, flags: &[&str], program: &Path, args: &[&str]) -> Front {
+        let policy = ws.join("gateway-policy.toml");
+        std::fs::write(
+            &policy,
+            format!("version = 1\nextends = \"default\"\n\n{rules}"),
+        )
+        .unwrap();
+        Front::start_with(ws, &policy, flags, program, args)
+    }
+
+    /// The front with policy file `policy`.
+    fn start_with(
+        ws: &Path,
+        policy: &Path,
+        flags: &[&str],
+        program: &Path,
+        args: &[&str],
+    ) -> Front {
+        let mut child = Command::new("timeout")
+            .args(["300", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
+            .arg(policy)
+            .arg("--workspace")
+            .arg(ws)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(flags)
+            .arg("--")
+            .arg(program)
+            .args(args)
+            .current_dir(ws)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("TOOLGATE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                let _ = send.send(line);
+            }
+        });
+        let port = loop {
+            let line = lines
+                .recv_timeout(WAIT)
+                .expect("the front did not say where it listens");
+            if let Some(rest) = line.strip_prefix("toolgate: serving MCP at http://127.0.0.1:") {
+                break rest.trim_end_matches("/mcp").parse().unwrap();
+            }
+        };
+        Front { child, port }
+    }
+
+    /// Sends one HTTP request (`Connection: close`) and reads the whole answer: its status,
+    /// headers (names in lower case) and body.
+    fn http(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(WAIT)).unwrap();
+        let mut request = format!(
+            "{method} /mcp HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        if !headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+        {
+            request.push_str(&format!("Host: 127.0.0.1:{}\r\n", self.port));
+        }
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(body);
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
+        Answer::parse(&String::from_utf8_lossy(&raw))
+    }
+
+    /// POSTs `message` with the headers a client sends (those `extra` names replaced), in
+    /// session `session`.
+    fn post(&self, extra: &[(&str, &str)], session: Option<&str>, message: &Value) -> Answer {
+        let mut headers: Vec<(&str, &str)> = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ]
+        .into_iter()
+        .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .collect();
+        if let Some(session) = session {
+            headers.push(("Mcp-Session-Id", session));
+        }
+        headers.extend_from_slice(extra);
+        self.http("POST", &headers, &message.to_string())
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status();
+        for _ in 0..100 {
+            if self.child.try_wait().ok().flatten().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn parse(raw: &str) -> Answer {
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((raw, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .unwrap_or_default()
+            .split(' ')
+            .nth(1)
+            .unwrap_or("0");
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.trim().to_owned()))
+            .collect();
+        // A chunked body's sizes are dropped (what it carries is text lines).
+        let chunked = headers
+            .iter()
+            .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
+        let body = if chunked {
+            let mut text = String::new();
+            let mut rest = body;
+            while let Some((size, after)) = rest.split_once("\r\n") {
+                let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+                if size == 0 || after.len() < size {
+                    break;
+                }
+                text.push_str(&after[..size]);
+                rest = after[size..].trim_start_matches("\r\n");
+            }
+            text
+        } else {
+            body.to_owned()
+        };
+        Answer {
+            status: status.parse().unwrap_or(0),
+            headers,
+            body,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The messages of an event-stream body (its events' data, the empty ones left out), or
+    /// of a JSON body.
+    fn messages(&self) -> Vec<Value> {
+        if self.header("content-type") == Some("text/event-stream") {
+            self.body
+                .lines()
+                .filter_map(|line| line.strip_prefix("data: "))
+                .filter(|data| !data.trim().is_empty())
+                .map(|data| serde_json::from_str(data).unwrap())
+                .collect()
+        } else {
+            vec![serde_json::from_str(&self.body).unwrap()]
+        }
+    }
+
+    /// The last message: a request's answer.
+    fn answer(&self) -> Value {
+        self.messages().pop().unwrap_or(Value::Null)
+    }
+}
+
+fn initialize_message() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+           "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                      "clientInfo": {"name": "toolgate-test", "version": "1"}}})
+}
+
+fn call_message(id: u64, tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+/// Starts a session on `front` (with `extra` headers): its id.
+fn http_session(front: &Front, extra: &[(&str, &str)]) -> String {
+    let started = front.post(extra, None, &initialize_message());
+    assert_eq!(started.status, 200, "{started:?}");
+    assert!(
+        started.answer()["result"]["protocolVersion"].is_string(),
+        "{started:?}"
+    );
+    let session = started.header("mcp-session-id").unwrap().to_owned();
+    let initialized = front.post(
+        extra,
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!(initialized.status, 202, "{initialized:?}");
+    session
+}
+
+const ECHO_ALLOWED: &str = "[[rule]]\nname = \"echo\"\ndecision = \"allow\"\nserver = \
+                            \"everything\"\ntool = \"echo\"\n";
+
+#[test]
+fn the_http_front_serves_sessions_and_refuses_what_is_not_this_machines() {
+    let Some(everything) = server("mcp-server-everything") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let token_file = ws.join("front-token");
+    std::fs::write(&token_file, "front-secret-token\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let token_file = token_file.display().to_string();
+    let front = Front::start(
+        &ws,
+        ECHO_ALLOWED,
+        &[
+            "--name",
+            "everything",
+            "--token-file",
+            &token_file,
+            "--max-sessions",
+            "2",
+        ],
+        &everything,
+        &["stdio"],
+    );
+    let auth = ("Authorization", "Bearer front-secret-token");
+    // Without the token, or with another: 401, saying how to send it.
+    for given in [None, Some("Bearer wrong"), Some("front-secret-token")] {
+        let extra: Vec<(&str, &str)> = given.map(|g| ("Authorization", g)).into_iter().collect();
+        let refused = front.post(&extra, None, &initialize_message());
+        assert_eq!(refused.status, 401, "{given:?}: {refused:?}");
+        assert!(
+            refused
+                .header("www-authenticate")
+                .unwrap()
+                .starts_with("Bearer")
+        );
+    }
+    // A name that is not this machine's, in Host or Origin (DNS rebinding): 403, even with
+    // the token; another port of this machine's in Host too.
+    let other_port = format!("127.0.0.1:{}", front.port.wrapping_add(1));
+    for extra in [
+        [auth, ("Host", "evil.example")],
+        [auth, ("Host", other_port.as_str())],
+        [auth, ("Origin", "http://evil.example")],
+        [auth, ("Origin", "null")],
+    ] {
+        let refused = front.post(&extra, None, &initialize_message());
+        assert_eq!(refused.status, 403, "{extra:?}: {refused:?}");
+        assert_eq!(refused.answer()["error"]["code"], -32600);
+    }
+    // A local page (another port of localhost) may; loopback names may.
+    let session = http_session(
+        &front,
+        &[
+            auth,
+            ("Origin", "http://localhost:5173"),
+            ("Host", "localhost"),
+        ],
+    );
+    // An allowed call: the server's own answer, on the request's event stream.
+    let echoed = front.post(
+        &[auth],
+        Some(&session),
+        &call_message(1, "echo", json!({"message": "over http"})),
+    );
+    assert_eq!(echoed.status, 200, "{echoed:?}");
+    assert_eq!(echoed.header("content-type"), Some("text/event-stream"));
+    assert_eq!(text_of(&echoed.answer()), "Echo: over http", "{echoed:?}");
+    assert_eq!(echoed.answer()["id"], 1);
+    // A call the policy asks about, with no way to ask: refused with the reason.
+    let asked = front.post(
+        &[auth],
+        Some(&session),
+        &call_message(2, "get-env", json!({})),
+    );
+    assert_eq!(asked.answer()["result"]["isError"], true, "{asked:?}");
+    assert!(
+        text_of(&asked.answer()).starts_with("toolgate"),
+        "{asked:?}"
+    );
+    // What is not a message of a session: refused per request, with a JSON-RPC error.
+    let no_session = front.post(&[auth], None, &call_message(3, "echo", json!({})));
+    assert_eq!(no_session.status, 400, "{no_session:?}");
+    let unknown = front.post(&[auth], Some("0123"), &call_message(3, "echo", json!({})));
+    assert_eq!(unknown.status, 404, "{unknown:?}");
+    let version = front.post(
+        &[auth, ("MCP-Protocol-Version", "1999-01-01")],
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    );
+    assert_eq!(version.status, 400, "{version:?}");
+    let batch = front.post(
+        &[auth],
+        Some(&session),
+        &json!([{"jsonrpc": "2.0", "id": 5, "method": "ping"}]),
+    );
+    assert_eq!(batch.status, 400, "{batch:?}");
+    let mut deep = json!("x");
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    let nested = front.post(
+        &[auth],
+        Some(&session),
+        &call_message(6, "echo", json!({"message": deep})),
+    );
+    assert_eq!(nested.status, 400, "{nested:?}");
+    assert!(nested.body.contains("nests"), "{nested:?}");
+    let large = front.post(
+        &[auth],
+        Some(&session),
+        &call_message(7, "echo", json!({"message": "x".repeat(5 * 1024 * 1024)})),
+    );
+    assert_eq!(large.status, 413, "{}", large.status);
+    let text = front.http(
+        "POST",
+        &[
+            auth,
+            ("Content-Type", "text/plain"),
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &session),
+        ],
+        "{}",
+    );
+    assert_eq!(text.status, 415, "{text:?}");
+    let json_only = front.post(
+        &[auth, ("Accept", "application/json")],
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}),
+    );
+    assert_eq!(json_only.status, 406, "{json_only:?}");
+    let put = front.http("PUT", &[auth, ("Mcp-Session-Id", &session)], "");
+    assert_eq!(put.status, 405, "{put:?}");
+    // The session still answers after all that.
+    let pong = front.post(
+        &[auth],
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}),
+    );
+    assert_eq!(pong.answer()["result"], json!({}), "{pong:?}");
+
+    // The session's own stream: one at a time.
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", front.port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    write!(
+        stream,
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer front-secret-token\r\n\
+         Accept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\r\n",
+        front.port
+    )
+    .unwrap();
+    let mut head = [0u8; 12];
+    std::io::Read::read_exact(&mut stream, &mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let second = front.http(
+        "GET",
+        &[
+            auth,
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &session),
+        ],
+        "",
+    );
+    assert_eq!(second.status, 409, "{second:?}");
+    drop(stream);
+
+    // At most two sessions (`--max-sessions 2`): a third is refused until one ends.
+    let other = http_session(&front, &[auth]);
+    let third = front.post(&[auth], None, &initialize_message());
+    assert_eq!(third.status, 503, "{third:?}");
+    // Ending a session stops its server, and it is gone.
+    let gateway = children_of(front.child.id())[0];
+    let servers = || children_of(gateway).len();
+    assert_eq!(servers(), 2);
+    let ended = front.http("DELETE", &[auth, ("Mcp-Session-Id", &other)], "");
+    assert_eq!(ended.status, 200, "{ended:?}");
+    let gone = front.post(
+        &[auth],
+        Some(&other),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(gone.status, 404, "{gone:?}");
+    for _ in 0..100 {
+        if servers() == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(servers(), 1, "the ended session's server still runs");
+    let again = http_session(&front, &[auth]);
+    assert_ne!(again, session);
+}
+
+#[test]
+fn a_thousand_calls_at_once_over_http_are_all_answered() {
+    let Some(everything) = server("mcp-server-everything") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let front = Front::start(
+        &ws,
+        ECHO_ALLOWED,
+        &["--name", "everything", "--no-auth"],
+        &everything,
+        &["stdio"],
+    );
+    let session = http_session(&front, &[]);
+    // A thousand requests sent, each on its own connection, before any answer is read.
+    let mut open = Vec::new();
+    for id in 0..1000u64 {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", front.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(120)))
+            .unwrap();
+        let body =
+            call_message(id + 10, "echo", json!({"message": format!("call {id}")})).to_string();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+             Connection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            front.port,
+            body.len()
+        )
+        .unwrap();
+        open.push(stream);
+    }
+    for (id, mut stream) in open.into_iter().enumerate() {
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
+        let answer = Answer::parse(&String::from_utf8_lossy(&raw));
+        assert_eq!(answer.status, 200, "{answer:?}");
+        let message = answer.answer();
+        assert_eq!(message["id"], json!(id + 10), "{answer:?}");
+        assert_eq!(text_of(&message), format!("Echo: call {id}"), "{answer:?}");
+    }
 }
