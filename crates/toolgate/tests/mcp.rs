@@ -2111,3 +2111,68 @@ fn a_thousand_calls_at_once_over_http_are_all_answered() {
         assert_eq!(text_of(&message), format!("Echo: call {id}"), "{answer:?}");
     }
 }
+
+/// The MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
+/// `tests/mcp/package.json`, on the Node it pins) against the HTTP front, with a fixture
+/// server of ours behind it (`tests/mcp/conformance_fixture.py`: the tools, resources and
+/// prompts the suite's server scenarios call by name), every scenario of the suite, the
+/// transport's own (DNS rebinding, several streams, the priming event) included. Its summary
+/// is printed (`.ci/run` shows it).
+#[test]
+fn the_conformance_suite_passes_against_the_http_front() {
+    let (Some(conformance), Some(python)) = (server("conformance"), python_peer("python")) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let front = Front::start(
+        &ws,
+        "[[rule]]\nname = \"fixture\"\ndecision = \"allow\"\nserver = \"fixture\"\ntool = \"*\"\n",
+        &["--name", "fixture", "--no-auth"],
+        &python,
+        &[root()
+            .join("tests/mcp/conformance_fixture.py")
+            .to_str()
+            .unwrap()],
+    );
+    let bin = root().join("tests/mcp/node_modules/.bin");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("timeout")
+        .arg("600")
+        .arg(&conformance)
+        .args(["server", "--suite", "all", "--url"])
+        .arg(format!("http://127.0.0.1:{}/mcp", front.port))
+        .arg("--output-dir")
+        .arg(ws.join("conformance-results"))
+        .env("PATH", path)
+        .current_dir(&ws)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary = stdout
+        .lines()
+        .find(|line| line.starts_with("Total: "))
+        .unwrap_or_else(|| panic!("no summary:\n{stdout}\n{stderr}"));
+    eprintln!("conformance (gateway's HTTP front, fixture behind): {summary}");
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(summary.ends_with(" passed, 0 failed"), "{stdout}");
+    // Every scenario ran, the transport's own among them.
+    for scenario in [
+        "dns-rebinding-protection",
+        "server-sse-multiple-streams",
+        "server-sse-polling",
+        "tools-call-elicitation",
+        "tools-call-sampling",
+        "tools-call-with-progress",
+        "resources-subscribe",
+    ] {
+        assert!(
+            stdout.contains(&format!("✓ {scenario}: ")),
+            "{scenario} did not pass:\n{stdout}"
+        );
+    }
+}
