@@ -28,6 +28,7 @@ pub mod http;
 mod hub;
 mod pins;
 mod relay;
+mod remote;
 mod stateless;
 
 use std::collections::{HashMap, HashSet};
@@ -44,6 +45,7 @@ pub use http::{Front, serve as serve_http};
 pub use hub::{Hub, Routed};
 pub use pins::Pins;
 pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};
+pub use remote::Remote;
 
 /// What the gateway knows of the policy and the server it guards.
 #[derive(Clone)]

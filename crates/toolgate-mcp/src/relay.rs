@@ -151,6 +151,9 @@ pub struct ServerCommand {
     pub env: Vec<(OsString, OsString)>,
     /// The folder it starts in (default: this process's).
     pub cwd: Option<PathBuf>,
+    /// A remote server reached over Streamable HTTP instead of a program started (`program`,
+    /// `args`, `env` and `cwd` are then not used).
+    pub remote: Option<crate::remote::Remote>,
 }
 
 /// What the relay drives: the frames of each side in, where they go out.
@@ -445,11 +448,26 @@ pub async fn relay_stdio(
 /// A server's queue of lines to write, shared by the writers of its successive processes.
 type Queue = Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>;
 
-/// A server's running process.
+/// A server's running process (or link to a remote server).
 struct Running {
-    child: tokio::process::Child,
-    output: tokio::process::ChildStdout,
+    /// The process (`None`: a remote server).
+    child: Option<tokio::process::Child>,
+    output: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
     writer: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits for the process to exit (at most [`GRACE`]; then it is killed).
+    async fn ended(&mut self) -> Option<std::process::ExitStatus> {
+        let child = self.child.as_mut()?;
+        match tokio::time::timeout(GRACE, child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                let _ = child.kill().await;
+                child.wait().await.ok()
+            }
+        }
+    }
 }
 
 /// The first wait before a server that ended is started again; it doubles each time, up to
@@ -459,6 +477,19 @@ const MOST_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Starts a server's process, its input written from `queue`.
 fn start(command: &ServerCommand, queue: &Queue) -> Result<Running, RelayError> {
+    if let Some(remote) = &command.remote {
+        let (output, link_side) = tokio::io::duplex(64 * 1024);
+        let writer = tokio::spawn(crate::remote::run(
+            remote.clone(),
+            Arc::clone(queue),
+            link_side,
+        ));
+        return Ok(Running {
+            child: None,
+            output: Box::new(output),
+            writer,
+        });
+    }
     let mut process = tokio::process::Command::new(&command.program);
     process
         .args(&command.args)
@@ -480,8 +511,8 @@ fn start(command: &ServerCommand, queue: &Queue) -> Result<Running, RelayError> 
     };
     let writer = tokio::spawn(write_queue(input, Arc::clone(queue)));
     Ok(Running {
-        child,
-        output,
+        child: Some(child),
+        output: Box::new(output),
         writer,
     })
 }
@@ -506,7 +537,7 @@ enum Ended {
 async fn read_server<S: Switch>(
     i: usize,
     shared: &Arc<Shared<S>>,
-    output: &mut tokio::process::ChildStdout,
+    output: &mut Box<dyn tokio::io::AsyncRead + Unpin + Send>,
     to_servers: &std::sync::Weak<Vec<mpsc::Sender<String>>>,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
@@ -549,13 +580,7 @@ async fn read_server<S: Switch>(
 async fn finish(mut running: Running) -> Option<std::process::ExitStatus> {
     let _ = tokio::time::timeout(GRACE, &mut running.writer).await;
     running.writer.abort();
-    match tokio::time::timeout(GRACE, running.child.wait()).await {
-        Ok(status) => status.ok(),
-        Err(_) => {
-            let _ = running.child.kill().await;
-            running.child.wait().await.ok()
-        }
-    }
+    running.ended().await
 }
 
 /// Runs server `i` for the relay: relays its output, and when it ends, fails what waited on
@@ -583,13 +608,7 @@ async fn supervise<S: Switch>(
         let outs = lock(&shared.switch).server_ended(i);
         let client_there = shared.deliver(None, outs).await;
         running.writer.abort();
-        let status = match tokio::time::timeout(GRACE, running.child.wait()).await {
-            Ok(status) => status.ok(),
-            Err(_) => {
-                let _ = running.child.kill().await;
-                running.child.wait().await.ok()
-            }
-        };
+        let status = running.ended().await;
         if !restart || !client_there {
             return status;
         }

@@ -372,11 +372,9 @@ fn servers_of(
         if let Some(why) = toolgate_mcp::Hub::check_name(name, separator) {
             return Err(at(&why));
         }
-        if entry.get("url").is_some() {
-            return Err(at(
-                "a remote server (`url`): toolgate serves the servers it starts (`command`); \
-                 remote ones are not served yet",
-            ));
+        if let Some(url) = entry.get("url").or_else(|| entry.get("httpUrl")) {
+            out.push((name.clone(), remote_of(entry, url).map_err(|why| at(&why))?));
+            continue;
         }
         let program = entry
             .get("command")
@@ -414,10 +412,46 @@ fn servers_of(
                 args: strings("args")?.into_iter().map(Into::into).collect(),
                 env,
                 cwd,
+                remote: None,
             },
         ));
     }
     Ok(out)
+}
+
+/// A remote server's entry (`url`, `headers`): reached over Streamable HTTP.
+fn remote_of(
+    entry: &serde_json::Value,
+    url: &serde_json::Value,
+) -> Result<toolgate_mcp::ServerCommand, String> {
+    let url = url.as_str().ok_or("`url` is not a string")?;
+    let parsed = url::Url::parse(url).map_err(|e| format!("`url` {url:?}: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!("`url` {url:?} is not http:// or https://"));
+    }
+    if entry.get("type").and_then(serde_json::Value::as_str) == Some("sse") {
+        return Err(
+            "an SSE server (`\"type\": \"sse\"`, the transport MCP replaced in 2025-03-26): \
+             toolgate reaches remote servers over Streamable HTTP"
+                .into(),
+        );
+    }
+    let headers = match entry.get("headers") {
+        None => Vec::new(),
+        Some(serde_json::Value::Object(headers)) => headers
+            .iter()
+            .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("`headers` values are not all strings")?,
+        Some(_) => return Err("`headers` is not an object".into()),
+    };
+    Ok(toolgate_mcp::ServerCommand {
+        remote: Some(toolgate_mcp::Remote {
+            url: url.to_owned(),
+            headers,
+        }),
+        ..toolgate_mcp::ServerCommand::default()
+    })
 }
 
 #[cfg(test)]

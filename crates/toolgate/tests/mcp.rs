@@ -2176,3 +2176,108 @@ fn the_conformance_suite_passes_against_the_http_front() {
         );
     }
 }
+
+#[test]
+fn a_remote_server_is_reached_over_streamable_http() {
+    let (Some(fs), Some(everything)) = (
+        server("mcp-server-filesystem"),
+        server("mcp-server-everything"),
+    ) else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    // The everything server over Streamable HTTP (it listens on every interface: it runs in a
+    // network namespace of its own, with the gateway, where only loopback exists), next to
+    // the filesystem server over stdio.
+    let port = 39_000 + (std::process::id() % 1000);
+    let servers = ws.join(".git/servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {
+            "fs": {"command": fs, "args": [ws.display().to_string()]},
+            "everything": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+                           "headers": {"X-Test": "toolgate"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let policy = ws.join(".git/hub-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"echo\"\ndecision = \"allow\"\n\
+         server = \"everything\"\ntool = [\"echo\", \"trigger-long-running-operation\"]\n",
+    )
+    .unwrap();
+    let script = format!(
+        "ip link set lo up || exit 3; PORT={port} \"$1\" streamableHttp >/dev/null 2>&1 & \
+         for i in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:{port}/mcp && break; \
+         sleep 0.1; done; shift; exec \"$@\""
+    );
+    let mut command = Command::new("timeout");
+    command
+        .args([
+            "120",
+            "unshare",
+            "--user",
+            "--map-root-user",
+            "--net",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .arg("sh")
+        .arg(&everything)
+        .args([BIN, "mcp", "--isolated", "--no-pins", "--policy"])
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--servers")
+        .arg(&servers)
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME");
+    let mut hub = Session::start(command);
+    let started = hub.initialize();
+    assert!(
+        started["result"]["instructions"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("everything"),
+        "{started}"
+    );
+    let listed = hub.request(1, "tools/list", json!({}));
+    let names = tool_names(&listed);
+    assert!(names.contains(&"everything__echo".to_owned()), "{listed}");
+    assert!(names.contains(&"fs__read_text_file".to_owned()), "{listed}");
+    // An allowed call: the remote server's answer.
+    let echoed = hub.call(2, "everything__echo", json!({"message": "remote one"}));
+    assert_eq!(text_of(&echoed), "Echo: remote one", "{echoed}");
+    // What the remote server sends before its answer (progress, on the call's event stream)
+    // reaches the client, in order.
+    hub.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "everything__trigger-long-running-operation",
+                   "arguments": {"duration": 1, "steps": 2},
+                   "_meta": {"progressToken": "p-3"}}}));
+    let mut progress = Vec::new();
+    let done = loop {
+        let message: Value = serde_json::from_str(&hub.next()).unwrap();
+        if message["method"] == "notifications/progress" {
+            progress.push(message["params"]["progress"].clone());
+            assert_eq!(message["params"]["progressToken"], "p-3", "{message}");
+        } else if message["id"] == 3 {
+            break message;
+        }
+    };
+    assert_eq!(progress, vec![json!(1), json!(2)], "{done}");
+    assert!(text_of(&done).contains("completed"), "{done}");
+    // A call the policy asks about with no way to ask: refused, the remote server never told.
+    let asked = hub.call(4, "everything__get-env", json!({}));
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    assert!(text_of(&asked).starts_with("toolgate"), "{asked}");
+    // The stdio server beside it still answers.
+    let read = hub.call(
+        5,
+        "fs__read_text_file",
+        json!({"path": format!("{}/src/main.rs", ws.display())}),
+    );
+    assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+}
