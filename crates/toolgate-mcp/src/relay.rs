@@ -4,7 +4,7 @@
 //! many — and one task writes each side, in order.
 //!
 //! When the client closes its side, the servers' inputs are closed and the servers given a
-//! moment to finish. With one server, when its output ends, what it said is delivered and the
+//! moment to finish. Behind a gate (one server), when its output ends, what it said is delivered and the
 //! relay ends with its exit status; behind a hub, a server that ends fails what waits on it,
 //! and the relay ends when every server has.
 
@@ -168,6 +168,11 @@ pub trait Switch: Send + 'static {
     fn server_restarted(&mut self, _server: usize) -> Vec<Routed> {
         Vec::new()
     }
+    /// Whether a server that ends is started again (a hub's, however many it serves); if not,
+    /// the relay ends with its server.
+    fn restarts(&self) -> bool {
+        false
+    }
     /// Questions nobody answered by `now`.
     fn expire(&mut self, now: Instant) -> Vec<Routed>;
     /// The daemon holds a call for a person (see [`Gate::pending`]).
@@ -245,6 +250,9 @@ impl Switch for Hub {
     }
     fn server_restarted(&mut self, server: usize) -> Vec<Routed> {
         Hub::server_restarted(self, server)
+    }
+    fn restarts(&self) -> bool {
+        true
     }
     fn expire(&mut self, now: Instant) -> Vec<Routed> {
         Hub::expire(self, now)
@@ -677,7 +685,8 @@ pub(crate) async fn relay_client<S: Switch>(
     input: impl futures_util::Stream<Item = Result<Frame, std::io::Error>> + Send + Unpin + 'static,
     to_client: mpsc::Sender<String>,
 ) -> Result<i32, RelayError> {
-    let one = servers.len() == 1;
+    // One server behind a gate: the relay ends with it. Behind a hub: with the client.
+    let one = !switch.restarts();
     let mut senders = Vec::new();
     let mut started = Vec::new();
     for server in &servers {

@@ -375,7 +375,7 @@ mod tests {
     fn a_message_becomes_one_line() {
         assert_eq!(
             one_line("{\n \"a\": 1\r\n}\n").as_deref(),
-            Some("{   \"a\": 1  }")
+            Some("{  \"a\": 1  }")
         );
         assert_eq!(one_line("  \n"), None);
     }

@@ -935,7 +935,7 @@ fn the_python_sdks_clients_call_the_git_server_through_the_gateway() {
                 &repo,
                 &policy,
                 &["--name", "git", "--token-file", &token_flag],
-                &git_server,
+                Some(&git_server),
                 &["--repository", &repo_flag],
             );
             client
@@ -1655,27 +1655,30 @@ impl Front {
             format!("version = 1\nextends = \"default\"\n\n{rules}"),
         )
         .unwrap();
-        Front::start_with(ws, &policy, flags, program, args)
+        Front::start_with(ws, &policy, flags, Some(program), args)
     }
 
-    /// The front with policy file `policy`.
+    /// The front with policy file `policy`, in front of `program args…` (none: `flags` name
+    /// the servers).
     fn start_with(
         ws: &Path,
         policy: &Path,
         flags: &[&str],
-        program: &Path,
+        program: Option<&Path>,
         args: &[&str],
     ) -> Front {
-        let mut child = Command::new("timeout")
+        let mut command = Command::new("timeout");
+        command
             .args(["300", BIN, "mcp", "--isolated", "--no-pins", "--policy"])
             .arg(policy)
             .arg("--workspace")
             .arg(ws)
             .args(["--listen", "127.0.0.1:0"])
-            .args(flags)
-            .arg("--")
-            .arg(program)
-            .args(args)
+            .args(flags);
+        if let Some(program) = program {
+            command.arg("--").arg(program).args(args);
+        }
+        let mut child = command
             .current_dir(ws)
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("TOOLGATE_TOKEN")
@@ -1703,48 +1706,58 @@ impl Front {
         Front { child, port }
     }
 
-    /// Sends one HTTP request (`Connection: close`) and reads the whole answer: its status,
-    /// headers (names in lower case) and body.
+    /// Sends one HTTP request (see [`http_to`]).
     fn http(&self, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream.set_read_timeout(Some(WAIT)).unwrap();
-        let mut request = format!(
-            "{method} /mcp HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
-            body.len()
-        );
-        if !headers
-            .iter()
-            .any(|(name, _)| name.eq_ignore_ascii_case("host"))
-        {
-            request.push_str(&format!("Host: 127.0.0.1:{}\r\n", self.port));
-        }
-        for (name, value) in headers {
-            request.push_str(&format!("{name}: {value}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(body);
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
-        Answer::parse(&String::from_utf8_lossy(&raw))
+        http_to(self.port, method, headers, body)
     }
 
-    /// POSTs `message` with the headers a client sends (those `extra` names replaced), in
-    /// session `session`.
+    /// POSTs a message (see [`post_to`]).
     fn post(&self, extra: &[(&str, &str)], session: Option<&str>, message: &Value) -> Answer {
-        let mut headers: Vec<(&str, &str)> = [
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-        ]
-        .into_iter()
-        .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
-        .collect();
-        if let Some(session) = session {
-            headers.push(("Mcp-Session-Id", session));
-        }
-        headers.extend_from_slice(extra);
-        self.http("POST", &headers, &message.to_string())
+        post_to(self.port, extra, session, message)
     }
+}
+
+/// Sends one HTTP request to the front on `port` (`Connection: close`) and reads the whole answer: its status,
+/// headers (names in lower case) and body.
+fn http_to(port: u16, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let mut request = format!(
+        "{method} /mcp HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: 127.0.0.1:{}\r\n", port));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut stream, &mut raw).unwrap();
+    Answer::parse(&String::from_utf8_lossy(&raw))
+}
+
+/// POSTs `message` with the headers a client sends (those `extra` names replaced), in
+/// session `session`.
+fn post_to(port: u16, extra: &[(&str, &str)], session: Option<&str>, message: &Value) -> Answer {
+    let mut headers: Vec<(&str, &str)> = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ]
+    .into_iter()
+    .filter(|(name, _)| !extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)))
+    .collect();
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+    }
+    headers.extend_from_slice(extra);
+    http_to(port, "POST", &headers, &message.to_string())
 }
 
 impl Drop for Front {
@@ -2280,4 +2293,92 @@ fn a_remote_server_is_reached_over_streamable_http() {
         json!({"path": format!("{}/src/main.rs", ws.display())}),
     );
     assert_eq!(text_of(&read), "fn main() {}\n", "{read}");
+}
+
+#[test]
+fn over_http_a_call_whose_server_dies_fails_and_the_server_comes_back() {
+    let Some(everything) = server("mcp-server-everything") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let servers = ws.join(".git/servers.json");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {"everything": {"command": everything, "args": ["stdio"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let policy = ws.join(".git/hub-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"echo\"\ndecision = \"allow\"\n\
+         server = \"everything\"\ntool = [\"echo\", \"trigger-long-running-operation\"]\n",
+    )
+    .unwrap();
+    let servers_flag = servers.display().to_string();
+    let front = Front::start_with(
+        &ws,
+        &policy,
+        &["--no-auth", "--servers", &servers_flag],
+        None,
+        &[],
+    );
+    let session = http_session(&front, &[]);
+    let echoed = front.post(
+        &[],
+        Some(&session),
+        &call_message(1, "everything__echo", json!({"message": "one"})),
+    );
+    assert_eq!(text_of(&echoed.answer()), "Echo: one", "{echoed:?}");
+    // A long call in flight when its server is killed: answered with an error, not left open.
+    let port = front.port;
+    let session_id = session.clone();
+    let waiting = std::thread::spawn(move || {
+        post_to(
+            port,
+            &[],
+            Some(&session_id),
+            &call_message(
+                2,
+                "everything__trigger-long-running-operation",
+                json!({"duration": 30, "steps": 3}),
+            ),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let gateway = children_of(front.child.id())[0];
+    let victim = children_of(gateway)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .contains("everything")
+        })
+        .expect("the session's server runs under the gateway");
+    Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    let failed = waiting.join().unwrap();
+    assert_eq!(failed.status, 200, "{failed:?}");
+    assert_eq!(failed.answer()["id"], 2, "{failed:?}");
+    assert!(
+        failed.answer()["error"]["message"].is_string(),
+        "{failed:?}"
+    );
+    // The hub starts it again (after its backoff): the session's calls answer again.
+    let mut again = Value::Null;
+    for attempt in 0..60 {
+        let answer = front.post(
+            &[],
+            Some(&session),
+            &call_message(10 + attempt, "everything__echo", json!({"message": "two"})),
+        );
+        again = answer.answer();
+        if text_of(&again) == "Echo: two" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(text_of(&again), "Echo: two", "{again}");
 }
