@@ -32,6 +32,11 @@ pub struct Probe {
 impl Probe {
     /// What is and is not enforced with these mechanisms, in one line.
     pub fn summary(&self, network: bool) -> String {
+        self.summary_of(if network { Network::On } else { Network::Off })
+    }
+
+    /// [`Probe::summary`] for a sandbox with `network`.
+    pub fn summary_of(&self, network: Network) -> String {
         let mut enforced = Vec::new();
         let mut not = Vec::new();
         match &self.landlock {
@@ -39,8 +44,14 @@ impl Probe {
                 enforced.push(format!(
                     "writes only in the writable folders (Landlock ABI {abi})"
                 ));
-                if network {
+                if network == Network::On {
                     not.push("the network (allowed by the plan)".to_owned());
+                } else if network == Network::Proxy {
+                    enforced.push(
+                        "the network only through the filtering proxy (a network namespace of \
+                         its own, TCP to the proxy's port only)"
+                            .to_owned(),
+                    );
                 } else if *abi >= 4 {
                     enforced.push("no TCP connect or bind".to_owned());
                 } else {
@@ -79,6 +90,17 @@ impl Probe {
     }
 }
 
+/// The network a sandboxed program has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// None: no TCP connect or bind.
+    Off,
+    /// Only through a filtering proxy ([`Plan::proxy`]).
+    Proxy,
+    /// All of it.
+    On,
+}
+
 /// What a sandboxed program may do.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
@@ -96,6 +118,21 @@ pub struct Plan {
     pub hidden: Vec<PathBuf>,
     /// Whether it may use the network (TCP); without, no connect or bind.
     pub network: bool,
+    /// The network only through a filtering proxy listening on this UNIX socket (outside the
+    /// sandbox): the program gets a network namespace of its own where only loopback exists,
+    /// a forwarder on a loopback port leads to the socket, and TCP connects reach that port
+    /// only ([`Confined::proxy_port`]). Needs the namespaces; `network` must be off.
+    pub proxy: Option<PathBuf>,
+}
+
+/// What [`confine`] made: the mechanisms that hold, and the loopback port the proxy is
+/// reached at inside the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confined {
+    /// The mechanisms that hold.
+    pub probe: Probe,
+    /// With [`Plan::proxy`], the port of the forwarder on 127.0.0.1.
+    pub proxy_port: Option<u16>,
 }
 
 /// Why the sandbox could not be made.
@@ -177,6 +214,102 @@ mod linux {
 
     fn failed(what: &str, e: impl fmt::Display) -> SandboxError {
         SandboxError(format!("{what}: {e}"))
+    }
+
+    /// Enters a new network namespace (the user namespace entered before owns it), with its
+    /// loopback interface up and nothing else.
+    pub(super) fn enter_network() -> Result<(), SandboxError> {
+        // SAFETY: as in `enter_namespaces`; a network namespace has no effect on memory.
+        #[allow(unsafe_code)]
+        unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }
+            .map_err(|e| failed("cannot make a network namespace", e))?;
+        loopback_up()
+    }
+
+    /// Brings the namespace's loopback interface up (`SIOCSIFFLAGS` on `lo`).
+    fn loopback_up() -> Result<(), SandboxError> {
+        // SAFETY: plain system calls on a socket this function owns, with an `ifreq` that
+        // lives across them.
+        #[allow(unsafe_code)]
+        unsafe {
+            let socket = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            if socket < 0 {
+                return Err(failed(
+                    "cannot open a socket",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            let mut request: libc::ifreq = std::mem::zeroed();
+            for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+                *slot = *byte as libc::c_char;
+            }
+            request.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            let done = libc::ioctl(socket, libc::SIOCSIFFLAGS, &request);
+            let error = std::io::Error::last_os_error();
+            libc::close(socket);
+            if done < 0 {
+                return Err(failed("cannot bring the loopback interface up", error));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the forwarder of the sandbox's loopback port to the proxy's socket: a process of
+    /// its own (confined as this one is, ended with it) that takes each connection to
+    /// `listener` and relays it to `socket`, both ways.
+    pub(super) fn forward(
+        listener: std::net::TcpListener,
+        socket: &Path,
+    ) -> Result<(), SandboxError> {
+        // SAFETY: this process has one thread (the sandbox is made before anything starts
+        // one); the child only runs the forwarder below and exits.
+        #[allow(unsafe_code)]
+        let child = unsafe { libc::fork() };
+        if child < 0 {
+            return Err(failed(
+                "cannot start the proxy's forwarder",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        if child > 0 {
+            // The program's side: its copy of the listener closes when it runs (close on exec).
+            std::mem::forget(listener);
+            return Ok(());
+        }
+        // SAFETY: asks the kernel to end this process when its parent (the program) ends.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        }
+        let _ = rustix::process::setsid();
+        for stream in listener.incoming() {
+            let Ok(inside) = stream else { continue };
+            let socket = socket.to_path_buf();
+            std::thread::spawn(move || {
+                let Ok(outside) = std::os::unix::net::UnixStream::connect(&socket) else {
+                    return;
+                };
+                splice(inside, outside);
+            });
+        }
+        std::process::exit(0);
+    }
+
+    /// Copies each side to the other until both end.
+    fn splice(inside: std::net::TcpStream, outside: std::os::unix::net::UnixStream) {
+        let (Ok(mut inside_reader), Ok(mut outside_writer)) =
+            (inside.try_clone(), outside.try_clone())
+        else {
+            return;
+        };
+        let up = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut inside_reader, &mut outside_writer);
+            let _ = outside_writer.shutdown(std::net::Shutdown::Write);
+        });
+        let (mut outside, mut inside) = (outside, inside);
+        let _ = std::io::copy(&mut outside, &mut inside);
+        let _ = inside.shutdown(std::net::Shutdown::Write);
+        let _ = up.join();
     }
 
     /// Enters a new user and mount namespace, mapped to the same user and group.
@@ -266,7 +399,7 @@ mod linux {
     /// Restricts this process (and what it starts) with Landlock: reads anywhere, writes
     /// beneath the writable paths, no TCP unless the plan allows the network, abstract
     /// sockets and signals scoped. The ABI whose rules hold.
-    pub(super) fn landlock(plan: &Plan) -> Result<i32, SandboxError> {
+    pub(super) fn landlock(plan: &Plan, proxy_port: Option<u16>) -> Result<i32, SandboxError> {
         let fail = |e: landlock::RulesetError| failed("cannot make the Landlock rules", e);
         let mut ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::BestEffort)
@@ -278,7 +411,7 @@ mod linux {
                 .map_err(fail)?;
         }
         ruleset = ruleset.scope(Scope::from_all(WANTED)).map_err(fail)?;
-        let status = ruleset
+        let mut created = ruleset
             .create()
             .map_err(fail)?
             .add_rules(path_beneath_rules(["/"], AccessFs::from_read(WANTED)))
@@ -287,9 +420,14 @@ mod linux {
                 existing(&plan.writable),
                 AccessFs::from_all(WANTED),
             ))
-            .map_err(fail)?
-            .restrict_self()
             .map_err(fail)?;
+        if let Some(port) = proxy_port {
+            // The proxy's forwarder is the one TCP port it may connect to.
+            created = created
+                .add_rule(landlock::NetPort::new(port, AccessNet::ConnectTcp))
+                .map_err(fail)?;
+        }
+        let status = created.restrict_self().map_err(fail)?;
         match (status.ruleset, status.landlock) {
             (RulesetStatus::NotEnforced, _)
             | (_, LandlockStatus::NotEnabled)
@@ -306,8 +444,12 @@ mod linux {
 /// [`Probe`] of this very process. A mechanism the kernel refuses is left out (and said so);
 /// the only error is a namespace entered but not mapped, after which nothing is safe to run.
 /// Must run while the process has one thread.
+///
+/// With [`Plan::proxy`], the network namespace is not optional: without it (or without
+/// Landlock, which holds TCP to the forwarder's port) the sandbox is refused, since the
+/// program would reach the network past the proxy.
 #[cfg(target_os = "linux")]
-pub fn confine(plan: &Plan, namespaces: bool, landlock: bool) -> Result<Probe, SandboxError> {
+pub fn confine(plan: &Plan, namespaces: bool, landlock: bool) -> Result<Confined, SandboxError> {
     let namespaces = if namespaces {
         match linux::enter_namespaces() {
             Ok(()) => linux::mount_plan(plan).map_err(|e| e.0),
@@ -317,23 +459,62 @@ pub fn confine(plan: &Plan, namespaces: bool, landlock: bool) -> Result<Probe, S
     } else {
         Err("turned off".to_owned())
     };
+    let mut proxy_port = None;
+    let mut forwarder = None;
+    if let Some(socket) = &plan.proxy {
+        if let Err(why) = &namespaces {
+            return Err(SandboxError(format!(
+                "the network through the proxy needs a network namespace ({why})"
+            )));
+        }
+        linux::enter_network()?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| SandboxError(format!("cannot listen for the proxy's forwarder: {e}")))?;
+        proxy_port = Some(
+            listener
+                .local_addr()
+                .map_err(|e| SandboxError(e.to_string()))?
+                .port(),
+        );
+        forwarder = Some((listener, socket.clone()));
+    }
     let landlock = if landlock {
-        linux::landlock(plan).map_err(|e| e.0)
+        linux::landlock(plan, proxy_port).map_err(|e| e.0)
     } else {
         Err("turned off".to_owned())
     };
-    Ok(Probe {
-        landlock,
-        namespaces,
+    if let Some((listener, socket)) = forwarder {
+        if let Err(why) = &landlock {
+            return Err(SandboxError(format!(
+                "the network through the proxy needs Landlock's TCP rules ({why})"
+            )));
+        }
+        // Started once confined: it is held as the program is.
+        linux::forward(listener, &socket)?;
+    }
+    Ok(Confined {
+        probe: Probe {
+            landlock,
+            namespaces,
+        },
+        proxy_port,
     })
 }
 
 /// Elsewhere than Linux, nothing can be enforced.
 #[cfg(not(target_os = "linux"))]
-pub fn confine(_: &Plan, _: bool, _: bool) -> Result<Probe, SandboxError> {
-    Ok(Probe {
-        landlock: Err("not Linux".into()),
-        namespaces: Err("not Linux".into()),
+pub fn confine(plan: &Plan, _: bool, _: bool) -> Result<Confined, SandboxError> {
+    if plan.proxy.is_some() {
+        return Err(SandboxError(
+            "the network through the proxy needs Linux".into(),
+        ));
+    }
+    Ok(Confined {
+        probe: Probe {
+            landlock: Err("not Linux".into()),
+            namespaces: Err("not Linux".into()),
+        },
+        proxy_port: None,
     })
 }
 
@@ -361,7 +542,7 @@ pub fn probe_here(namespaces: bool, landlock: bool) -> Probe {
             Err("turned off".to_owned())
         };
         let landlock = if landlock {
-            linux::landlock(&plan).map_err(|e| e.0)
+            linux::landlock(&plan, None).map_err(|e| e.0)
         } else {
             Err("turned off".to_owned())
         };

@@ -20,6 +20,7 @@ mod promote;
 mod reloading;
 mod replay;
 mod sandbox;
+mod sandbox_proxy;
 mod serve;
 mod tail;
 mod test;

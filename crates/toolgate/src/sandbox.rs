@@ -28,8 +28,19 @@ pub(crate) struct SandboxArgs {
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
     /// Let the program use the network (TCP).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "proxy")]
     network: bool,
+    /// Let the program reach, over HTTP and HTTPS, what the policy allows without asking —
+    /// through toolgate's filtering proxy (given to it in `HTTP_PROXY`, `HTTPS_PROXY`,
+    /// `ALL_PROXY`), its only way out of a network of its own. Needs the namespaces.
+    #[arg(long)]
+    proxy: bool,
+    /// With --proxy, use ADDR for HOST instead of asking the resolver (as curl's --resolve).
+    #[arg(long, value_name = "HOST=ADDR", requires = "proxy")]
+    resolve: Vec<String>,
+    /// (Internal) the proxy's socket, for the sandboxed side of --proxy.
+    #[arg(long, hide = true, value_name = "PATH")]
+    proxy_socket: Option<PathBuf>,
     /// Say what this machine can enforce, in one line, and exit.
     #[arg(long)]
     probe: bool,
@@ -243,6 +254,7 @@ fn plan(facts: &Facts, workspace: &Path, network: bool) -> Plan {
         read_only,
         hidden,
         network,
+        proxy: None,
     }
 }
 
@@ -320,15 +332,25 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
     };
     let workspace = std::path::absolute(&workspace).unwrap_or(workspace);
     let files = args.policy.files_from(&workspace);
-    let plan = plan(&facts(&files)?, &workspace, args.network);
+    if args.proxy && args.proxy_socket.is_none() {
+        return supervise_with_proxy(args, &files, &workspace);
+    }
+    let mut plan = plan(&facts(&files)?, &workspace, args.network);
+    plan.proxy = args.proxy_socket.clone();
     // Each mechanism is tried in this very process: what the kernel refuses is left out.
-    let held = toolgate_sandbox::confine(&plan, !args.no_namespaces, !args.no_landlock)
+    let confined = toolgate_sandbox::confine(&plan, !args.no_namespaces, !args.no_landlock)
         .map_err(|e| Failure::Message(format!("error: the sandbox could not be made: {e}")))?;
+    let held = confined.probe;
+    let network = match (args.network, confined.proxy_port) {
+        (true, _) => toolgate_sandbox::Network::On,
+        (false, Some(_)) => toolgate_sandbox::Network::Proxy,
+        (false, None) => toolgate_sandbox::Network::Off,
+    };
     // Said whenever a mechanism could not hold: the program runs under what did.
     if (held.landlock.is_err() || held.namespaces.is_err()) && held.any() && !args.verbose {
         eprintln!(
             "toolgate: the sandbox is weaker here: {}",
-            held.summary(args.network)
+            held.summary_of(network)
         );
     }
     if !held.any() {
@@ -336,26 +358,125 @@ pub(crate) fn run(args: &SandboxArgs) -> Result<u8, Failure> {
             return Err(Failure::Message(format!(
                 "error: this machine enforces nothing of the sandbox ({}); \
                  --allow-unsandboxed runs the program anyway",
-                held.summary(args.network)
+                held.summary_of(network)
             )));
         }
         eprintln!(
             "toolgate: running unsandboxed: {}",
-            held.summary(args.network)
+            held.summary_of(network)
         );
     } else if args.verbose {
-        eprintln!("toolgate: {}", held.summary(args.network));
+        eprintln!("toolgate: {}", held.summary_of(network));
     }
     toolgate_sandbox::leave_the_terminal_if_it_types();
     // The program is this process from here on, without the daemon's token.
-    let error = Command::new(program)
-        .args(rest)
-        .env_remove("TOOLGATE_TOKEN")
-        .exec();
+    let mut command = Command::new(program);
+    command.args(rest).env_remove("TOOLGATE_TOKEN");
+    if let Some(port) = confined.proxy_port {
+        let proxy = format!("http://127.0.0.1:{port}");
+        for name in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ] {
+            command.env(name, &proxy);
+        }
+        command.env_remove("NO_PROXY").env_remove("no_proxy");
+    }
+    let error = command.exec();
     Err(Failure::Message(format!(
         "error: cannot run `{}`: {error}",
         program.to_string_lossy()
     )))
+}
+
+/// `--proxy`: this process serves the filtering proxy on a UNIX socket of its own and runs
+/// the sandboxed side (this command again, given the socket) as its child; it ends with the
+/// child, with its exit code, saying what the proxy refused when the program failed.
+fn supervise_with_proxy(
+    args: &SandboxArgs,
+    files: &[(toolgate_policy::PolicyRole, PathBuf)],
+    workspace: &Path,
+) -> Result<u8, Failure> {
+    let fail = |what: &str, e: std::io::Error| Failure::Message(format!("error: {what}: {e}"));
+    let mut resolve = Vec::new();
+    for pair in &args.resolve {
+        let parsed = pair
+            .split_once('=')
+            .and_then(|(host, addr)| Some((host.to_owned(), addr.parse().ok()?)));
+        resolve.push(parsed.ok_or_else(|| {
+            Failure::Message(format!("error: --resolve {pair:?}: give HOST=ADDR"))
+        })?);
+    }
+    let policy = crate::hook::load_for_one_call(files)
+        .map_err(|e| Failure::Message(format!("error: {e}")))?;
+    // The socket, in a folder only this user reaches.
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let folder =
+        std::env::temp_dir().join(format!("toolgate-proxy-{}-{started}", std::process::id()));
+    std::fs::create_dir(&folder).map_err(|e| fail("cannot make the proxy's folder", e))?;
+    let cleanup = Folder(folder.clone());
+    std::fs::set_permissions(&folder, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .map_err(|e| fail("cannot make the proxy's folder private", e))?;
+    let socket = folder.join("proxy.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket)
+        .map_err(|e| fail("cannot listen for the proxy", e))?;
+    let proxy = std::sync::Arc::new(crate::sandbox_proxy::Proxy::new(
+        policy,
+        workspace.display().to_string(),
+        resolve,
+    ));
+    {
+        let proxy = std::sync::Arc::clone(&proxy);
+        std::thread::spawn(move || proxy.serve(listener));
+    }
+    // This command again, the socket given: it makes the sandbox and runs the program.
+    let exe = std::env::current_exe().map_err(|e| fail("cannot find toolgate's own binary", e))?;
+    let mut words: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let at = words
+        .iter()
+        .position(|w| w == "sandbox")
+        .map_or(0, |i| i + 1);
+    words.splice(
+        at..at,
+        [OsString::from("--proxy-socket"), socket.into_os_string()],
+    );
+    let status = Command::new(exe)
+        .args(words)
+        .status()
+        .map_err(|e| fail("cannot start the sandbox", e))?;
+    let code = status
+        .code()
+        .or_else(|| {
+            std::os::unix::process::ExitStatusExt::signal(&status).map(|signal| 128 + signal)
+        })
+        .unwrap_or(1);
+    if code != 0
+        && let Ok(refused) = proxy.refused.lock()
+        && !refused.is_empty()
+    {
+        eprintln!(
+            "toolgate: the sandbox's proxy refused: {} (the policy decides what a sandboxed \
+             program may reach; allow it there to let it through)",
+            refused.join("; ")
+        );
+    }
+    drop(cleanup);
+    Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// A folder removed (with what it holds) when dropped.
+struct Folder(PathBuf);
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 #[cfg(test)]

@@ -386,3 +386,101 @@ fn the_ways_around_the_sandbox_review_found_are_closed() {
     assert!(!exists(&place.home.join("home.txt")));
     assert!(listener.accept().is_err(), "the socket was reached");
 }
+
+#[test]
+fn through_the_proxy_only_what_the_policy_allows_is_reached() {
+    if !sandbox_available() {
+        return;
+    }
+    let place = place();
+    // A server on this machine's loopback, outside the sandbox: it counts what reaches it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    {
+        let served = std::sync::Arc::clone(&served);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(20) {
+                let Ok(mut stream) = stream else { continue };
+                served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut request = [0u8; 4096];
+                let _ = std::io::Read::read(&mut stream, &mut request);
+                let body = "hello from the allowed server\n";
+                let _ = std::io::Write::write_all(
+                    &mut stream,
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            }
+        });
+    }
+    let policy = place.outside.join("proxy-policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n\n[[rule]]\nname = \"test-hosts\"\n\
+         decision = \"allow\"\ndomain = [\"allowed.test\", \"sneaky.test\"]\n\
+         scheme = [\"http\", \"https\"]\n",
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
+    // The test's names map to addresses by hand (`--resolve`, as curl's).
+    let flags = [
+        "--policy",
+        &policy,
+        "--proxy",
+        "--resolve",
+        "allowed.test=127.0.0.1",
+        "--resolve",
+        "denied.test=127.0.0.1",
+        "--resolve",
+        "sneaky.test=10.0.0.5",
+    ];
+    let curl = |url: &str, extra: &str| {
+        format!("curl -sS -f --max-time 10 {extra} {url}; echo \" rc=$?\"")
+    };
+    let allowed = sandboxed(
+        &place,
+        &flags,
+        &curl(&format!("http://allowed.test:{port}/"), ""),
+    );
+    assert!(
+        said(&allowed).contains("hello from the allowed server\n rc=0"),
+        "{}",
+        said(&allowed)
+    );
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Refused: a name the policy does not allow (plain HTTP and CONNECT), a name it allows
+    // that leads to a private address, the metadata service, and the server straight past
+    // the proxy. None of them reaches it.
+    for (url, extra) in [
+        (format!("http://denied.test:{port}/"), ""),
+        (format!("https://denied.test:{port}/"), "-k"),
+        ("http://sneaky.test/".to_owned(), ""),
+        ("http://169.254.169.254/latest/meta-data/".to_owned(), ""),
+        (format!("http://127.0.0.1:{port}/"), "--noproxy '*'"),
+    ] {
+        let refused = sandboxed(&place, &flags, &format!("{}; exit 1", curl(&url, extra)));
+        let text = said(&refused);
+        assert!(!text.contains("rc=0"), "{url}: {text}");
+        assert!(!text.contains("hello from"), "{url}: {text}");
+        if extra.is_empty() {
+            // The program failed: what the proxy refused is said at exit.
+            assert!(
+                text.contains("the sandbox's proxy refused:"),
+                "{url}: {text}"
+            );
+        }
+    }
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // Without the namespaces, the proxy is refused, not run past.
+    let weak = sandboxed(&place, &["--proxy", "--no-namespaces"], "echo RAN");
+    assert!(!said(&weak).contains("RAN"), "{}", said(&weak));
+    assert!(
+        said(&weak).contains("needs a network namespace"),
+        "{}",
+        said(&weak)
+    );
+}

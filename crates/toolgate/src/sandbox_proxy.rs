@@ -1,0 +1,372 @@
+//! The sandbox's filtering proxy (`toolgate sandbox --proxy`): the one way out of a sandboxed
+//! program's network namespace. It listens on a UNIX socket outside the sandbox (a forwarder
+//! inside leads a loopback port to it), takes HTTP proxy requests — `CONNECT host:port` for
+//! TLS, absolute-form requests (`GET http://host/…`) for plain HTTP — and lets through only
+//! what the policy allows without asking, decided as a fetch of the URL is (`WebFetch`'s
+//! profile: the same URL rules, address classes and guards). A name that resolves to a
+//! loopback, private or metadata address is decided again by that address, so a public name
+//! cannot lead to an internal service the policy refuses.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use toolgate_policy::{Call, Context, Decision, Policy};
+
+/// The most connections through the proxy at once.
+const MAX_OPEN: usize = 256;
+/// The longest request head read.
+const MAX_HEAD: usize = 64 * 1024;
+/// How long a request head and a connection to a server may take.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The proxy's state: the policy, the names mapped by hand, what it refused.
+pub(crate) struct Proxy {
+    policy: Policy,
+    workspace: String,
+    /// `--resolve HOST=ADDR`: addresses used for names instead of asking the resolver.
+    resolve: Vec<(String, IpAddr)>,
+    /// What was refused (`host:port — why`), said when the program fails.
+    pub(crate) refused: Mutex<Vec<String>>,
+    open: AtomicUsize,
+}
+
+impl Proxy {
+    pub(crate) fn new(policy: Policy, workspace: String, resolve: Vec<(String, IpAddr)>) -> Proxy {
+        Proxy {
+            policy,
+            workspace,
+            resolve,
+            refused: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+        }
+    }
+
+    /// Serves the connections `listener` takes, each on a thread of its own, until it fails.
+    pub(crate) fn serve(self: Arc<Self>, listener: UnixListener) {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            if self.open.fetch_add(1, Ordering::AcqRel) >= MAX_OPEN {
+                self.open.fetch_sub(1, Ordering::AcqRel);
+                let mut stream = stream;
+                let _ = answer(&mut stream, 503, "toolgate: too many connections at once");
+                continue;
+            }
+            let proxy = Arc::clone(&self);
+            std::thread::spawn(move || {
+                proxy.connection(stream);
+                proxy.open.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+    }
+
+    /// Whether the policy allows fetching `url` without asking: `Ok`, or why not.
+    fn decide(&self, url: &str) -> Result<(), String> {
+        let call = Call::new("WebFetch")
+            .with_args(
+                serde_json::json!({"url": url, "prompt": "(a sandboxed program's connection)"}),
+            )
+            .with_context(Context {
+                workspace: Some(self.workspace.clone()),
+                ..Context::default()
+            });
+        let evaluation = self.policy.evaluate(&call);
+        match evaluation.decision {
+            Decision::Allow => Ok(()),
+            decision => Err(format!(
+                "{} ({}{})",
+                evaluation.reason,
+                match decision {
+                    Decision::Ask => "the policy asks: a sandboxed program is not let through",
+                    _ => "refused",
+                },
+                evaluation
+                    .rule
+                    .as_ref()
+                    .map(|r| format!(", rule {}", r.name))
+                    .unwrap_or_default()
+            )),
+        }
+    }
+
+    /// The addresses of `host` (the mapped one, else the resolver's).
+    fn addresses(&self, host: &str, port: u16) -> Vec<SocketAddr> {
+        if let Some((_, ip)) = self
+            .resolve
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(host))
+        {
+            return vec![SocketAddr::new(*ip, port)];
+        }
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        (bare, port)
+            .to_socket_addrs()
+            .map(Iterator::collect)
+            .unwrap_or_default()
+    }
+
+    /// Connects to `host:port` for a request of `url`: the policy allows the URL, and each
+    /// address an internal one (loopback, private, link-local, metadata) is allowed by its own
+    /// URL too.
+    fn reach(&self, scheme: &str, host: &str, port: u16) -> Result<TcpStream, String> {
+        let url = format!("{scheme}://{}:{port}/", bracketed(host));
+        self.decide(&url)?;
+        let addresses = self.addresses(host, port);
+        if addresses.is_empty() {
+            return Err(format!("{host} has no address"));
+        }
+        let mut last = String::new();
+        for address in addresses {
+            if internal(address.ip()) {
+                let by_address = format!(
+                    "{scheme}://{}:{port}/",
+                    bracketed(&address.ip().to_string())
+                );
+                if let Err(why) = self.decide(&by_address) {
+                    last = format!("{host} is {}: {why}", address.ip());
+                    continue;
+                }
+            }
+            match TcpStream::connect_timeout(&address, WAIT) {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = format!("cannot connect to {address}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    /// One client connection: its request, decided, then relayed.
+    fn connection(&self, stream: UnixStream) {
+        let _ = stream.set_read_timeout(Some(WAIT));
+        let Ok(mut reader) = stream.try_clone().map(BufReader::new) else {
+            return;
+        };
+        let mut client = stream;
+        let Some(head) = read_head(&mut reader) else {
+            let _ = answer(&mut client, 400, "toolgate: not an HTTP proxy request");
+            return;
+        };
+        let mut lines = head.split("\r\n");
+        let first = lines.next().unwrap_or_default();
+        let mut words = first.split(' ');
+        let (method, target) = (
+            words.next().unwrap_or_default(),
+            words.next().unwrap_or_default(),
+        );
+        let (scheme, host, port, path) = if method.eq_ignore_ascii_case("CONNECT") {
+            match split_authority(target, 443) {
+                Some((host, port)) => ("https", host, port, String::new()),
+                None => {
+                    let _ = answer(&mut client, 400, "toolgate: CONNECT names host:port");
+                    return;
+                }
+            }
+        } else {
+            match url::Url::parse(target) {
+                Ok(url) if url.scheme() == "http" && url.host_str().is_some() => {
+                    let host = url.host_str().unwrap_or_default().to_owned();
+                    let port = url.port_or_known_default().unwrap_or(80);
+                    let mut path = url.path().to_owned();
+                    if let Some(query) = url.query() {
+                        path = format!("{path}?{query}");
+                    }
+                    ("http", host, port, path)
+                }
+                _ => {
+                    let _ = answer(
+                        &mut client,
+                        400,
+                        "toolgate: the proxy takes CONNECT, or a request for an http:// URL",
+                    );
+                    return;
+                }
+            }
+        };
+        let _ = client.set_read_timeout(None);
+        let mut server = match self.reach(scheme, &host, port) {
+            Ok(server) => server,
+            Err(why) => {
+                let said = format!("{host}:{port} — {why}");
+                eprintln!("toolgate: the sandbox's proxy refused {said}");
+                if let Ok(mut refused) = self.refused.lock() {
+                    refused.push(said);
+                }
+                let _ = answer(&mut client, 403, &format!("toolgate: {host}:{port}: {why}"));
+                return;
+            }
+        };
+        if scheme == "https" {
+            if client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        } else {
+            // The request as the server takes it: its path, without the proxy's own headers.
+            let version = words.next().unwrap_or("HTTP/1.1");
+            let mut forwarded = format!("{method} {path} {version}\r\n");
+            for line in lines.filter(|l| !l.is_empty()) {
+                let name = line.split(':').next().unwrap_or_default().trim();
+                if name.eq_ignore_ascii_case("proxy-connection")
+                    || name.eq_ignore_ascii_case("proxy-authorization")
+                {
+                    continue;
+                }
+                forwarded.push_str(line);
+                forwarded.push_str("\r\n");
+            }
+            forwarded.push_str("\r\n");
+            if server.write_all(forwarded.as_bytes()).is_err() {
+                return;
+            }
+        }
+        // What the client sent past the head is already read into the buffer: it goes first.
+        let buffered = reader.buffer().to_vec();
+        if !buffered.is_empty() && server.write_all(&buffered).is_err() {
+            return;
+        }
+        splice(client, server);
+    }
+}
+
+/// Whether an address is one a public name should not lead to without the policy's say.
+fn internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(a) => {
+            a.is_loopback()
+                || a.is_private()
+                || a.is_link_local()
+                || a.is_unspecified()
+                || (a.octets()[0] == 100 && (a.octets()[1] & 0xc0) == 64)
+        }
+        IpAddr::V6(a) => {
+            a.is_loopback()
+                || a.is_unspecified()
+                || (a.segments()[0] & 0xfe00) == 0xfc00
+                || (a.segments()[0] & 0xffc0) == 0xfe80
+                || a.to_ipv4_mapped()
+                    .is_some_and(|v4| internal(IpAddr::V4(v4)))
+        }
+    }
+}
+
+/// A host for a URL: an IPv6 address in brackets.
+fn bracketed(host: &str) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+/// `host:port` (`[v6]:port`), the port defaulting to `default`.
+fn split_authority(authority: &str, default: u16) -> Option<(String, u16)> {
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((host, port)) if !port.contains(']') => (host, port.parse().ok()?),
+        _ => (authority, default),
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (!host.is_empty()).then(|| (host.to_owned(), port))
+}
+
+/// Reads a request head (up to its blank line), at most [`MAX_HEAD`] bytes.
+fn read_head(reader: &mut BufReader<UnixStream>) -> Option<String> {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        let read = reader
+            .by_ref()
+            .take(MAX_HEAD as u64)
+            .read_line(&mut line)
+            .ok()?;
+        if read == 0 || head.len() + line.len() > MAX_HEAD {
+            return None;
+        }
+        if line == "\r\n" || line == "\n" {
+            return Some(head);
+        }
+        head.push_str(line.trim_end_matches(['\r', '\n']));
+        head.push_str("\r\n");
+    }
+}
+
+/// Answers a request with `status` and a text body, and closes.
+fn answer(stream: &mut UnixStream, status: u16, text: &str) -> std::io::Result<()> {
+    let reason = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        _ => "Service Unavailable",
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{text}\n",
+        text.len() + 1
+    )
+}
+
+/// Copies each side to the other until both end.
+fn splice(client: UnixStream, server: TcpStream) {
+    let (Ok(mut client_reader), Ok(mut server_writer)) = (client.try_clone(), server.try_clone())
+    else {
+        return;
+    };
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut client_reader, &mut server_writer);
+        let _ = server_writer.shutdown(std::net::Shutdown::Write);
+    });
+    let (mut server, mut client) = (server, client);
+    let _ = std::io::copy(&mut server, &mut client);
+    let _ = client.shutdown(std::net::Shutdown::Write);
+    let _ = up.join();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(
+            split_authority("example.com:8443", 443),
+            Some(("example.com".into(), 8443))
+        );
+        assert_eq!(
+            split_authority("example.com", 443),
+            Some(("example.com".into(), 443))
+        );
+        assert_eq!(split_authority("[::1]:9", 443), Some(("::1".into(), 9)));
+        assert_eq!(split_authority("[::1]", 443), Some(("::1".into(), 443)));
+        assert_eq!(split_authority(":80", 443), None);
+        assert_eq!(split_authority("host:x", 443), None);
+    }
+
+    #[test]
+    fn internal_addresses_are_told_apart() {
+        for internal_one in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "192.168.0.1",
+            "169.254.169.254",
+            "100.100.100.200",
+            "::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(
+                internal(internal_one.parse().unwrap_or_else(|e| panic!("{e}"))),
+                "{internal_one}"
+            );
+        }
+        for public in ["93.184.216.34", "2606:4700::1"] {
+            assert!(
+                !internal(public.parse().unwrap_or_else(|e| panic!("{e}"))),
+                "{public}"
+            );
+        }
+    }
+}
