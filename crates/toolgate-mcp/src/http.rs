@@ -27,6 +27,7 @@ use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use sha2::Digest;
 use tokio::sync::mpsc;
 
 use crate::relay::{Frame, ServerCommand, Switch, relay_client};
@@ -53,8 +54,9 @@ const PRIMING_SINCE: &str = "2025-11-25";
 /// Messages the servers sent while no stream of the session's was open, kept for the next.
 const MAX_BACKLOG: usize = 256;
 
-/// How often sessions left idle are looked for.
-const REAP_EVERY: Duration = Duration::from_secs(30);
+/// How often sessions left idle are looked for (and open streams sent a comment, which finds
+/// a client gone without a word).
+const REAP_EVERY: Duration = Duration::from_secs(20);
 
 /// The path the front serves.
 pub const PATH: &str = "/mcp";
@@ -125,15 +127,31 @@ pub async fn serve<S: Switch>(
         .fallback(|| async { plain(StatusCode::NOT_FOUND, "not found: MCP is served at /mcp") })
         .layer(DefaultBodyLimit::max(max_body))
         .with_state(Arc::clone(&front));
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    // When told to stop: every session ends (its streams close, its servers stop), so the
+    // connections they held end too, and what is still open after a while is not waited for.
+    let (stopped, mut stopping) = tokio::sync::watch::channel(false);
+    let ending = {
+        let front = Arc::clone(&front);
+        async move {
+            shutdown.await;
+            let _ = stopped.send(true);
+            let ended: Vec<Arc<Session>> = lock(&front.sessions).drain().map(|(_, s)| s).collect();
+            let mut ending = tokio::task::JoinSet::new();
+            for session in ended {
+                ending.spawn(async move { session.end().await });
+            }
+            while ending.join_next().await.is_some() {}
+        }
+    };
+    let serving = axum::serve(listener, app).with_graceful_shutdown(ending);
+    let served = tokio::select! {
+        served = serving => served,
+        () = async {
+            let _ = stopping.wait_for(|stop| *stop).await;
+            tokio::time::sleep(Duration::from_secs(20)).await;
+        } => Ok(()),
+    };
     reaper.abort();
-    // Each session's input closes: its relay stops its servers.
-    let ended: Vec<Arc<Session>> = lock(&front.sessions).drain().map(|(_, s)| s).collect();
-    for session in ended {
-        session.end().await;
-    }
     served
 }
 
@@ -159,68 +177,205 @@ struct Session {
     relay: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
-/// A session's open streams.
+/// One event stream of a session's: a POST's (its request's messages, ending with its answer)
+/// or the session's GET stream.
+struct Stream {
+    /// Where its events go; `None` while the client is away from it (it dropped the stream,
+    /// or did not read it): its events are kept for a GET that resumes it (`Last-Event-ID`).
+    sender: Option<mpsc::Sender<Bytes>>,
+    /// The events sent on it, numbered, kept for a resume (a POST stream's only).
+    log: Vec<(u64, String)>,
+    /// The number of its next event.
+    next: u64,
+    /// Whether its request's answer is among its events (it ends once that is delivered).
+    answered: bool,
+    /// Whether it is the session's GET stream.
+    standalone: bool,
+    /// When the client went away from it.
+    away_since: Option<Instant>,
+}
+
+impl Stream {
+    fn live(&self) -> bool {
+        self.sender.as_ref().is_some_and(|s| !s.is_closed())
+    }
+}
+
+/// The most events a POST stream keeps for a resume (its request's progress and questions,
+/// and its answer).
+const MAX_LOG: usize = 48;
+
+/// How long a stream the client went away from is kept for a resume.
+const RESUME_WITHIN: Duration = Duration::from_secs(120);
+
+/// A session's streams.
 #[derive(Default)]
 struct Streams {
     /// The number of the next stream.
     next: u64,
-    /// The streams open, by number: each a queue of event-stream frames.
-    open: BTreeMap<u64, mpsc::Sender<Bytes>>,
-    /// The POST stream each request waits on (its id as JSON text → the stream's number).
+    /// The streams, by number.
+    open: BTreeMap<u64, Stream>,
+    /// The POST stream each request waits on (its id's key, see [`id_key`] → the stream's
+    /// number).
     waiting: HashMap<String, u64>,
     /// The GET stream's number, while it is open.
     standalone: Option<u64>,
     /// Messages of the servers' own sent while no stream was open.
     backlog: VecDeque<String>,
-    /// The number of the next event on each stream.
-    events: HashMap<u64, u64>,
 }
 
 impl Streams {
     /// Opens a stream: its number, and what its body reads.
-    fn open(&mut self, priming: bool) -> (u64, mpsc::Receiver<Bytes>) {
+    fn open(&mut self, priming: bool, standalone: bool) -> (u64, mpsc::Receiver<Bytes>) {
         let number = self.next;
         self.next += 1;
-        let (sender, receiver) = mpsc::channel(64);
+        let (sender, receiver) = mpsc::channel(MAX_LOG + 16);
         if priming {
             // An id and no data, sent first: where a client that lost the stream resumes from.
             let _ = sender.try_send(Bytes::from(format!(
                 "id: {number}-0\nretry: 1000\ndata: \n\n"
             )));
         }
-        self.events.insert(number, 1);
-        self.open.insert(number, sender);
+        self.open.insert(
+            number,
+            Stream {
+                sender: Some(sender),
+                log: Vec::new(),
+                next: 1,
+                answered: false,
+                standalone,
+                away_since: None,
+            },
+        );
+        if standalone {
+            self.standalone = Some(number);
+        }
         (number, receiver)
     }
 
     /// Closes stream `number` (its body ends once what was queued is read).
     fn close(&mut self, number: u64) {
         self.open.remove(&number);
-        self.events.remove(&number);
         if self.standalone == Some(number) {
             self.standalone = None;
         }
     }
 
-    /// The frame of message `text` as the next event on stream `number`.
-    fn event(&mut self, number: u64, text: &str) -> Bytes {
-        let event = self.events.entry(number).or_insert(1);
-        let frame = format!("id: {number}-{event}\ndata: {text}\n\n");
-        *event += 1;
-        Bytes::from(frame)
+    /// Where a message of the servers' own goes: the newest POST stream still open and not
+    /// answered, else the GET stream.
+    fn own_messages_stream(&self) -> Option<u64> {
+        let post = self
+            .open
+            .iter()
+            .rev()
+            .find(|(_, s)| !s.standalone && !s.answered && s.live())
+            .map(|(n, _)| *n);
+        post.or(self
+            .standalone
+            .filter(|n| self.open.get(n).is_some_and(Stream::live)))
+    }
+
+    /// Sends `text` as the next event of stream `number`: `false` when the client is away
+    /// from it (the event is kept for a resume of a POST stream).
+    fn send(&mut self, number: u64, text: &str, answer: bool) -> bool {
+        let Some(stream) = self.open.get_mut(&number) else {
+            return false;
+        };
+        let event = stream.next;
+        stream.next += 1;
+        // A message is one line: a carriage return or newline in it (JSON whitespace) would
+        // end the event's data.
+        let text = text.replace(['\r', '\n'], " ");
+        let frame = Bytes::from(format!("id: {number}-{event}\ndata: {text}\n\n"));
+        if !stream.standalone && stream.log.len() < MAX_LOG {
+            stream.log.push((event, text));
+        }
+        stream.answered |= answer;
+        let sent = stream
+            .sender
+            .as_ref()
+            .is_some_and(|sender| sender.try_send(frame).is_ok());
+        if !sent {
+            // Gone, or not read: the client is away from it (a stream not read is not
+            // waited for, so one client cannot stall the session).
+            stream.sender = None;
+            stream.away_since.get_or_insert_with(Instant::now);
+        }
+        sent
+    }
+
+    /// Attaches a new body to POST stream `number` from after event `after`: its events since
+    /// are sent again, and it ends there if its answer is among them.
+    fn resume(&mut self, number: u64, after: u64) -> Option<mpsc::Receiver<Bytes>> {
+        let stream = self.open.get_mut(&number).filter(|s| !s.standalone)?;
+        let (sender, receiver) = mpsc::channel(MAX_LOG + 16);
+        for (event, text) in stream.log.iter().filter(|(e, _)| *e > after) {
+            let _ = sender.try_send(Bytes::from(format!(
+                "id: {number}-{event}\ndata: {text}\n\n"
+            )));
+        }
+        if stream.answered {
+            self.open.remove(&number);
+        } else {
+            stream.sender = Some(sender);
+            stream.away_since = None;
+        }
+        Some(receiver)
+    }
+
+    /// Lets go of streams the client left more than [`RESUME_WITHIN`] before `now` (a POST
+    /// stream still waiting for its answer stays), and keeps the live ones' connections
+    /// checked: a comment sent on each finds a client gone without a word.
+    fn tidy(&mut self, now: Instant) {
+        let stale: Vec<u64> = self
+            .open
+            .iter()
+            .filter(|(_, s)| {
+                !s.live()
+                    && (s.standalone || s.answered)
+                    && s.away_since
+                        .is_none_or(|t| now.saturating_duration_since(t) > RESUME_WITHIN)
+            })
+            .map(|(n, _)| *n)
+            .collect();
+        for number in stale {
+            self.close(number);
+        }
+        for stream in self.open.values_mut() {
+            if let Some(sender) = &stream.sender
+                && sender.try_send(Bytes::from_static(b": ping\n\n")).is_err()
+            {
+                stream.sender = None;
+                stream.away_since.get_or_insert(now);
+            }
+        }
+    }
+}
+
+/// A request id as the key of what waits on it: a number by its value (`1` and `1.0` are one
+/// id, as a JavaScript peer writes them), anything else by its JSON text.
+fn id_key(id: &Value) -> String {
+    match id.as_f64() {
+        #[allow(clippy::cast_possible_truncation, clippy::float_cmp)]
+        Some(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => format!("{}", n as i64),
+        _ => id.to_string(),
     }
 }
 
 impl Session {
-    /// Ends the session: its relay's input closes (its servers are stopped), and its streams
-    /// end.
+    /// Ends the session: its relay's input closes (its servers are stopped, or killed when
+    /// they do not stop in time), and its streams end.
     async fn end(&self) {
         let input = lock(&self.input).take();
         drop(input);
         let relay = lock(&self.relay).take();
-        if let Some(relay) = relay {
-            // The relay gives its servers a grace period of its own.
-            let _ = tokio::time::timeout(Duration::from_secs(20), relay).await;
+        if let Some(mut relay) = relay
+            && tokio::time::timeout(Duration::from_secs(15), &mut relay)
+                .await
+                .is_err()
+        {
+            // Dropping the relay kills its servers' processes.
+            relay.abort();
         }
         let mut streams = lock(&self.streams);
         streams.open.clear();
@@ -228,33 +383,26 @@ impl Session {
     }
 
     /// Sends `text` (one of the relay's frames to the client) where it goes.
-    async fn deliver(&self, text: String) {
+    fn deliver(&self, text: String) {
         let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         let is_response = message.get("method").is_none()
             && message.get("id").is_some()
             && (message.get("result").is_some() || message.get("error").is_some());
-        let (sender, frame, number) = {
-            let mut streams = lock(&self.streams);
-            let number = if is_response {
-                let key = message.get("id").map(Value::to_string).unwrap_or_default();
-                match streams.waiting.remove(&key) {
-                    Some(number) => Some(number),
-                    None => {
-                        eprintln!("toolgate: an answer to no request the client waits on; dropped");
-                        return;
-                    }
-                }
-            } else {
-                // The newest POST stream still open, else the GET stream.
-                let post = streams
-                    .open
-                    .keys()
-                    .rev()
-                    .find(|n| Some(**n) != streams.standalone)
-                    .copied();
-                post.or(streams.standalone)
+        let mut streams = lock(&self.streams);
+        if is_response {
+            let key = message.get("id").map(id_key).unwrap_or_default();
+            let Some(number) = streams.waiting.remove(&key) else {
+                eprintln!("toolgate: an answer to no request the client waits on; dropped");
+                return;
             };
-            let Some(number) = number else {
+            if streams.send(number, &text, true) {
+                // A request's stream ends with its answer.
+                streams.close(number);
+            }
+            return;
+        }
+        loop {
+            let Some(number) = streams.own_messages_stream() else {
                 if streams.backlog.len() >= MAX_BACKLOG {
                     streams.backlog.pop_front();
                     eprintln!(
@@ -264,16 +412,9 @@ impl Session {
                 streams.backlog.push_back(text);
                 return;
             };
-            let Some(sender) = streams.open.get(&number).cloned() else {
-                // The client gave the stream up: what was for it is lost with it.
+            if streams.send(number, &text, false) {
                 return;
-            };
-            let frame = streams.event(number, &text);
-            (sender, frame, number)
-        };
-        // A request's stream ends with its answer; one the client gave up is closed.
-        if sender.send(frame).await.is_err() || is_response {
-            lock(&self.streams).close(number);
+            }
         }
     }
 
@@ -286,10 +427,7 @@ impl Session {
             let text =
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": why}})
                     .to_string();
-            let frame = streams.event(number, &text);
-            if let Some(sender) = streams.open.get(&number) {
-                let _ = sender.try_send(frame);
-            }
+            streams.send(number, &text, true);
         }
         streams.open.clear();
         streams.standalone = None;
@@ -305,8 +443,9 @@ impl<S: Switch> Served<S> {
             let idle_ids: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| {
-                    let streams = lock(&s.streams);
-                    streams.open.is_empty()
+                    let mut streams = lock(&s.streams);
+                    streams.tidy(now);
+                    streams.open.values().all(|s| !s.live())
                         && streams.waiting.is_empty()
                         && now.saturating_duration_since(*lock(&s.touched)) > idle
                 })
@@ -375,8 +514,9 @@ impl<S: Switch> Served<S> {
             let given = headers
                 .get(header::AUTHORIZATION)
                 .and_then(|h| h.to_str().ok())
-                .and_then(|h| h.strip_prefix("Bearer "))
-                .unwrap_or_default();
+                .and_then(|h| h.split_once(' '))
+                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+                .map_or("", |(_, token)| token);
             if !same(token, given.trim()) {
                 return Err(Refusal::new(
                     StatusCode::UNAUTHORIZED,
@@ -409,7 +549,9 @@ impl<S: Switch> Served<S> {
 
     /// Starts a session: its relay, and the task that sends what it says where it goes.
     fn start(self: &Arc<Self>, version: String) -> Result<(String, Arc<Session>), Refusal> {
-        if lock(&self.sessions).len() >= self.front.max_sessions {
+        // Held until the session is in: two at once cannot both take the last place.
+        let mut sessions = lock(&self.sessions);
+        if sessions.len() >= self.front.max_sessions {
             return Err(Refusal::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
@@ -424,8 +566,14 @@ impl<S: Switch> Served<S> {
                 "no randomness for a session id",
             )
         })?;
+        // The daemon and the logs know the session by a digest of its id: the id is what
+        // keeps one client's session from another's.
+        let label = hex::encode(sha2::Sha256::digest(id.as_bytes()))
+            .get(..16)
+            .unwrap_or_default()
+            .to_owned();
         let (switch, servers) =
-            (self.make)(&id).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+            (self.make)(&label).map_err(|e| Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, e))?;
         let (input, mut inputs) = mpsc::channel::<String>(256);
         let (to_client, mut outputs) = mpsc::channel::<String>(256);
         let session = Arc::new(Session {
@@ -453,7 +601,7 @@ impl<S: Switch> Served<S> {
             let id = id.clone();
             tokio::spawn(async move {
                 while let Some(text) = outputs.recv().await {
-                    session.deliver(text).await;
+                    session.deliver(text);
                 }
                 // The relay ended (its server did, or the session was ended).
                 session.fail_waiting("the MCP server behind the gateway ended");
@@ -463,7 +611,7 @@ impl<S: Switch> Served<S> {
                 }
             });
         }
-        lock(&self.sessions).insert(id.clone(), Arc::clone(&session));
+        sessions.insert(id.clone(), Arc::clone(&session));
         Ok((id, session))
     }
 }
@@ -587,6 +735,13 @@ async fn post<S: Switch>(served: Arc<Served<S>>, headers: HeaderMap, request: Re
         .trim()
         .replace(['\n', '\r'], " ");
     let (session, fresh) = if method == Some("initialize") {
+        if id.is_none() {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "`initialize` is a request: it has an id (a string or a number)",
+            );
+        }
         if headers.contains_key("mcp-session-id") {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -636,7 +791,7 @@ async fn post<S: Switch>(served: Arc<Served<S>>, headers: HeaderMap, request: Re
     };
     let receiver = {
         let mut streams = lock(&session.streams);
-        let key = id.to_string();
+        let key = id_key(id);
         if streams.waiting.contains_key(&key) {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -644,7 +799,7 @@ async fn post<S: Switch>(served: Arc<Served<S>>, headers: HeaderMap, request: Re
                 &format!("request id {key} is already waiting for its answer"),
             );
         }
-        let (number, receiver) = streams.open(session.version.as_str() >= PRIMING_SINCE);
+        let (number, receiver) = streams.open(session.version.as_str() >= PRIMING_SINCE, false);
         streams.waiting.insert(key, number);
         receiver
     };
@@ -674,24 +829,32 @@ fn get<S: Switch>(served: &Served<S>, headers: &HeaderMap) -> Response {
         Err(refused) => return refused.into_response(),
     };
     let mut streams = lock(&session.streams);
-    if let Some(open) = streams.standalone
-        && streams.open.get(&open).is_some_and(|s| !s.is_closed())
+    // A client that lost a request's stream resumes it from the last event it saw.
+    if let Some((number, after)) = headers
+        .get("last-event-id")
+        .and_then(|h| h.to_str().ok())
+        .and_then(|id| id.split_once('-'))
+        .and_then(|(n, e)| Some((n.parse::<u64>().ok()?, e.parse::<u64>().ok()?)))
+        && let Some(receiver) = streams.resume(number, after)
     {
-        return rpc_error(
-            StatusCode::CONFLICT,
-            INVALID_REQUEST,
-            "the session's stream is open already (one GET stream a session)",
-        );
+        drop(streams);
+        return event_stream(receiver);
     }
-    let (number, receiver) = streams.open(session.version.as_str() >= PRIMING_SINCE);
-    streams.standalone = Some(number);
+    if let Some(open) = streams.standalone {
+        if streams.open.get(&open).is_some_and(Stream::live) {
+            return rpc_error(
+                StatusCode::CONFLICT,
+                INVALID_REQUEST,
+                "the session's stream is open already (one GET stream a session)",
+            );
+        }
+        streams.close(open);
+    }
+    let (number, receiver) = streams.open(session.version.as_str() >= PRIMING_SINCE, true);
     let backlog: Vec<String> = streams.backlog.drain(..).collect();
-    if let Some(sender) = streams.open.get(&number).cloned() {
-        for text in backlog {
-            let frame = streams.event(number, &text);
-            if sender.try_send(frame).is_err() {
-                eprintln!("toolgate: a message kept for the session's stream was dropped");
-            }
+    for text in backlog {
+        if !streams.send(number, &text, false) {
+            eprintln!("toolgate: a message kept for the session's stream was dropped");
         }
     }
     drop(streams);
@@ -741,6 +904,13 @@ fn split_host(host: &str) -> (&str, Option<u16>) {
 fn same(expected: &str, given: &str) -> bool {
     use subtle::ConstantTimeEq;
     expected.len() == given.len() && bool::from(expected.as_bytes().ct_eq(given.as_bytes()))
+}
+
+/// A new bearer token for the front: 256 random bits, as hex.
+pub fn new_token() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(hex::encode(bytes))
 }
 
 /// A new session's id: 128 random bits, as hex.

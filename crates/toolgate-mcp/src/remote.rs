@@ -73,8 +73,9 @@ pub(crate) async fn run(
         let _ = output.shutdown().await;
     });
     let mut link = Link::default();
+    // The tasks reading answers and the session's GET stream (ended with the link).
     let mut readers = tokio::task::JoinSet::new();
-    let mut standalone: Option<tokio::task::JoinHandle<()>> = None;
+    let mut listening = false;
     let (gone, mut lost) = mpsc::channel::<()>(1);
     let mut queue = queue.lock().await;
     loop {
@@ -94,7 +95,42 @@ pub(crate) async fn run(
             .map(str::to_owned);
         let id = parsed.get("id").cloned();
         let request = method.is_some() && id.is_some();
-        let response = match post(&client, &remote, &link, message).await {
+        if request && method.as_deref() != Some("initialize") {
+            // A request is sent and its answer read by a task of its own: a long call does not
+            // hold up the messages after it.
+            let (client, remote, lines) = (client.clone(), remote.clone(), lines.clone());
+            let headers = session_headers(link.session.as_deref(), link.version.as_deref());
+            let gone = gone.clone();
+            readers.spawn(async move {
+                let answered = match post(&client, &remote, headers, message, ANSWER_WAIT).await {
+                    Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => {
+                        let _ = gone.try_send(());
+                        Err("the remote server ended the session".to_owned())
+                    }
+                    Ok(response) if response.status().is_success() => {
+                        let mut answers = Vec::new();
+                        read_answer(response, id.as_ref(), &mut answers, &lines).await;
+                        if answers.iter().any(|a| answers_id(a, id.as_ref())) {
+                            Ok(())
+                        } else {
+                            Err("the remote server ended its answer without one".to_owned())
+                        }
+                    }
+                    Ok(response) => Err(format!(
+                        "the remote server answered HTTP {}",
+                        response.status()
+                    )),
+                    Err(why) => Err(why),
+                };
+                // Whatever went wrong, the request is answered: nothing waits on it forever.
+                if let Err(why) = answered {
+                    let _ = lines.send(failure(id.as_ref(), &why)).await;
+                }
+            });
+            continue;
+        }
+        let headers = session_headers(link.session.as_deref(), link.version.as_deref());
+        let response = match post(&client, &remote, headers, message, SEND_WAIT).await {
             Ok(response) => response,
             Err(why) => {
                 if request {
@@ -111,11 +147,6 @@ pub(crate) async fn run(
                 "toolgate: the remote server {} no longer knows the session; the link ends",
                 remote.url
             );
-            if request {
-                let _ = lines
-                    .send(failure(id.as_ref(), "the remote server ended the session"))
-                    .await;
-            }
             break;
         }
         if !status.is_success() {
@@ -127,48 +158,48 @@ pub(crate) async fn run(
             }
             continue;
         }
-        if method.as_deref() == Some("initialize") {
+        if request {
+            // `initialize`: its answer is read before anything else is sent (its protocol
+            // version goes with every request after).
             link.session = response
                 .headers()
                 .get("mcp-session-id")
                 .and_then(|h| h.to_str().ok())
                 .map(str::to_owned);
-            // The answer is read before anything else is sent: its protocol version goes with
-            // every request after.
             let mut answers = Vec::new();
-            read_answer(response, &mut answers, &lines).await;
+            read_answer(response, id.as_ref(), &mut answers, &lines).await;
             link.version = answers.iter().find_map(|a| {
                 a.pointer("/result/protocolVersion")?
                     .as_str()
                     .map(str::to_owned)
             });
+            if !answers.iter().any(|a| answers_id(a, id.as_ref())) {
+                let why = "the remote server ended its answer without one";
+                let _ = lines.send(failure(id.as_ref(), why)).await;
+            }
             continue;
         }
-        if method.as_deref() == Some("notifications/initialized") && standalone.is_none() {
-            standalone = Some(tokio::spawn(listen(
+        if method.as_deref() == Some("notifications/initialized") && !listening {
+            listening = true;
+            readers.spawn(listen(
                 client.clone(),
                 remote.clone(),
-                link.session.clone(),
-                link.version.clone(),
+                session_headers(link.session.as_deref(), link.version.as_deref()),
                 lines.clone(),
                 gone.clone(),
-            )));
+            ));
         }
-        if status == reqwest::StatusCode::ACCEPTED || !request {
-            continue;
-        }
-        let lines = lines.clone();
-        readers.spawn(async move {
-            let mut answers = Vec::new();
-            read_answer(response, &mut answers, &lines).await;
-        });
-    }
-    if let Some(standalone) = standalone {
-        standalone.abort();
     }
     readers.abort_all();
     drop(lines);
     let _ = writer.await;
+}
+
+/// Whether `message` is the answer to request `id`.
+fn answers_id(message: &Value, id: Option<&Value>) -> bool {
+    message.get("method").is_none()
+        && id.is_some_and(|id| message.get("id") == Some(id))
+        && (message.get("result").is_some() || message.get("error").is_some())
 }
 
 /// The HTTP client for `remote`: its headers on every request, TLS with this machine's roots.
@@ -193,6 +224,8 @@ fn client(remote: &Remote) -> Result<reqwest::Client, String> {
     .with_no_client_auth();
     reqwest::Client::builder()
         .default_headers(headers)
+        // A redirect would carry the headers (credentials among them) to another host.
+        .redirect(reqwest::redirect::Policy::none())
         .tls_backend_preconfigured(tls)
         .connect_timeout(SEND_WAIT)
         .no_proxy()
@@ -212,37 +245,37 @@ fn session_headers(link_session: Option<&str>, version: Option<&str>) -> HeaderM
     headers
 }
 
-/// POSTs one message; the response once its head arrived.
+/// POSTs one message with the session's `headers`; the response once its head arrived
+/// (within `wait`).
 async fn post(
     client: &reqwest::Client,
     remote: &Remote,
-    link: &Link,
+    headers: HeaderMap,
     message: String,
+    wait: Duration,
 ) -> Result<reqwest::Response, String> {
     let sent = client
         .post(&remote.url)
-        .headers(session_headers(
-            link.session.as_deref(),
-            link.version.as_deref(),
-        ))
+        .headers(headers)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .body(message)
         .send();
-    match tokio::time::timeout(SEND_WAIT, sent).await {
+    match tokio::time::timeout(wait, sent).await {
         Ok(Ok(response)) => Ok(response),
         Ok(Err(e)) => Err(format!("the remote server could not be reached: {e}")),
         Err(_) => Err(format!(
-            "the remote server did not take the message within {} s",
-            SEND_WAIT.as_secs()
+            "the remote server did not answer within {} s",
+            wait.as_secs()
         )),
     }
 }
 
-/// Reads an answer's body — one JSON message, or an event stream of them — as lines, keeping
-/// each message in `answers` too.
+/// Reads an answer's body — one JSON message, or an event stream of them (up to the answer
+/// to `id`) — as lines, keeping each message in `answers` too.
 async fn read_answer(
     response: reqwest::Response,
+    id: Option<&Value>,
     answers: &mut Vec<Value>,
     lines: &mpsc::Sender<String>,
 ) {
@@ -253,7 +286,7 @@ async fn read_answer(
         .is_some_and(|t| t.starts_with("text/event-stream"));
     let read = async {
         if stream {
-            read_events(response, answers, lines).await;
+            read_events(response, id, answers, lines).await;
         } else if let Ok(body) = response.bytes().await
             && body.len() <= MAX_MESSAGE
             && let Some(line) = one_line(&String::from_utf8_lossy(&body))
@@ -265,29 +298,35 @@ async fn read_answer(
     let _ = tokio::time::timeout(ANSWER_WAIT, read).await;
 }
 
-/// Reads an event stream's messages as lines until it ends.
+/// Reads an event stream's messages as lines until it ends (or brings the answer to `id`).
+/// Lines are split on bytes and decoded whole (a character split between two chunks stays
+/// whole); an event over [`MAX_MESSAGE`] ends the stream.
 async fn read_events(
     response: reqwest::Response,
+    id: Option<&Value>,
     answers: &mut Vec<Value>,
     lines: &mpsc::Sender<String>,
 ) {
     let mut body = response.bytes_stream();
-    let mut pending = String::new();
+    let mut pending: Vec<u8> = Vec::new();
     let mut data = String::new();
     while let Some(Ok(chunk)) = body.next().await {
-        pending.push_str(&String::from_utf8_lossy(&chunk));
-        if pending.len() > MAX_MESSAGE {
-            eprintln!("toolgate: a remote server's event is over 16 MiB; the stream is dropped");
-            return;
-        }
-        while let Some(end) = pending.find('\n') {
-            let line: String = pending.drain(..=end).collect();
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            // A CR LF ends one line, not two.
+            if line.last() == Some(&b'\r') && pending.first() == Some(&b'\n') {
+                pending.remove(0);
+            }
+            let line = String::from_utf8_lossy(&line);
             let line = line.trim_end_matches(['\n', '\r']);
             if line.is_empty() {
                 // An event ends: its data is a message (a priming event has none).
                 if let Some(message) = one_line(&data) {
-                    answers.extend(serde_json::from_str::<Value>(&message).ok());
-                    if lines.send(message).await.is_err() {
+                    let parsed = serde_json::from_str::<Value>(&message).ok();
+                    let done = parsed.as_ref().is_some_and(|m| answers_id(m, id));
+                    answers.extend(parsed);
+                    if lines.send(message).await.is_err() || done {
                         return;
                     }
                 }
@@ -298,6 +337,16 @@ async fn read_events(
                 }
                 data.push_str(value.strip_prefix(' ').unwrap_or(value));
             }
+            if data.len() > MAX_MESSAGE {
+                eprintln!(
+                    "toolgate: a remote server's event is over 16 MiB; the stream is dropped"
+                );
+                return;
+            }
+        }
+        if pending.len() > MAX_MESSAGE {
+            eprintln!("toolgate: a remote server's event is over 16 MiB; the stream is dropped");
+            return;
         }
     }
 }
@@ -314,25 +363,24 @@ fn one_line(text: &str) -> Option<String> {
 async fn listen(
     client: reqwest::Client,
     remote: Remote,
-    session: Option<String>,
-    version: Option<String>,
+    headers: HeaderMap,
     lines: mpsc::Sender<String>,
     gone: mpsc::Sender<()>,
 ) {
     loop {
         let opened = client
             .get(&remote.url)
-            .headers(session_headers(session.as_deref(), version.as_deref()))
+            .headers(headers.clone())
             .header(ACCEPT, "text/event-stream")
             .send()
             .await;
         match opened {
             Ok(response) if response.status().is_success() => {
                 let mut unused = Vec::new();
-                read_events(response, &mut unused, &lines).await;
+                read_events(response, None, &mut unused, &lines).await;
             }
             Ok(response) if response.status() == reqwest::StatusCode::NOT_FOUND => {
-                let _ = gone.send(()).await;
+                let _ = gone.try_send(());
                 return;
             }
             Ok(_) => return,

@@ -54,3 +54,16 @@ pub fn nesting(text: &[u8]) -> usize {
     }
     deepest
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_byte_that_is_a_bracket_that_opens_is_counted_and_no_other() {
+        let every_byte: Vec<u8> = (0..=255u8).cycle().take(3 * 256 + 7).collect();
+        assert_eq!(opening_brackets(&every_byte), 6);
+        assert_eq!(opening_brackets(&[b'{'; 600]), 600);
+        assert_eq!(opening_brackets(b""), 0);
+    }
+}

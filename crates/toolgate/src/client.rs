@@ -221,11 +221,6 @@ pub(crate) fn data_dir(args: &ClientArgs) -> Option<PathBuf> {
 }
 
 impl Client {
-    /// The token sent to the daemon.
-    pub(crate) fn token(&self) -> &str {
-        &self.token
-    }
-
     pub(crate) fn new(args: &ClientArgs) -> Result<Client, Failure> {
         // The daemon's own settings say where it listens and keeps its token.
         let file =

@@ -68,11 +68,21 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "TEXT", default_value = "__", requires = "servers")]
     separator: String,
     /// Serve MCP over Streamable HTTP at `http://ADDR/mcp` instead of stdio (each client
-    /// session gets its own servers). Requests must carry the token (`Authorization: Bearer
-    /// …`: `--token-file`, `$TOOLGATE_TOKEN`, else the daemon's), and name this machine in
-    /// `Host` and `Origin`. Port 0 picks a free port (the address is printed).
+    /// session gets its own servers). Requests must carry the gateway's token
+    /// (`Authorization: Bearer …`, see --http-token-file) and name this machine in `Host`
+    /// and `Origin`. Port 0 picks a free port (the address is printed).
     #[arg(long, value_name = "ADDR")]
     listen: Option<std::net::SocketAddr>,
+    /// With --listen, the file of the token requests must carry [default: `mcp-http-token` in
+    /// the data directory, made on first use, readable by its owner only]. Never the daemon's
+    /// own token: an agent holding that could answer its own questions.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "listen",
+        conflicts_with = "no_auth"
+    )]
+    http_token_file: Option<PathBuf>,
     /// With --listen on a loopback address, take requests without a token (any program of
     /// this machine's users may then call the servers).
     #[arg(long, requires = "listen")]
@@ -299,6 +309,50 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
     Ok(u8::try_from(code).unwrap_or(1))
 }
 
+/// The token the HTTP front takes: `--http-token-file`'s, else the data directory's
+/// `mcp-http-token`, made (random, readable by its owner only) when there is none.
+fn http_token(args: &McpArgs) -> Result<String, Failure> {
+    let file = match &args.http_token_file {
+        Some(file) => file.clone(),
+        None => crate::client::data_dir(&args.client)
+            .map(|dir| dir.join("mcp-http-token"))
+            .ok_or_else(|| {
+                Failure::Message(
+                    "error: no data directory for the gateway's token: pass --http-token-file \
+                     FILE or --data-dir DIR"
+                        .into(),
+                )
+            })?,
+    };
+    if file.exists() {
+        toolgate_server::check_private(&file).map_err(|e| Failure::Message(e.to_string()))?;
+        let token = std::fs::read_to_string(&file)
+            .map_err(|e| Failure::Message(format!("error: {}: {e}", file.display())))?
+            .trim()
+            .to_owned();
+        if token.len() < 16 {
+            return Err(Failure::Message(format!(
+                "error: {}: the token is shorter than 16 characters",
+                file.display()
+            )));
+        }
+        return Ok(token);
+    }
+    let token = toolgate_mcp::http::new_token()
+        .ok_or_else(|| Failure::Message("error: no randomness for a token".into()))?;
+    if let Some(folder) = file.parent() {
+        std::fs::create_dir_all(folder)
+            .map_err(|e| Failure::Message(format!("error: {}: {e}", folder.display())))?;
+    }
+    crate::serve::write_private(&file, &format!("{token}\n"))
+        .map_err(|e| Failure::Message(format!("error: {}: {e}", file.display())))?;
+    eprintln!(
+        "toolgate: the gateway's token is in {} (clients send it as `Authorization: Bearer …`)",
+        file.display()
+    );
+    Ok(token)
+}
+
 /// A session's switch and its servers' commands, or why they could not be made.
 type Made<S> = Result<(S, Vec<toolgate_mcp::ServerCommand>), String>;
 
@@ -318,9 +372,7 @@ fn serve_front<S: toolgate_mcp::Switch>(
                 listener.local_addr()?,
                 toolgate_mcp::http::PATH
             );
-            let stop = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
+            let stop = crate::serve::stop_signal();
             toolgate_mcp::serve_http(listener, front, make, daemon, stop).await
         })
         .map(|()| 0)
@@ -333,12 +385,13 @@ fn front(args: &McpArgs, listen: std::net::SocketAddr) -> Result<toolgate_mcp::F
     let token = if args.no_auth {
         if !listen.ip().is_loopback() {
             return Err(Failure::Message(format!(
-                "error: --no-auth is for a loopback address; {listen} is reachable from other                  machines (drop --no-auth: requests then carry the token)"
+                "error: --no-auth is for a loopback address; {listen} is reachable from other \
+                 machines (drop --no-auth: requests then carry the token)"
             )));
         }
         None
     } else {
-        Some(crate::client::Client::new(&args.client)?.token().to_owned())
+        Some(http_token(args)?)
     };
     Ok(toolgate_mcp::Front {
         token,

@@ -229,7 +229,7 @@ pub(crate) fn write_private(path: &std::path::Path, text: &str) -> std::io::Resu
 
 /// Completes when the daemon is asked to stop: Ctrl-C (SIGINT), or SIGTERM (what `kill` and
 /// service managers send). (SIGHUP loads the policy again: see [`reload_on_hangup`].)
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

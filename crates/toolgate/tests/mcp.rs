@@ -934,7 +934,7 @@ fn the_python_sdks_clients_call_the_git_server_through_the_gateway() {
             let front = Front::start_with(
                 &repo,
                 &policy,
-                &["--name", "git", "--token-file", &token_flag],
+                &["--name", "git", "--http-token-file", &token_flag],
                 Some(&git_server),
                 &["--repository", &repo_flag],
             );
@@ -1882,7 +1882,7 @@ fn http_session(front: &Front, extra: &[(&str, &str)]) -> String {
 }
 
 const ECHO_ALLOWED: &str = "[[rule]]\nname = \"echo\"\ndecision = \"allow\"\nserver = \
-                            \"everything\"\ntool = \"echo\"\n";
+                            \"everything\"\ntool = [\"echo\", \"trigger-long-running-operation\"]\n";
 
 #[test]
 fn the_http_front_serves_sessions_and_refuses_what_is_not_this_machines() {
@@ -1903,7 +1903,7 @@ fn the_http_front_serves_sessions_and_refuses_what_is_not_this_machines() {
         &[
             "--name",
             "everything",
-            "--token-file",
+            "--http-token-file",
             &token_file,
             "--max-sessions",
             "2",
@@ -2078,6 +2078,106 @@ fn the_http_front_serves_sessions_and_refuses_what_is_not_this_machines() {
     assert_eq!(servers(), 1, "the ended session's server still runs");
     let again = http_session(&front, &[auth]);
     assert_ne!(again, session);
+    // The scheme's name is read in any case (RFC 7235).
+    let lower = front.post(
+        &[("Authorization", "bearer front-secret-token")],
+        Some(&again),
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+    );
+    assert_eq!(lower.answer()["result"], json!({}), "{lower:?}");
+
+    // A client that loses a request's stream resumes it from the last event it saw, and gets
+    // what was sent meanwhile — the answer among it.
+    let mut lost = std::net::TcpStream::connect(("127.0.0.1", front.port)).unwrap();
+    lost.set_read_timeout(Some(WAIT)).unwrap();
+    let body = call_message(
+        20,
+        "trigger-long-running-operation",
+        json!({"duration": 2, "steps": 2}),
+    )
+    .to_string();
+    write!(
+        lost,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer front-secret-token\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Mcp-Session-Id: {again}\r\nContent-Length: {}\r\n\r\n{body}",
+        front.port,
+        body.len()
+    )
+    .unwrap();
+    let mut seen = String::new();
+    let stream_number = loop {
+        let mut chunk = [0u8; 512];
+        let read = std::io::Read::read(&mut lost, &mut chunk).unwrap();
+        assert!(read > 0, "{seen}");
+        seen.push_str(&String::from_utf8_lossy(&chunk[..read]));
+        if let Some(at) = seen.find("id: ")
+            && let Some(line) = seen[at + 4..].lines().next()
+            && let Some(number) = line.strip_suffix("-0")
+        {
+            break number.to_owned();
+        }
+    };
+    drop(lost);
+    let resumed = front.http(
+        "GET",
+        &[
+            auth,
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &again),
+            ("Last-Event-ID", &format!("{stream_number}-0")),
+        ],
+        "",
+    );
+    assert_eq!(resumed.status, 200, "{resumed:?}");
+    let messages = resumed.messages();
+    assert_eq!(messages.last().unwrap()["id"], 20, "{resumed:?}");
+    assert!(
+        text_of(messages.last().unwrap()).contains("completed"),
+        "{resumed:?}"
+    );
+}
+
+#[test]
+fn the_http_fronts_own_token_is_made_once_and_kept_private() {
+    let Some(everything) = server("mcp-server-everything") else {
+        return;
+    };
+    let (_dir, ws) = workspace();
+    let data = ws.join(".git/data");
+    let data_flag = data.display().to_string();
+    let front = Front::start(
+        &ws,
+        ECHO_ALLOWED,
+        &["--name", "everything", "--data-dir", &data_flag],
+        &everything,
+        &["stdio"],
+    );
+    let file = data.join("mcp-http-token");
+    let token = std::fs::read_to_string(&file).unwrap().trim().to_owned();
+    assert_eq!(token.len(), 64);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // Not the daemon's token (none is there): the gateway's own.
+    assert!(!data.join("token").exists());
+    let bearer = format!("Bearer {token}");
+    http_session(&front, &[("Authorization", bearer.as_str())]);
+    let refused = front.post(&[], None, &initialize_message());
+    assert_eq!(refused.status, 401, "{refused:?}");
+    drop(front);
+    // Started again, it takes the same token.
+    let again = Front::start(
+        &ws,
+        ECHO_ALLOWED,
+        &["--name", "everything", "--data-dir", &data_flag],
+        &everything,
+        &["stdio"],
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
+    http_session(&again, &[("Authorization", bearer.as_str())]);
 }
 
 #[test]
@@ -2221,10 +2321,13 @@ fn a_remote_server_is_reached_over_streamable_http() {
          server = \"everything\"\ntool = [\"echo\", \"trigger-long-running-operation\"]\n",
     )
     .unwrap();
+    // The server stops with the gateway: the shell waits for the gateway, then ends it (and
+    // `timeout` bounds it whatever happens).
     let script = format!(
-        "ip link set lo up || exit 3; PORT={port} \"$1\" streamableHttp >/dev/null 2>&1 & \
+        "ip link set lo up || exit 3; PORT={port} timeout 120 \"$1\" streamableHttp \
+         >/dev/null 2>&1 & server=$!; \
          for i in $(seq 100); do curl -s -o /dev/null http://127.0.0.1:{port}/mcp && break; \
-         sleep 0.1; done; shift; exec \"$@\""
+         sleep 0.1; done; shift; \"$@\"; code=$?; kill $server; wait $server; exit $code"
     );
     let mut command = Command::new("timeout");
     command
