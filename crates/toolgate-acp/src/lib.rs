@@ -768,7 +768,7 @@ impl Proxy {
                     Some(choice) if choice.allows() => {
                         self.remember_answer(&asked, choice);
                         self.record(&asked.trail, Outcome::Applied(choice), &by_the_editor);
-                        self.pass_on(agent_id, &method, &line)
+                        self.pass_on(agent_id, &method, &line, true)
                     }
                     Some(choice) => {
                         self.remember_answer(&asked, choice);
@@ -848,7 +848,15 @@ impl Proxy {
 
     /// A request of the agent's that goes on to the editor (a terminal wrapped in the sandbox
     /// when asked), under an id of the proxy's.
-    fn pass_on(&mut self, agent_id: Value, method: &str, line: &str) -> Vec<Routed> {
+    /// `in_sandbox`: whether a terminal runs in the sandbox (when asked for) — not when the
+    /// rules that allowed it say `sandbox = false`.
+    fn pass_on(
+        &mut self,
+        agent_id: Value,
+        method: &str,
+        line: &str,
+        in_sandbox: bool,
+    ) -> Vec<Routed> {
         let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
             return vec![to_agent(&error_text(
                 &agent_id,
@@ -857,6 +865,7 @@ impl Proxy {
             ))];
         };
         if method == "terminal/create"
+            && in_sandbox
             && let Some((program, args)) = &self.options.sandbox
             && let Some(params) = message.get_mut("params").and_then(Value::as_object_mut)
         {
@@ -959,7 +968,7 @@ impl Proxy {
                     Outcome::Applied(Choice::AllowOnce),
                     &Why::of(&evaluation, "policy"),
                 );
-                self.pass_on(id.clone(), method, line)
+                self.pass_on(id.clone(), method, line, evaluation.sandboxed())
             }
             Decision::Deny => {
                 let why = Why {
@@ -974,7 +983,7 @@ impl Proxy {
                         let why =
                             Why::said("grant", "allowed by the person's answer for this session");
                         self.record(&trail, Outcome::Applied(Choice::AllowOnce), &why);
-                        return self.pass_on(id.clone(), method, line);
+                        return self.pass_on(id.clone(), method, line, true);
                     }
                     Some(Effect::Deny) => {
                         let reason = format!(
@@ -1193,7 +1202,7 @@ impl Proxy {
             Work::Request(method) => {
                 if allowed {
                     self.record(&deciding.trail, Outcome::Applied(Choice::AllowOnce), &why);
-                    outs.extend(self.pass_on(deciding.agent_id, &method, &deciding.line));
+                    outs.extend(self.pass_on(deciding.agent_id, &method, &deciding.line, true));
                 } else {
                     outs.extend(self.refuse_work(&deciding.agent_id, &deciding.trail, &why));
                 }

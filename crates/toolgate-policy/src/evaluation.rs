@@ -71,6 +71,27 @@ impl Evaluation {
         }
     }
 
+    /// Whether the call, allowed, runs inside the kernel sandbox where the sandbox is used:
+    /// yes, unless each command it runs was allowed by a rule that says `sandbox = false` (a
+    /// compound command runs outside only when every part was; a part the mode or a guard
+    /// allowed keeps the whole inside; the paths a command reads or writes do not count — the
+    /// sandbox is for what the command does).
+    pub fn sandboxed(&self) -> bool {
+        let mut commands = self
+            .subjects
+            .iter()
+            .filter(|s| matches!(s.subject, Subject::Command(_)))
+            .peekable();
+        let unsandboxed = self.decision == Decision::Allow
+            && commands.peek().is_some()
+            && commands.all(|s| {
+                s.decision == Decision::Allow
+                    && s.layer == Layer::Rule
+                    && s.rule.as_ref().is_some_and(|r| r.unsandboxed)
+            });
+        !unsandboxed
+    }
+
     /// The deciding rule's name, if a rule was involved.
     pub fn rule_name(&self) -> Option<&str> {
         self.rule.as_deref().map(|r| r.name.as_str())
@@ -207,6 +228,10 @@ impl Serialize for Evaluation {
         }
         if let Some(error) = &self.error {
             map.serialize_entry("error", error)?;
+        }
+        if !self.sandboxed() {
+            // Said only when it is so (`sandbox = false` on the rules that allowed it).
+            map.serialize_entry("sandbox", &false)?;
         }
         map.end()
     }

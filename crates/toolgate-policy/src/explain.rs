@@ -443,6 +443,20 @@ impl fmt::Display for Explanation {
         }
         writeln!(f)?;
         writeln!(f, "reason: {}", e.reason)?;
+        if e.decision == Decision::Allow {
+            if e.sandboxed() {
+                writeln!(
+                    f,
+                    "sandbox: a command runs inside it (where the sandbox is used)"
+                )?;
+            } else {
+                writeln!(
+                    f,
+                    "sandbox: a command runs outside it (the rules that allowed it say \
+                     `sandbox = false`)"
+                )?;
+            }
+        }
         if let Some(ask) = &e.ask {
             let choices: Vec<&str> = ask.choices.iter().map(|c| c.as_str()).collect();
             writeln!(

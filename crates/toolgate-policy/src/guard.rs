@@ -58,6 +58,7 @@ impl Guard {
             file: None,
             line: None,
             builtin: true,
+            unsandboxed: false,
         })
     }
 }

@@ -98,6 +98,7 @@ const RULE_KEYS: &[&str] = &[
     "timeout",
     "grant",
     "scopes",
+    "sandbox",
     "path",
     "command",
     "domain",
@@ -271,6 +272,9 @@ struct RawRule {
     timeout: Option<Duration>,
     grant: Option<GrantKind>,
     scopes: Option<Vec<AlwaysScope>>,
+    /// `sandbox = false`: the commands it allows run outside the kernel sandbox; with where
+    /// it was written.
+    sandbox: Option<(bool, Range<usize>)>,
     /// Keys other than `builtin` and `examples`, with their spans (for the builtin check).
     plain_keys: Vec<(String, Range<usize>)>,
 }
@@ -1199,6 +1203,9 @@ impl Walker<'_> {
                 "timeout" => raw.timeout = self.duration(item, "timeout"),
                 "grant" => raw.grant = self.one_enum(item, "grant"),
                 "scopes" => raw.scopes = self.enums::<AlwaysScope>(item, "scopes"),
+                "sandbox" => {
+                    raw.sandbox = self.boolean(item, "sandbox").map(|b| (b, item.span()));
+                }
                 "path" => {
                     raw.resource_keys.push(("path".into(), key.span()));
                     raw.paths = self.path_set(item);
@@ -1304,6 +1311,7 @@ impl Walker<'_> {
                         file: None,
                         line: None,
                         builtin: false,
+                        unsandboxed: false,
                     }),
                     decision: raw.decision?,
                     reason: reason.into(),
@@ -1320,6 +1328,17 @@ impl Walker<'_> {
         let mut info = (*rule.info).clone();
         info.file = Some(file);
         info.line = Some(location.line);
+        if let Some((sandboxed, span)) = raw.sandbox {
+            if !sandboxed && rule.decision != Decision::Allow {
+                self.error_hint(
+                    span,
+                    "`sandbox = false` is for a rule that allows",
+                    "only what a rule allows runs, inside the sandbox or not: drop the key, or \
+                     make the rule `decision = \"allow\"`",
+                );
+            }
+            info.unsandboxed = !sandboxed;
+        }
         rule.info = Arc::new(info);
         rule.choices = raw.choices.map(Into::into);
         rule.timeout = raw.timeout;

@@ -34,6 +34,11 @@ pub struct RuleInfo {
     /// Whether this is one of the five built-in rules.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub builtin: bool,
+    /// Whether the commands it allows run outside the kernel sandbox (`sandbox = false`, for a
+    /// rule the user trusts); by default an allowed command runs inside it where the sandbox
+    /// is used.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unsandboxed: bool,
 }
 
 impl fmt::Display for RuleInfo {
@@ -265,6 +270,7 @@ impl Rule {
                 file: None,
                 line: None,
                 builtin: true,
+                unsandboxed: false,
             }),
             decision: builtin.decision(),
             reason: builtin.reason().into(),
@@ -535,6 +541,7 @@ impl RuleBuilder {
                 file: None,
                 line: None,
                 builtin: false,
+                unsandboxed: false,
             }),
             decision: self.decision,
             reason: reason.into(),

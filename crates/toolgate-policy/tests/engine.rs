@@ -42,6 +42,7 @@ fn info(name: &str, line: u32) -> Arc<RuleInfo> {
         file: Some("p.toml".into()),
         line: Some(line),
         builtin: false,
+        unsandboxed: false,
     })
 }
 
@@ -1299,4 +1300,56 @@ fn a_caller_is_not_offered_an_always_answer_it_cannot_carry_out() {
     );
     // Not an answer: the call is malformed.
     assert!(Call::from_value(json!({"tool": "t", "context": {"choices": ["maybe"]}})).is_err());
+}
+
+#[test]
+fn a_rule_may_let_the_commands_it_allows_run_outside_the_sandbox() {
+    let policy = policy(
+        r#"
+version = 1
+
+[[rule]]
+name = "compose-up"
+decision = "allow"
+command = "docker compose up"
+sandbox = false
+
+[[rule]]
+name = "listing"
+decision = "allow"
+command = "ls"
+"#,
+    );
+    let bash = |command: &str| {
+        call(json!({"tool": "Bash", "args": {"command": command},
+                    "context": {"workspace": "/work"}}))
+    };
+    let outside = policy.evaluate(&bash("docker compose up"));
+    assert_eq!(outside.decision, Decision::Allow);
+    assert!(!outside.sandboxed());
+    assert_eq!(serde_json::to_value(&outside).unwrap()["sandbox"], false);
+    // Another rule's allow keeps the command inside, alone or as a part of it.
+    for command in ["ls", "docker compose up && ls"] {
+        let inside = policy.evaluate(&bash(command));
+        assert_eq!(inside.decision, Decision::Allow, "{command}");
+        assert!(inside.sandboxed(), "{command}");
+        assert!(
+            serde_json::to_value(&inside)
+                .unwrap()
+                .get("sandbox")
+                .is_none()
+        );
+    }
+    // Only a rule that allows may say it.
+    let error = Policy::from_toml(
+        "p.toml",
+        "version = 1\n\n[[rule]]\nname = \"x\"\ndecision = \"deny\"\ncommand = \"rm\"\nsandbox = false\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("`sandbox = false` is for a rule that allows"),
+        "{error}"
+    );
+    assert!(error.contains("p.toml:7:"), "{error}");
 }

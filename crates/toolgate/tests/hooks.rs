@@ -1128,6 +1128,41 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
         "ok"
     );
     assert!(!outside.join("escape.txt").exists());
+
+    // A rule the user trusts says its commands run outside the sandbox: allowed as written.
+    let trusted = outside.join("trusted.toml");
+    std::fs::write(
+        &trusted,
+        "version = 1\n\n[[rule]]\nname = \"generator\"\ndecision = \"allow\"\n\
+         command = \"python3 tools/gen.py\"\nsandbox = false\n",
+    )
+    .unwrap();
+    let mut hook = Command::new(BIN)
+        .args(["hook", "claude", "--isolated", "--sandbox", "--policy"])
+        .arg(&trusted)
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let output = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "allow", "{answer}");
+    assert!(specific.get("updatedInput").is_none(), "{answer}");
+    assert!(
+        specific["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("outside the sandbox"),
+        "{answer}"
+    );
 }
 
 /// Claude Code's `PostToolUse`, with `--daemon`, tells the daemon each result: after a page

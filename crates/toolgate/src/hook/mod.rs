@@ -406,6 +406,14 @@ struct Decided {
     result: Value,
 }
 
+impl Decided {
+    /// Whether an allowed command runs inside the sandbox (`--sandbox`): unless the rules that
+    /// allowed it say `sandbox = false` (the evaluation's `"sandbox": false`).
+    fn sandboxed(&self) -> bool {
+        self.result.get("sandbox") != Some(&Value::Bool(false))
+    }
+}
+
 fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
     let call = call_of(args.agent, request)?;
     let decided = if args.daemon {
@@ -425,8 +433,14 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
             result,
         }
     };
+    let in_sandbox = decided.sandboxed();
     let answer = settle(args, request, decided);
     Ok(match answer {
+        Answer::Allow(reason) if !in_sandbox && args.sandbox && args.agent == Agent::Claude => {
+            Answer::Allow(format!(
+                "{reason} — outside the sandbox: the rule says `sandbox = false`"
+            ))
+        }
         Answer::Allow(reason) if args.sandbox && args.agent == Agent::Claude => {
             match sandboxed(args, request) {
                 Some(input) => Answer::AllowRewritten(
