@@ -165,6 +165,11 @@ pub fn service_sockets() -> Vec<PathBuf> {
         "/run/containerd".to_owned(),
         "/run/dbus".to_owned(),
         "/var/run/dbus".to_owned(),
+        // Name lookups for any name (data out in the questions), a screen session to type in.
+        "/run/systemd/resolve".to_owned(),
+        "/run/nscd".to_owned(),
+        "/var/run/nscd".to_owned(),
+        "/run/screen".to_owned(),
     ]
     .into_iter()
     .map(PathBuf::from)
@@ -173,6 +178,49 @@ pub fn service_sockets() -> Vec<PathBuf> {
         places.push(PathBuf::from(agent));
     }
     places
+}
+
+/// The parent process of the peer of a UNIX socket (by `SO_PEERCRED`), or `None`.
+pub fn peer_parent(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
+    #[cfg(target_os = "linux")]
+    {
+        let peer = rustix::net::sockopt::socket_peercred(stream).ok()?;
+        let pid = peer.pid.as_raw_nonzero().get();
+        // `/proc/PID/stat`: the parent is the second field after the name (which may hold
+        // spaces and parentheses: the last `)` ends it).
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let after = stat.rsplit_once(')')?.1;
+        after.split_whitespace().nth(1)?.parse().ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = stream;
+        None
+    }
+}
+
+/// Makes the process `command` starts end when this one does (`PR_SET_PDEATHSIG`): a
+/// sandboxed program does not outlive the proxy it reaches the network through.
+pub fn die_with_parent(command: &mut std::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        let parent = rustix::process::getpid();
+        // SAFETY: between fork and exec, only async-signal-safe system calls are made.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // The parent may have ended before the line above: then end at once.
+                if rustix::process::getppid() != Some(parent) {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
 }
 
 /// Where the kernel still lets a process type into its terminal (`TIOCSTI`: Linux before
@@ -484,10 +532,19 @@ pub fn confine(plan: &Plan, namespaces: bool, landlock: bool) -> Result<Confined
         Err("turned off".to_owned())
     };
     if let Some((listener, socket)) = forwarder {
-        if let Err(why) = &landlock {
-            return Err(SandboxError(format!(
-                "the network through the proxy needs Landlock's TCP rules ({why})"
-            )));
+        match &landlock {
+            Err(why) => {
+                return Err(SandboxError(format!(
+                    "the network through the proxy needs Landlock's TCP rules ({why})"
+                )));
+            }
+            Ok(abi) if *abi < 4 => {
+                return Err(SandboxError(format!(
+                    "the network through the proxy needs Landlock's TCP rules (ABI 4; this \
+                     kernel has {abi})"
+                )));
+            }
+            Ok(_) => {}
         }
         // Started once confined: it is held as the program is.
         linux::forward(listener, &socket)?;

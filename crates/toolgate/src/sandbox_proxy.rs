@@ -29,9 +29,11 @@ pub(crate) struct Proxy {
     workspace: String,
     /// `--resolve HOST=ADDR`: addresses used for names instead of asking the resolver.
     resolve: Vec<(String, IpAddr)>,
-    /// What was refused (`host:port — why`), said when the program fails.
+    /// What was refused (`host:port — why`, the first 50), said when the program fails.
     pub(crate) refused: Mutex<Vec<String>>,
     open: AtomicUsize,
+    /// The sandboxed program's process id, once it runs: only its forwarder is served.
+    pub(crate) program: std::sync::OnceLock<u32>,
 }
 
 impl Proxy {
@@ -42,6 +44,7 @@ impl Proxy {
             resolve,
             refused: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
+            program: std::sync::OnceLock::new(),
         }
     }
 
@@ -108,12 +111,12 @@ impl Proxy {
             .unwrap_or_default()
     }
 
-    /// Connects to `host:port` for a request of `url`: the policy allows the URL, and each
-    /// address an internal one (loopback, private, link-local, metadata) is allowed by its own
-    /// URL too.
-    fn reach(&self, scheme: &str, host: &str, port: u16) -> Result<TcpStream, String> {
-        let url = format!("{scheme}://{}:{port}/", bracketed(host));
-        self.decide(&url)?;
+    /// Connects to `host:port` for a request of `url` (decided by the policy): each address
+    /// an internal one (loopback, private, link-local, metadata) is allowed by its own URL too
+    /// — and never for a tunnel (`CONNECT`), which would be a raw socket to a service of this
+    /// machine or its network (a SOCKS port, a database).
+    fn reach(&self, url: &str, host: &str, port: u16, tunnel: bool) -> Result<TcpStream, String> {
+        self.decide(url)?;
         let addresses = self.addresses(host, port);
         if addresses.is_empty() {
             return Err(format!("{host} has no address"));
@@ -121,10 +124,15 @@ impl Proxy {
         let mut last = String::new();
         for address in addresses {
             if internal(address.ip()) {
-                let by_address = format!(
-                    "{scheme}://{}:{port}/",
-                    bracketed(&address.ip().to_string())
-                );
+                if tunnel {
+                    last = format!(
+                        "{host} is {}, an address of this machine or its network: the proxy \
+                         tunnels to none (plain http:// to it is decided by the policy)",
+                        address.ip()
+                    );
+                    continue;
+                }
+                let by_address = format!("http://{}:{port}/", bracketed(&address.ip().to_string()));
                 if let Err(why) = self.decide(&by_address) {
                     last = format!("{host} is {}: {why}", address.ip());
                     continue;
@@ -138,13 +146,25 @@ impl Proxy {
         Err(last)
     }
 
+    /// Whether the peer of `stream` is this sandbox's forwarder (a child of the sandboxed
+    /// program): another sandbox's program that found this socket is not served.
+    fn ours(&self, stream: &UnixStream) -> bool {
+        self.program
+            .get()
+            .is_some_and(|program| toolgate_sandbox::peer_parent(stream) == Some(*program))
+    }
+
     /// One client connection: its request, decided, then relayed.
     fn connection(&self, stream: UnixStream) {
-        let _ = stream.set_read_timeout(Some(WAIT));
-        let Ok(mut reader) = stream.try_clone().map(BufReader::new) else {
+        let mut client = stream;
+        if !self.ours(&client) {
+            let _ = answer(&mut client, 403, "toolgate: not this sandbox's proxy");
+            return;
+        }
+        let _ = client.set_read_timeout(Some(WAIT));
+        let Ok(mut reader) = client.try_clone().map(BufReader::new) else {
             return;
         };
-        let mut client = stream;
         let Some(head) = read_head(&mut reader) else {
             let _ = answer(&mut client, 400, "toolgate: not an HTTP proxy request");
             return;
@@ -156,49 +176,30 @@ impl Proxy {
             words.next().unwrap_or_default(),
             words.next().unwrap_or_default(),
         );
-        let (scheme, host, port, path) = if method.eq_ignore_ascii_case("CONNECT") {
-            match split_authority(target, 443) {
-                Some((host, port)) => ("https", host, port, String::new()),
-                None => {
-                    let _ = answer(&mut client, 400, "toolgate: CONNECT names host:port");
-                    return;
-                }
-            }
-        } else {
-            match url::Url::parse(target) {
-                Ok(url) if url.scheme() == "http" && url.host_str().is_some() => {
-                    let host = url.host_str().unwrap_or_default().to_owned();
-                    let port = url.port_or_known_default().unwrap_or(80);
-                    let mut path = url.path().to_owned();
-                    if let Some(query) = url.query() {
-                        path = format!("{path}?{query}");
-                    }
-                    ("http", host, port, path)
-                }
-                _ => {
-                    let _ = answer(
-                        &mut client,
-                        400,
-                        "toolgate: the proxy takes CONNECT, or a request for an http:// URL",
-                    );
-                    return;
-                }
+        let tunnel = method.eq_ignore_ascii_case("CONNECT");
+        let (url, host, port, path) = match request_target(method, target) {
+            Ok(parts) => parts,
+            Err(why) => {
+                let _ = answer(&mut client, 400, &format!("toolgate: {why}"));
+                return;
             }
         };
         let _ = client.set_read_timeout(None);
-        let mut server = match self.reach(scheme, &host, port) {
+        let mut server = match self.reach(&url, &host, port, tunnel) {
             Ok(server) => server,
             Err(why) => {
                 let said = format!("{host}:{port} — {why}");
                 eprintln!("toolgate: the sandbox's proxy refused {said}");
-                if let Ok(mut refused) = self.refused.lock() {
+                if let Ok(mut refused) = self.refused.lock()
+                    && refused.len() < 50
+                {
                     refused.push(said);
                 }
                 let _ = answer(&mut client, 403, &format!("toolgate: {host}:{port}: {why}"));
                 return;
             }
         };
-        if scheme == "https" {
+        if tunnel {
             if client
                 .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 .is_err()
@@ -206,23 +207,36 @@ impl Proxy {
                 return;
             }
         } else {
-            // The request as the server takes it: its path, without the proxy's own headers.
+            // The request as the server takes it: its path, without the proxy's own headers,
+            // and the connection closed after its answer (a second request on it would not be
+            // decided).
             let version = words.next().unwrap_or("HTTP/1.1");
             let mut forwarded = format!("{method} {path} {version}\r\n");
             for line in lines.filter(|l| !l.is_empty()) {
                 let name = line.split(':').next().unwrap_or_default().trim();
-                if name.eq_ignore_ascii_case("proxy-connection")
-                    || name.eq_ignore_ascii_case("proxy-authorization")
+                if [
+                    "proxy-connection",
+                    "proxy-authorization",
+                    "connection",
+                    "keep-alive",
+                ]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
                 {
                     continue;
                 }
                 forwarded.push_str(line);
                 forwarded.push_str("\r\n");
             }
-            forwarded.push_str("\r\n");
+            forwarded.push_str("Connection: close\r\n\r\n");
             if server.write_all(forwarded.as_bytes()).is_err() {
                 return;
             }
+            // A fetch has no body: nothing more of the client's goes to the server.
+            let _ = server.shutdown(std::net::Shutdown::Write);
+            let mut server = server;
+            let _ = std::io::copy(&mut server, &mut client);
+            return;
         }
         // What the client sent past the head is already read into the buffer: it goes first.
         let buffered = reader.buffer().to_vec();
@@ -233,25 +247,73 @@ impl Proxy {
     }
 }
 
-/// Whether an address is one a public name should not lead to without the policy's say.
-fn internal(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(a) => {
-            a.is_loopback()
-                || a.is_private()
-                || a.is_link_local()
-                || a.is_unspecified()
-                || (a.octets()[0] == 100 && (a.octets()[1] & 0xc0) == 64)
+/// A proxy request's target: the URL the policy decides, the host and port to reach, and for
+/// plain HTTP the path to ask for. `CONNECT` takes `host:port` with a plain host name or an IP
+/// literal, to port 443 only (a tunnel elsewhere is a raw socket); a plain request takes an
+/// `http://` URL, `GET` or `HEAD` only (what a fetch does: the policy decided a fetch).
+fn request_target(method: &str, target: &str) -> Result<(String, String, u16, String), String> {
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let (host, port) = split_authority(target, 443).ok_or("CONNECT names host:port")?;
+        let plain = host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'));
+        if !plain {
+            return Err(format!(
+                "CONNECT to {target:?}: not a host name or an address"
+            ));
         }
-        IpAddr::V6(a) => {
-            a.is_loopback()
-                || a.is_unspecified()
-                || (a.segments()[0] & 0xfe00) == 0xfc00
-                || (a.segments()[0] & 0xffc0) == 0xfe80
-                || a.to_ipv4_mapped()
-                    .is_some_and(|v4| internal(IpAddr::V4(v4)))
+        if port != 443 {
+            return Err(format!(
+                "CONNECT to port {port}: the proxy tunnels to port 443 (HTTPS) only"
+            ));
         }
+        let url = format!("https://{}:{port}/", bracketed(&host));
+        // The host resolved is the one the URL parser read (the one the policy decides).
+        let parsed = url::Url::parse(&url).map_err(|e| format!("CONNECT to {target:?}: {e}"))?;
+        let host = parsed
+            .host_str()
+            .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+            .ok_or("CONNECT names no host")?;
+        return Ok((url, host, port, String::new()));
     }
+    if !(method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD")) {
+        return Err(format!(
+            "{method} through the proxy: plain http:// takes GET and HEAD only (use HTTPS)"
+        ));
+    }
+    let parsed = url::Url::parse(target)
+        .ok()
+        .filter(|u| u.scheme() == "http" && u.host_str().is_some())
+        .ok_or("the proxy takes CONNECT, or a GET or HEAD of an http:// URL")?;
+    let host = parsed
+        .host_str()
+        .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+        .unwrap_or_default();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let mut path = parsed.path().to_owned();
+    if let Some(query) = parsed.query() {
+        path = format!("{path}?{query}");
+    }
+    // The whole URL is decided (a rule may name its path).
+    Ok((parsed.to_string(), host, port, path))
+}
+
+/// Whether an address is one a public name should not lead to without the policy's say:
+/// loopback, private, link-local or metadata, by the policy's own address classes (which read
+/// IPv4 addresses carried in IPv6 ones: NAT64, 6to4, Teredo, mapped and compatible forms).
+fn internal(ip: IpAddr) -> bool {
+    use toolgate_policy::url::{AddressClass, check, in_class};
+    let Ok(url) = check(&format!("http://{}/", bracketed(&ip.to_string()))) else {
+        return true;
+    };
+    [
+        AddressClass::Loopback,
+        AddressClass::Private,
+        AddressClass::LinkLocal,
+        AddressClass::Metadata,
+    ]
+    .into_iter()
+    .any(|class| in_class(&url, class))
 }
 
 /// A host for a URL: an IPv6 address in brackets.
@@ -276,7 +338,12 @@ fn split_authority(authority: &str, default: u16) -> Option<(String, u16)> {
 /// Reads a request head (up to its blank line), at most [`MAX_HEAD`] bytes.
 fn read_head(reader: &mut BufReader<UnixStream>) -> Option<String> {
     let mut head = String::new();
+    // The whole head within [`WAIT`], however slowly it comes.
+    let deadline = std::time::Instant::now() + WAIT;
     loop {
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
         let mut line = String::new();
         let read = reader
             .by_ref()
@@ -343,6 +410,36 @@ mod tests {
         assert_eq!(split_authority("[::1]", 443), Some(("::1".into(), 443)));
         assert_eq!(split_authority(":80", 443), None);
         assert_eq!(split_authority("host:x", 443), None);
+    }
+
+    #[test]
+    fn a_request_names_what_the_policy_decides_and_nothing_else() {
+        let target =
+            |m: &str, t: &str| request_target(m, t).map(|(url, host, port, _)| (url, host, port));
+        assert_eq!(
+            target("CONNECT", "pypi.org:443"),
+            Ok(("https://pypi.org:443/".into(), "pypi.org".into(), 443))
+        );
+        assert_eq!(
+            target("CONNECT", "[2606:4700::1]:443").map(|t| t.1),
+            Ok("2606:4700::1".into())
+        );
+        // A name the resolver would read otherwise than the URL parser, another port, a
+        // method that is not a fetch.
+        for (method, t) in [
+            ("CONNECT", "github.com?x.evil.example:443"),
+            ("CONNECT", "github.com#x:443"),
+            ("CONNECT", "pypi.org:22"),
+            ("POST", "http://pypi.org/"),
+            ("GET", "https://pypi.org/"),
+            ("GET", "/relative"),
+        ] {
+            assert!(target(method, t).is_err(), "{method} {t}");
+        }
+        assert_eq!(
+            target("GET", "http://user:pw@localhost:8000/a?b=1").map(|t| (t.1, t.2)),
+            Ok(("localhost".into(), 8000))
+        );
     }
 
     #[test]

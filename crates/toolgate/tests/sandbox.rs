@@ -458,6 +458,12 @@ fn through_the_proxy_only_what_the_policy_allows_is_reached() {
     for (url, extra) in [
         (format!("http://denied.test:{port}/"), ""),
         (format!("https://denied.test:{port}/"), "-k"),
+        // A tunnel to an address of this machine (a raw socket to its services), even for an
+        // allowed name; a tunnel to another port than HTTPS's; a plain request that is not a
+        // fetch.
+        ("https://allowed.test/".to_owned(), "-k"),
+        (format!("https://allowed.test:{port}/"), "-k"),
+        (format!("http://allowed.test:{port}/"), "-X POST -d x"),
         ("http://sneaky.test/".to_owned(), ""),
         ("http://169.254.169.254/latest/meta-data/".to_owned(), ""),
         (format!("http://127.0.0.1:{port}/"), "--noproxy '*'"),
