@@ -38,6 +38,11 @@ pub(crate) struct SandboxArgs {
     /// With --proxy, use ADDR for HOST instead of asking the resolver (as curl's --resolve).
     #[arg(long, value_name = "HOST=ADDR", requires = "proxy")]
     resolve: Vec<String>,
+    /// With --proxy, let this host through as well, for this run only (a person allowed a
+    /// command that reaches it); an address of this machine or its network is still decided
+    /// by the policy.
+    #[arg(long, value_name = "HOST", requires = "proxy")]
+    allow_domain: Vec<String>,
     /// (Internal) the proxy's socket, for the sandboxed side of --proxy.
     #[arg(long, hide = true, value_name = "PATH")]
     proxy_socket: Option<PathBuf>,
@@ -430,6 +435,7 @@ fn supervise_with_proxy(
         policy,
         workspace.display().to_string(),
         resolve,
+        args.allow_domain.clone(),
     ));
     {
         let proxy = std::sync::Arc::clone(&proxy);

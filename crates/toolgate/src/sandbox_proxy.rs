@@ -29,6 +29,8 @@ pub(crate) struct Proxy {
     workspace: String,
     /// `--resolve HOST=ADDR`: addresses used for names instead of asking the resolver.
     resolve: Vec<(String, IpAddr)>,
+    /// `--allow-domain HOST`: names let through for this run (a person allowed them).
+    widened: Vec<String>,
     /// What was refused (`host:port — why`, the first 50), said when the program fails.
     pub(crate) refused: Mutex<Vec<String>>,
     open: AtomicUsize,
@@ -37,11 +39,17 @@ pub(crate) struct Proxy {
 }
 
 impl Proxy {
-    pub(crate) fn new(policy: Policy, workspace: String, resolve: Vec<(String, IpAddr)>) -> Proxy {
+    pub(crate) fn new(
+        policy: Policy,
+        workspace: String,
+        resolve: Vec<(String, IpAddr)>,
+        widened: Vec<String>,
+    ) -> Proxy {
         Proxy {
             policy,
             workspace,
             resolve,
+            widened,
             refused: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             program: std::sync::OnceLock::new(),
@@ -116,7 +124,9 @@ impl Proxy {
     /// — and never for a tunnel (`CONNECT`), which would be a raw socket to a service of this
     /// machine or its network (a SOCKS port, a database).
     fn reach(&self, url: &str, host: &str, port: u16, tunnel: bool) -> Result<TcpStream, String> {
-        self.decide(url)?;
+        if !self.widened.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            self.decide(url)?;
+        }
         let addresses = self.addresses(host, port);
         if addresses.is_empty() {
             return Err(format!("{host} has no address"));

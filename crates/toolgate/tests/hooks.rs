@@ -1163,6 +1163,35 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
             .contains("outside the sandbox"),
         "{answer}"
     );
+
+    // A command that names a URL gets the network through the sandbox's proxy; allowed where
+    // the policy asks (here by the agent's mode), the run is widened by exactly that host.
+    let fetch = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": ws_text,
+        "permission_mode": "bypassPermissions", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "curl -sS https://example.org/data"},
+        "tool_use_id": "toolu_2"});
+    let mut hook = Command::new(BIN)
+        .args(["hook", "claude", "--isolated", "--sandbox"])
+        .current_dir(&ws)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(fetch.to_string().as_bytes())
+        .unwrap();
+    let output = hook.wait_with_output().unwrap();
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let specific = &answer["hookSpecificOutput"];
+    assert_eq!(specific["permissionDecision"], "allow", "{answer}");
+    let command = specific["updatedInput"]["command"].as_str().unwrap();
+    assert!(
+        command.contains(" --proxy --allow-domain example.org --workspace "),
+        "{command}"
+    );
 }
 
 /// Claude Code's `PostToolUse`, with `--daemon`, tells the daemon each result: after a page

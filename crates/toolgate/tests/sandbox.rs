@@ -481,6 +481,21 @@ fn through_the_proxy_only_what_the_policy_allows_is_reached() {
         }
     }
     assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // A run widened by one host (a person allowed a command that reaches it): that host, and
+    // only it, goes through.
+    let mut widened = flags.to_vec();
+    widened.extend(["--allow-domain", "denied.test"]);
+    let through = sandboxed(
+        &place,
+        &widened,
+        &curl(&format!("http://denied.test:{port}/"), ""),
+    );
+    assert!(
+        said(&through).contains("hello from the allowed server\n rc=0"),
+        "{}",
+        said(&through)
+    );
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 2);
     // Without the namespaces, the proxy is refused, not run past.
     let weak = sandboxed(&place, &["--proxy", "--no-namespaces"], "echo RAN");
     assert!(!said(&weak).contains("RAN"), "{}", said(&weak));

@@ -434,6 +434,7 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
         }
     };
     let in_sandbox = decided.sandboxed();
+    let reaches = reached_hosts(&decided.result);
     let answer = settle(args, request, decided);
     Ok(match answer {
         Answer::Allow(reason) if !in_sandbox && args.sandbox && args.agent == Agent::Claude => {
@@ -442,7 +443,7 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
             ))
         }
         Answer::Allow(reason) if args.sandbox && args.agent == Agent::Claude => {
-            match sandboxed(args, request) {
+            match sandboxed(args, request, &reaches) {
                 Some(input) => Answer::AllowRewritten(
                     format!("{reason} — run inside toolgate's sandbox"),
                     input,
@@ -454,10 +455,31 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
     })
 }
 
+/// The hosts an allowed call's URLs name: each with whether it was asked about (a person, or
+/// the agent's mode, allowed what the policy would have asked). `None` when it names no URL.
+fn reached_hosts(result: &Value) -> Option<Vec<(String, bool)>> {
+    let hosts: Vec<(String, bool)> = subjects(result)
+        .iter()
+        .filter(|s| text(s, "kind") == Some("url"))
+        .filter_map(|s| {
+            Some((
+                text(s, "host")?.to_owned(),
+                text(s, "decision") == Some("ask"),
+            ))
+        })
+        .collect();
+    (!hosts.is_empty()).then_some(hosts)
+}
+
 /// A `Bash` call's input with its command run inside `toolgate sandbox` in the workspace
 /// (`bash -c COMMAND` there), under the policy files the hook was given, or `None` for other
-/// calls.
-fn sandboxed(args: &HookArgs, request: &Request) -> Option<Value> {
+/// calls. A command that names URLs gets the network through the sandbox's proxy (what the
+/// policy allows), widened by exactly the hosts its answer allowed that the policy asks about.
+fn sandboxed(
+    args: &HookArgs,
+    request: &Request,
+    reaches: &Option<Vec<(String, bool)>>,
+) -> Option<Value> {
     if request.tool != "Bash" {
         return None;
     }
@@ -471,6 +493,15 @@ fn sandboxed(args: &HookArgs, request: &Request) -> Option<Value> {
         let policy = std::path::absolute(policy).unwrap_or_else(|_| policy.clone());
         words.push("--policy".to_owned());
         words.push(policy.to_string_lossy().into_owned());
+    }
+    if let Some(hosts) = reaches {
+        words.push("--proxy".to_owned());
+        for (host, asked) in hosts {
+            if *asked {
+                words.push("--allow-domain".to_owned());
+                words.push(host.clone());
+            }
+        }
     }
     words.extend([
         "--workspace".to_owned(),
