@@ -180,6 +180,47 @@ pub fn service_sockets() -> Vec<PathBuf> {
     places
 }
 
+/// A connected stream that can be read and written from two threads at once.
+pub trait Duplex: std::io::Read + std::io::Write + Send + Sized + 'static {
+    /// Another handle on the same stream.
+    fn handle(&self) -> std::io::Result<Self>;
+    /// Says no more will be written.
+    fn end_writing(&self);
+}
+
+impl Duplex for std::net::TcpStream {
+    fn handle(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn end_writing(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+impl Duplex for std::os::unix::net::UnixStream {
+    fn handle(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn end_writing(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Copies each side to the other until both end (one way on a thread of its own).
+pub fn splice<A: Duplex, B: Duplex>(a: A, b: B) {
+    let (Ok(mut a_reader), Ok(mut b_writer)) = (a.handle(), b.handle()) else {
+        return;
+    };
+    let one_way = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut a_reader, &mut b_writer);
+        b_writer.end_writing();
+    });
+    let (mut b, mut a) = (b, a);
+    let _ = std::io::copy(&mut b, &mut a);
+    a.end_writing();
+    let _ = one_way.join();
+}
+
 /// The parent process of the peer of a UNIX socket (by `SO_PEERCRED`), or `None`.
 pub fn peer_parent(stream: &std::os::unix::net::UnixStream) -> Option<u32> {
     #[cfg(target_os = "linux")]
@@ -337,27 +378,10 @@ mod linux {
                 let Ok(outside) = std::os::unix::net::UnixStream::connect(&socket) else {
                     return;
                 };
-                splice(inside, outside);
+                crate::splice(inside, outside);
             });
         }
         std::process::exit(0);
-    }
-
-    /// Copies each side to the other until both end.
-    fn splice(inside: std::net::TcpStream, outside: std::os::unix::net::UnixStream) {
-        let (Ok(mut inside_reader), Ok(mut outside_writer)) =
-            (inside.try_clone(), outside.try_clone())
-        else {
-            return;
-        };
-        let up = std::thread::spawn(move || {
-            let _ = std::io::copy(&mut inside_reader, &mut outside_writer);
-            let _ = outside_writer.shutdown(std::net::Shutdown::Write);
-        });
-        let (mut outside, mut inside) = (outside, inside);
-        let _ = std::io::copy(&mut outside, &mut inside);
-        let _ = inside.shutdown(std::net::Shutdown::Write);
-        let _ = up.join();
     }
 
     /// Enters a new user and mount namespace, mapped to the same user and group.

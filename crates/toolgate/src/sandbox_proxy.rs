@@ -253,7 +253,7 @@ impl Proxy {
         if !buffered.is_empty() && server.write_all(&buffered).is_err() {
             return;
         }
-        splice(client, server);
+        toolgate_sandbox::splice(client, server);
     }
 }
 
@@ -384,22 +384,6 @@ fn answer(stream: &mut UnixStream, status: u16, text: &str) -> std::io::Result<(
          Content-Length: {}\r\nConnection: close\r\n\r\n{text}\n",
         text.len() + 1
     )
-}
-
-/// Copies each side to the other until both end.
-fn splice(client: UnixStream, server: TcpStream) {
-    let (Ok(mut client_reader), Ok(mut server_writer)) = (client.try_clone(), server.try_clone())
-    else {
-        return;
-    };
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut client_reader, &mut server_writer);
-        let _ = server_writer.shutdown(std::net::Shutdown::Write);
-    });
-    let (mut server, mut client) = (server, client);
-    let _ = std::io::copy(&mut server, &mut client);
-    let _ = client.shutdown(std::net::Shutdown::Write);
-    let _ = up.join();
 }
 
 #[cfg(test)]

@@ -1079,25 +1079,29 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
     )
     .unwrap();
     let ws_text = ws.display().to_string();
+    // The hook with `--sandbox` (and `flags`), in the workspace, given `input`: its answer.
+    let hook = |flags: &[&str], input: &Value| -> Value {
+        let mut hook = Command::new(BIN)
+            .args(["hook", "claude", "--isolated", "--sandbox"])
+            .args(flags)
+            .current_dir(&ws)
+            .env_remove("XDG_CONFIG_HOME")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        hook.stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        serde_json::from_slice(&hook.wait_with_output().unwrap().stdout).unwrap()
+    };
     let input = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": ws_text,
         "permission_mode": "default", "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "python3 tools/gen.py", "description": "generate"},
         "tool_use_id": "toolu_1"});
-    let mut hook = Command::new(BIN)
-        .args(["hook", "claude", "--isolated", "--sandbox"])
-        .current_dir(&ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let output = hook.wait_with_output().unwrap();
-    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let answer = hook(&[], &input);
     let specific = &answer["hookSpecificOutput"];
     assert_eq!(specific["permissionDecision"], "allow", "{answer}");
     assert_eq!(
@@ -1137,22 +1141,7 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
          command = \"python3 tools/gen.py\"\nsandbox = false\n",
     )
     .unwrap();
-    let mut hook = Command::new(BIN)
-        .args(["hook", "claude", "--isolated", "--sandbox", "--policy"])
-        .arg(&trusted)
-        .current_dir(&ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let output = hook.wait_with_output().unwrap();
-    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let answer = hook(&["--policy", &trusted.display().to_string()], &input);
     let specific = &answer["hookSpecificOutput"];
     assert_eq!(specific["permissionDecision"], "allow", "{answer}");
     assert!(specific.get("updatedInput").is_none(), "{answer}");
@@ -1170,21 +1159,7 @@ fn claude_runs_an_allowed_command_inside_the_sandbox() {
         "permission_mode": "bypassPermissions", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "curl -sS https://example.org/data"},
         "tool_use_id": "toolu_2"});
-    let mut hook = Command::new(BIN)
-        .args(["hook", "claude", "--isolated", "--sandbox"])
-        .current_dir(&ws)
-        .env_remove("XDG_CONFIG_HOME")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(fetch.to_string().as_bytes())
-        .unwrap();
-    let output = hook.wait_with_output().unwrap();
-    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let answer = hook(&[], &fetch);
     let specific = &answer["hookSpecificOutput"];
     assert_eq!(specific["permissionDecision"], "allow", "{answer}");
     let command = specific["updatedInput"]["command"].as_str().unwrap();

@@ -1579,6 +1579,23 @@ fn many_servers_are_served_as_one() {
     assert_eq!(pong["result"], json!({}));
 }
 
+/// Kills (`-9`) the everything server the gateway under `timeout` process `outer` runs.
+fn kill_the_everything_server(outer: u32) {
+    let gateway = children_of(outer)[0];
+    let victim = children_of(gateway)
+        .into_iter()
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                .unwrap_or_default()
+                .contains("everything")
+        })
+        .expect("the everything server runs under the gateway");
+    Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+}
+
 /// The processes a process started.
 fn children_of(pid: u32) -> Vec<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
@@ -1602,19 +1619,7 @@ fn a_server_of_the_hub_that_ends_is_started_again() {
     let echoed = hub.call(1, "everything__echo", json!({"message": "one"}));
     assert_eq!(text_of(&echoed), "Echo: one", "{echoed}");
     // The everything server dies.
-    let gateway = children_of(hub.child.id())[0];
-    let victim = children_of(gateway)
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                .unwrap_or_default()
-                .contains("everything")
-        })
-        .expect("the everything server runs under the gateway");
-    Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .unwrap();
+    kill_the_everything_server(hub.child.id());
     // Started again: the client is told to list again, and its tools answer again.
     loop {
         let message: Value = serde_json::from_str(&hub.next()).unwrap();
@@ -2449,19 +2454,7 @@ fn over_http_a_call_whose_server_dies_fails_and_the_server_comes_back() {
         )
     });
     std::thread::sleep(Duration::from_millis(1500));
-    let gateway = children_of(front.child.id())[0];
-    let victim = children_of(gateway)
-        .into_iter()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                .unwrap_or_default()
-                .contains("everything")
-        })
-        .expect("the session's server runs under the gateway");
-    Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .unwrap();
+    kill_the_everything_server(front.child.id());
     let failed = waiting.join().unwrap();
     assert_eq!(failed.status, 200, "{failed:?}");
     assert_eq!(failed.answer()["id"], 2, "{failed:?}");
