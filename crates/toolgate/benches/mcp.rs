@@ -76,14 +76,24 @@ impl Drop for Peer {
     }
 }
 
-/// A process's resident set, in MiB (Linux's `/proc`).
-fn resident(pid: u32) -> f64 {
+/// A line of a process's `/proc/PID/status` in kB (`VmRSS`, `RssAnon`, `RssFile`), in MiB.
+fn status_mib(pid: u32, key: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
+/// A process's resident set (all of it; its private part; the pages of files it maps — the
+/// binary's, shared with every process running it), in MiB.
+fn resident(pid: u32) -> (f64, f64, f64) {
+    (
+        status_mib(pid, "VmRSS"),
+        status_mib(pid, "RssAnon"),
+        status_mib(pid, "RssFile"),
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -193,17 +203,34 @@ fn main() {
     let listed = hub.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     let tools = listed["result"]["tools"].as_array().map_or(0, Vec::len);
     gateway.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    // The floor: the same binary with its policy loaded and its relay up, in front of a
+    // "server" that says nothing (what any gateway costs before it serves a tool).
+    let mut idle = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["mcp", "--isolated", "--no-pins", "--policy"])
+        .arg(&policy)
+        .arg("--workspace")
+        .arg(dir.path())
+        .args(["--", "sleep", "60"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     println!();
-    println!("the gateway's own resident memory, idle after tools/list");
+    println!("the gateway's own resident memory, idle after tools/list, in MiB");
     println!(
-        "{:<26}{:>10.1} MiB",
-        "in front of one server",
-        resident(gateway.child.id())
+        "{:<26}{:>10}{:>10}{:>10}",
+        "", "resident", "private", "binary"
     );
-    println!(
-        "{:<26}{:>10.1} MiB  ({tools} tools)",
-        "five servers as one",
-        resident(hub.child.id())
-    );
+    for (what, pid) in [
+        ("floor (no server talking)", idle.id()),
+        ("in front of one server", gateway.child.id()),
+        ("five servers as one", hub.child.id()),
+    ] {
+        let (all, private, file) = resident(pid);
+        println!("{what:<26}{all:>10.1}{private:>10.1}{file:>10.1}");
+    }
+    println!("({tools} tools behind the five)");
+    let _ = idle.kill();
+    let _ = idle.wait();
 }
