@@ -751,7 +751,7 @@ fn client_args_of(flags: &[String]) -> crate::client::ClientArgs {
 
 /// Revokes the agent token `install` made and kept in `file` (at the daemon the hook's flags
 /// name) and removes the file; what cannot be done is said on stderr (the hook is gone already).
-fn revoke_agent_token(file: &Path, flags: &[String]) {
+pub(crate) fn revoke_agent_token(file: &Path, flags: &[String]) {
     let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
         return;
     };
@@ -769,8 +769,8 @@ fn revoke_agent_token(file: &Path, flags: &[String]) {
             let _ = std::fs::remove_file(file);
         }
         Err(why) => eprintln!(
-            "toolgate: the hook's token `{name}` stays known to the daemon ({why}); `toolgate \
-             token revoke {name}` revokes it"
+            "toolgate: the token `{name}` stays known to the daemon ({why}); `toolgate token \
+             revoke {name}` revokes it"
         ),
     }
 }

@@ -463,14 +463,120 @@ pub(crate) fn run(args: &ImportArgs) -> Result<u8, Failure> {
             path.display(),
             path.file_name().unwrap_or_default().to_string_lossy()
         )?;
+        if args.undo && !args.dry_run {
+            // The agent tokens `import` made for the gateways that went, revoked.
+            let kept = agent_tokens(&after);
+            for (file, flags) in agent_tokens(&before) {
+                if !kept.iter().any(|(k, _)| *k == file) {
+                    crate::install::revoke_agent_token(&file, &flags);
+                }
+            }
+        }
     }
     Ok(EXIT_OK)
+}
+
+/// The agent tokens (`--token-file DIR/agent-tokens/NAME`) the gateways of a client's settings
+/// use, each with the flags of its entry that say where the daemon is (`--url`, `--data-dir`).
+/// Read from the settings' string literals in order (JSON and TOML write arguments alike).
+fn agent_tokens(text: &str) -> Vec<(PathBuf, Vec<String>)> {
+    let words = string_literals(text);
+    let mut out: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if word != "--token-file" {
+            continue;
+        }
+        let Some(file) = words.get(i + 1).map(PathBuf::from) else {
+            continue;
+        };
+        let made = file
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|dir| dir == "agent-tokens");
+        if !made || out.iter().any(|(f, _)| *f == file) {
+            continue;
+        }
+        // The entry's own flags: from its `mcp` to its `--`.
+        let start = words
+            .get(..i)
+            .and_then(|before| before.iter().rposition(|w| w == "mcp"))
+            .unwrap_or(i);
+        let end = words
+            .iter()
+            .skip(i)
+            .position(|w| w == "--")
+            .map_or(words.len(), |n| i + n);
+        let flags = words.get(start..end).unwrap_or_default().to_vec();
+        out.push((file, flags));
+    }
+    out
+}
+
+/// The double-quoted string literals of a JSON or TOML text, unescaped (`\"`, `\\`), in order.
+fn string_literals(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut literal = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => {
+                    if let Some(escaped) = chars.next() {
+                        literal.push(match escaped {
+                            'n' => '\n',
+                            't' => '\t',
+                            other => other,
+                        });
+                    }
+                }
+                other => literal.push(other),
+            }
+        }
+        out.push(literal);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_agent_tokens_a_clients_gateways_use_are_found_with_their_daemon() {
+        let json = r#"{"mcpServers": {"fs": {"command": "/bin/toolgate", "args": ["mcp",
+            "--name", "fs", "--daemon", "--url", "http://127.0.0.1:9", "--token-file",
+            "/d/agent-tokens/claude-mcp", "--", "npx", "--token-file", "x"]},
+            "own": {"command": "/bin/toolgate", "args": ["mcp", "--token-file", "/t/mine", "--", "s"]}}}"#;
+        assert_eq!(
+            agent_tokens(json),
+            vec![(
+                PathBuf::from("/d/agent-tokens/claude-mcp"),
+                [
+                    "mcp",
+                    "--name",
+                    "fs",
+                    "--daemon",
+                    "--url",
+                    "http://127.0.0.1:9",
+                    "--token-file",
+                    "/d/agent-tokens/claude-mcp"
+                ]
+                .map(String::from)
+                .to_vec()
+            )]
+        );
+        let toml = "[mcp_servers.fs]\nargs = [\"mcp\", \"--token-file\", \"/d/agent-tokens/codex-mcp\", \"--\", \"s\"]\n";
+        assert_eq!(
+            agent_tokens(toml)[0].0,
+            PathBuf::from("/d/agent-tokens/codex-mcp")
+        );
+        assert_eq!(string_literals(r#"["a\"b", "c\\d"]"#), ["a\"b", "c\\d"]);
+    }
 
     const EXE: &str = "/opt/tg/bin/toolgate";
 

@@ -736,6 +736,25 @@ fn with_the_daemon_its_page_asks_and_its_grants_apply() {
             .any(|t| t["name"] == "claude-mcp" && t["role"] == "agent"),
         "{tokens}"
     );
+    // Undone, the gateways go, and their token with them.
+    let output = Command::new(BIN)
+        .args(["mcp", "import", "claude", "--undo"])
+        .current_dir(&ws)
+        .env("HOME", home.path())
+        .env_remove("TOOLGATE_TOKEN")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(!token_file.exists());
+    let (_, tokens) = daemon.http("GET", "/api/tokens", None).unwrap();
+    assert!(
+        !tokens["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "claude-mcp"),
+        "{tokens}"
+    );
 }
 
 /// The names of the tools a `tools/list` answer offers.

@@ -67,6 +67,11 @@ impl OpenAiModel {
     /// `https://api.openai.com/v1`).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> OpenAiModel {
         let base: String = base_url.into();
+        // When reqwest is built with rustls anywhere in the program (another crate's features
+        // unify with this one's: the MCP gateway's remote servers), it takes the process's
+        // crypto provider, and has none of its own: toolgate's is ring (as for PostgreSQL).
+        // One installed before stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)
