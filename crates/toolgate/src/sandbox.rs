@@ -101,23 +101,25 @@ fn protected_at(root: &Path, globs: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The folders a denied glob names: `~/.ssh/**`, `/etc/ssh/**` (absolute, no wildcard before
-/// the trailing `/**`).
+/// The places a denied glob names: the folders of `~/.ssh/**`, `/etc/ssh/**` (absolute, no
+/// wildcard before the trailing `/**`), and the files of `~/.netrc`, `~/.cargo/credentials.toml`
+/// (absolute, no wildcard at all) — those that exist.
 fn hidden_places(globs: &[String]) -> Vec<PathBuf> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
+    let place = |path: &str| match path.strip_prefix("~/") {
+        Some(rest) => home.as_ref().map(|h| h.join(rest)),
+        None => path.starts_with('/').then(|| PathBuf::from(path)),
+    };
     globs
         .iter()
-        .filter_map(|glob| {
-            let folder = glob.strip_suffix("/**")?;
-            if folder.contains(['*', '?', '[', '{']) {
-                return None;
+        .filter_map(|glob| match glob.strip_suffix("/**") {
+            Some(folder) if !folder.contains(['*', '?', '[', '{']) => {
+                place(folder).filter(|p| p.is_dir())
             }
-            match folder.strip_prefix("~/") {
-                Some(rest) => home.as_ref().map(|h| h.join(rest)),
-                None => folder.starts_with('/').then(|| PathBuf::from(folder)),
-            }
+            Some(_) => None,
+            None if !glob.contains(['*', '?', '[', '{']) => place(glob).filter(|p| p.is_file()),
+            None => None,
         })
-        .filter(|p| p.is_dir())
         .collect()
 }
 

@@ -43,6 +43,11 @@ fn place() -> Place {
         std::fs::create_dir_all(folder).unwrap();
     }
     std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(
+        home.join(".netrc"),
+        "machine example.org password HUNTER2\n",
+    )
+    .unwrap();
     std::fs::write(outside.join("target.txt"), "outside\n").unwrap();
     let status = Command::new("git")
         .args(["init", "-q"])
@@ -118,6 +123,7 @@ fn ordinary_work_runs_and_escapes_fail() {
          umount .git/hooks 2>/dev/null || echo REFUSED-umount
          echo x > .git/hooks/pre-push || echo REFUSED-after-umount
          cat \"$HOME/.ssh/id_rsa\" || echo REFUSED-secret
+         cat \"$HOME/.netrc\"; echo READ-netrc
          python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", 9), 2)' 2>/dev/null || echo REFUSED-connect
          true"
     );
@@ -142,6 +148,9 @@ fn ordinary_work_runs_and_escapes_fail() {
         assert!(text.contains(expected), "{expected} missing:\n{text}");
     }
     assert!(!text.contains("PRIVATE KEY"), "{text}");
+    // A denied file (`~/.netrc`) reads as empty: `/dev/null` is bound over it.
+    assert!(text.contains("READ-netrc"), "{text}");
+    assert!(!text.contains("HUNTER2"), "{text}");
     for written in ["new.txt", "grandchild.txt", "unshared.txt", "chroot.txt"] {
         assert!(
             !exists(&place.outside.join(written)),
