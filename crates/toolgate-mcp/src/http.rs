@@ -384,13 +384,10 @@ impl Session {
 
     /// Sends `text` (one of the relay's frames to the client) where it goes.
     fn deliver(&self, text: String) {
-        let message: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        let is_response = message.get("method").is_none()
-            && message.get("id").is_some()
-            && (message.get("result").is_some() || message.get("error").is_some());
+        let head = crate::Head::of(&text);
         let mut streams = lock(&self.streams);
-        if is_response {
-            let key = message.get("id").map(id_key).unwrap_or_default();
+        if head.is_answer() {
+            let key = head.id.as_ref().map(id_key).unwrap_or_default();
             let Some(number) = streams.waiting.remove(&key) else {
                 eprintln!("toolgate: an answer to no request the client waits on; dropped");
                 return;
@@ -973,6 +970,16 @@ fn lock<T>(shared: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frames_head_says_whether_it_answers_without_building_it() {
+        assert!(crate::Head::of(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).is_answer());
+        assert!(crate::Head::of(r#"{"id":"a","error":{"code":1}}"#).is_answer());
+        assert!(!crate::Head::of(r#"{"id":1,"method":"ping"}"#).is_answer());
+        assert!(!crate::Head::of(r#"{"method":"notifications/progress"}"#).is_answer());
+        assert!(!crate::Head::of("not json").is_answer());
+        assert_eq!(id_key(&json!(1.0)), id_key(&json!(1)));
+    }
 
     #[test]
     fn a_host_header_splits_into_its_name_and_port() {

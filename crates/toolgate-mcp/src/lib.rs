@@ -36,6 +36,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use toolgate_policy::{Call, Decision, SharedPolicy};
 use toolgate_runtime::grants::{Effect, GrantContext};
@@ -44,7 +45,7 @@ pub use daemon::{Daemon, Submitted, Verdict, stated as stated_reason};
 pub use http::{Front, serve as serve_http};
 pub use hub::{Hub, Routed};
 pub use pins::Pins;
-pub use relay::{RelayError, ServerCommand, Switch, relay, relay_stdio};
+pub use relay::{RelayError, ServerCommand, Switch, relay};
 pub use remote::Remote;
 
 /// What the gateway knows of the policy and the server it guards.
@@ -94,6 +95,37 @@ impl Options {
             roots_workspace: false,
         }
     }
+}
+
+/// What routing a frame needs of it, read without building it: its method, its id, and
+/// whether it is an answer (it holds a `result` or an `error`, `null` ones too).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Head {
+    #[serde(default)]
+    pub(crate) method: Option<String>,
+    #[serde(default)]
+    pub(crate) id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: bool,
+    #[serde(default, deserialize_with = "present")]
+    error: bool,
+}
+
+impl Head {
+    /// The head of frame `text` (an empty one when it is no JSON object).
+    pub(crate) fn of(text: &str) -> Head {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    /// Whether the frame answers a request: an id, a result or an error, no method.
+    pub(crate) fn is_answer(&self) -> bool {
+        self.method.is_none() && self.id.is_some() && (self.result || self.error)
+    }
+}
+
+/// `true` for a key that is there, whatever its value.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(deserializer).map(|_| true)
 }
 
 /// Where a frame goes after the gate.

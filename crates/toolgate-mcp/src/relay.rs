@@ -438,21 +438,6 @@ impl<S: Switch> Shared<S> {
     }
 }
 
-/// Runs `program args…` as the server behind `gate` (see [`relay`]).
-pub async fn relay_stdio(
-    gate: Gate,
-    daemon: Option<(Arc<dyn Daemon>, Duration)>,
-    program: OsString,
-    args: Vec<OsString>,
-) -> Result<i32, RelayError> {
-    let server = ServerCommand {
-        program,
-        args,
-        ..ServerCommand::default()
-    };
-    relay(gate, vec![server], daemon).await
-}
-
 /// A server's queue of lines to write, shared by the writers of its successive processes.
 type Queue = Arc<tokio::sync::Mutex<mpsc::Receiver<String>>>;
 

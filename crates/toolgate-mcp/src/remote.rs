@@ -88,12 +88,7 @@ pub(crate) async fn run(
             break;
         };
         while readers.try_join_next().is_some() {}
-        let parsed: Value = serde_json::from_str(&message).unwrap_or(Value::Null);
-        let method = parsed
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let id = parsed.get("id").cloned();
+        let crate::Head { method, id, .. } = crate::Head::of(&message);
         let request = method.is_some() && id.is_some();
         if request && method.as_deref() != Some("initialize") {
             // A request is sent and its answer read by a task of its own: a long call does not

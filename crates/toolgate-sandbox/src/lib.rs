@@ -264,6 +264,44 @@ pub fn die_with_parent(command: &mut std::process::Command) {
     let _ = command;
 }
 
+/// The process [`forward_signals`] passes signals on to.
+#[cfg(target_os = "linux")]
+static FORWARD_TO: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+#[cfg(target_os = "linux")]
+extern "C" fn forward(signal: libc::c_int) {
+    let pid = FORWARD_TO.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: `kill` is async-signal-safe, and so is the atomic load above.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// Passes SIGINT, SIGTERM and SIGHUP this process gets on to process `pid` (the sandboxed
+/// program, which ends, and then this process, its proxy, does, tidily) instead of ending here.
+pub fn forward_signals(pid: u32) {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(pid) = i32::try_from(pid) else { return };
+        FORWARD_TO.store(pid, std::sync::atomic::Ordering::Relaxed);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the handler only makes async-signal-safe calls.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::signal(
+                    signal,
+                    forward as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pid;
+}
+
 /// Where the kernel still lets a process type into its terminal (`TIOCSTI`: Linux before
 /// 6.2, or `dev.tty.legacy_tiocsti` on), this process leaves the terminal it shares with the
 /// shell outside (a session of its own), so what it runs cannot type commands there.

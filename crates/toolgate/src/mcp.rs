@@ -223,34 +223,35 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         .build()
         .map_err(|e| Failure::Message(format!("error: {e}")))?;
     crate::reloading::keep_loaded(&policy, files, &runtime, "mcp");
+    // The servers: the file's, or the one after `--`.
+    let servers = match &args.servers {
+        Some(file) => servers_of(file, &args.separator)?,
+        None => {
+            let Some((program, rest)) = args.command.split_first() else {
+                return Err(Failure::Message(
+                    "error: name the server's command after `--`".into(),
+                ));
+            };
+            let name = args
+                .name
+                .clone()
+                .unwrap_or_else(|| server_name(&args.command));
+            let command = toolgate_mcp::ServerCommand {
+                program: program.clone(),
+                args: rest.to_vec(),
+                ..toolgate_mcp::ServerCommand::default()
+            };
+            vec![(name, command)]
+        }
+    };
+    let mut made = Vec::new();
+    for (name, command) in servers {
+        let options = options(&name)?;
+        made.push((name, command, options));
+    }
     if let Some(listen) = args.listen {
         let front = front(args, listen)?;
-        let servers = match &args.servers {
-            Some(file) => servers_of(file, &args.separator)?,
-            None => {
-                let Some((program, rest)) = args.command.split_first() else {
-                    return Err(Failure::Message(
-                        "error: name the server's command after `--`".into(),
-                    ));
-                };
-                let name = args
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| server_name(&args.command));
-                let command = toolgate_mcp::ServerCommand {
-                    program: program.clone(),
-                    args: rest.to_vec(),
-                    ..toolgate_mcp::ServerCommand::default()
-                };
-                vec![(name, command)]
-            }
-        };
         // Each client session: its own gate (a hub of them, with --servers) and processes.
-        let mut made = Vec::new();
-        for (name, command) in servers {
-            let options = options(&name)?;
-            made.push((name, command, options));
-        }
         let session_gate = |options: &toolgate_mcp::Options, name: &str, session: &str| {
             let mut options = options.clone();
             options.session = Some(format!("mcp-{name}-{session}"));
@@ -274,36 +275,20 @@ pub(crate) fn run(args: &McpArgs) -> Result<u8, Failure> {
         };
         return serve_front(&runtime, listen, front, Arc::new(make), daemon);
     }
-    let relayed = match &args.servers {
-        Some(file) => {
-            let servers = servers_of(file, &args.separator)?;
-            let mut gates = Vec::new();
-            let mut commands = Vec::new();
-            for (name, command) in servers {
-                gates.push((name.clone(), toolgate_mcp::Gate::new(options(&name)?)));
-                commands.push(command);
-            }
-            let hub = toolgate_mcp::Hub::new(gates, &args.separator);
-            runtime.block_on(toolgate_mcp::relay(hub, commands, daemon))
-        }
-        None => {
-            let Some((program, rest)) = args.command.split_first() else {
-                return Err(Failure::Message(
-                    "error: name the server's command after `--`".into(),
-                ));
-            };
-            let server = args
-                .name
-                .clone()
-                .unwrap_or_else(|| server_name(&args.command));
-            let gate = toolgate_mcp::Gate::new(options(&server)?);
-            runtime.block_on(toolgate_mcp::relay_stdio(
-                gate,
-                daemon,
-                program.clone(),
-                rest.to_vec(),
-            ))
-        }
+    let commands = made.iter().map(|(_, command, _)| command.clone()).collect();
+    let relayed = if args.servers.is_some() {
+        let gates = made
+            .into_iter()
+            .map(|(name, _, options)| (name, toolgate_mcp::Gate::new(options)))
+            .collect();
+        let hub = toolgate_mcp::Hub::new(gates, &args.separator);
+        runtime.block_on(toolgate_mcp::relay(hub, commands, daemon))
+    } else {
+        let Some((_, _, options)) = made.into_iter().next() else {
+            return Err(Failure::Message("error: no server".into()));
+        };
+        let gate = toolgate_mcp::Gate::new(options);
+        runtime.block_on(toolgate_mcp::relay(gate, commands, daemon))
     };
     let code = relayed.map_err(|e| Failure::Message(format!("error: {e}")))?;
     Ok(u8::try_from(code).unwrap_or(1))

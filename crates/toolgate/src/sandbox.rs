@@ -462,7 +462,7 @@ fn supervise_with_proxy(
         .map_err(|e| fail("cannot start the sandbox", e))?;
     // Its forwarder (a child of the program, which is this child) is the proxy's one client.
     let _ = proxy.program.set(child.id());
-    forward_signals(child.id());
+    toolgate_sandbox::forward_signals(child.id());
     let status = child
         .wait()
         .map_err(|e| fail("cannot wait for the sandbox", e))?;
@@ -484,39 +484,6 @@ fn supervise_with_proxy(
     }
     drop(cleanup);
     Ok(u8::try_from(code).unwrap_or(1))
-}
-
-/// Passes SIGINT, SIGTERM and SIGHUP on to the sandboxed program (it ends, then this process
-/// does, its folder removed), from a thread of their own.
-fn forward_signals(program: u32) {
-    std::thread::spawn(move || {
-        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        runtime.block_on(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut interrupt), Ok(mut terminate), Ok(mut hang_up)) = (
-                signal(SignalKind::interrupt()),
-                signal(SignalKind::terminate()),
-                signal(SignalKind::hangup()),
-            ) else {
-                return;
-            };
-            loop {
-                let signal = tokio::select! {
-                    _ = interrupt.recv() => "-INT",
-                    _ = terminate.recv() => "-TERM",
-                    _ = hang_up.recv() => "-HUP",
-                };
-                let _ = Command::new("kill")
-                    .args([signal, &program.to_string()])
-                    .status();
-            }
-        });
-    });
 }
 
 /// A folder removed (with what it holds) when dropped.

@@ -433,16 +433,16 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
             result,
         }
     };
-    let in_sandbox = decided.sandboxed();
-    let reaches = reached_hosts(&decided.result);
+    // `--sandbox` (Claude Code's Bash): whether the rules keep the command inside, and the
+    // hosts it names, read before the answer is settled (only then).
+    let sandboxing = (args.sandbox && args.agent == Agent::Claude)
+        .then(|| (decided.sandboxed(), reached_hosts(&decided.result)));
     let answer = settle(args, request, decided);
-    Ok(match answer {
-        Answer::Allow(reason) if !in_sandbox && args.sandbox && args.agent == Agent::Claude => {
-            Answer::Allow(format!(
-                "{reason} — outside the sandbox: the rule says `sandbox = false`"
-            ))
-        }
-        Answer::Allow(reason) if args.sandbox && args.agent == Agent::Claude => {
+    Ok(match (answer, sandboxing) {
+        (Answer::Allow(reason), Some((false, _))) => Answer::Allow(format!(
+            "{reason} — outside the sandbox: the rule says `sandbox = false`"
+        )),
+        (Answer::Allow(reason), Some((true, reaches))) => {
             match sandboxed(args, request, &reaches) {
                 Some(input) => Answer::AllowRewritten(
                     format!("{reason} — run inside toolgate's sandbox"),
@@ -451,7 +451,7 @@ fn decide(args: &HookArgs, request: &Request) -> Result<Answer, String> {
                 None => Answer::Allow(reason),
             }
         }
-        answer => answer,
+        (answer, _) => answer,
     })
 }
 

@@ -227,6 +227,18 @@ impl DaemonProcess {
     pub fn http(&self, method: &str, path: &str, body: Option<&Value>) -> Option<(u16, Value)> {
         http(&self.address, &self.token(), method, path, body)
     }
+
+    /// The names of the tokens the daemon knows.
+    #[allow(dead_code)]
+    pub fn token_names(&self) -> Vec<String> {
+        let (_, tokens) = self.http("GET", "/api/tokens", None).unwrap();
+        tokens["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 /// A `bash` call sent to the daemon: `command` in `/tmp`, in `session`.
